@@ -1,0 +1,10 @@
+// How a client connects to a VM (contract.md §3.9).
+
+/** A non-empty override wins; else a VNC port means vnc; android → adb; windows → rdp; else ssh. */
+export function connectionType(os: string, hasVNCPort: boolean, override: string | undefined): string {
+  if (override) return override;
+  if (hasVNCPort) return "vnc";
+  if (os === "android") return "adb";
+  if (os === "windows") return "rdp";
+  return "ssh";
+}

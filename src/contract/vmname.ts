@@ -1,0 +1,60 @@
+// Deterministic VM and pod names (contract.md §3.1–3.2): plain concatenation, no hashing or
+// truncation. The role of a pod comes from its owner plus the slot parse, never a suffix split.
+
+import type { Pod } from "../apis/core.ts";
+import { parseGoIntNumber } from "./goint.ts";
+import { ROLE_MAIN, ROLE_SUB_AGENT, ROLE_TOOLBOX, type Role } from "./keys.ts";
+import { cocoonSetOwnerName } from "./pod.ts";
+
+/** `vk-<ns>-<cs>-<slot>`: the VM of an agent slot (slot 0 = main). */
+export function agentVMName(namespace: string, cocoonSet: string, slot: number): string {
+  return `vk-${namespace}-${cocoonSet}-${slot}`;
+}
+
+/** `vk-<ns>-<podName>`: the VM of any pod by name. */
+export function podVMName(namespace: string, podName: string): string {
+  return `vk-${namespace}-${podName}`;
+}
+
+/** `vk-<ns>-<cs>-<toolbox>`: a toolbox VM is named after its pod `<cs>-<toolbox>`. */
+export function toolboxVMName(namespace: string, cocoonSet: string, toolbox: string): string {
+  return podVMName(namespace, toolboxPodName(cocoonSet, toolbox));
+}
+
+export function agentVMNamePrefix(namespace: string, cocoonSet: string): string {
+  return `vk-${namespace}-${cocoonSet}-`;
+}
+
+/** `<cs>-<slot>`. */
+export function agentPodName(cocoonSet: string, slot: number): string {
+  return `${cocoonSet}-${slot}`;
+}
+
+/** `<cs>-<toolbox>`. */
+export function toolboxPodName(cocoonSet: string, toolbox: string): string {
+  return `${cocoonSet}-${toolbox}`;
+}
+
+/**
+ * The agent slot a VM name encodes, or -1 for anything else (toolboxes, other sets). The remainder
+ * after the prefix is read as Go's strconv.Atoi, so "007" and "+3" are slots 7 and 3.
+ */
+export function extractAgentSlot(namespace: string, cocoonSet: string, vmName: string): number {
+  const prefix = agentVMNamePrefix(namespace, cocoonSet);
+  if (!vmName.startsWith(prefix)) return -1;
+  const remainder = vmName.slice(prefix.length);
+  if (remainder.includes("-")) return -1;
+  const slot = parseGoIntNumber(remainder, 64);
+  return slot === undefined || slot < 0 ? -1 : slot;
+}
+
+export function inferRoleFromSlot(slot: number): Role {
+  if (slot < 0) return ROLE_TOOLBOX;
+  return slot === 0 ? ROLE_MAIN : ROLE_SUB_AGENT;
+}
+
+/** The role of a pod's VM: owner CocoonSet name + slot parse (contract.md §3.2). */
+export function roleForPod(pod: Pick<Pod, "metadata">, vmName: string): Role {
+  const cocoonSet = cocoonSetOwnerName(pod);
+  return inferRoleFromSlot(extractAgentSlot(pod.metadata.namespace ?? "", cocoonSet, vmName));
+}

@@ -1,0 +1,69 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import type { Pod } from "../../../src/apis/core.ts";
+import {
+  agentPodName,
+  agentVMName,
+  agentVMNamePrefix,
+  extractAgentSlot,
+  inferRoleFromSlot,
+  podVMName,
+  roleForPod,
+  toolboxPodName,
+  toolboxVMName,
+} from "../../../src/contract/vmname.ts";
+
+test("names are plain concatenations", () => {
+  assert.equal(agentVMName("prod", "demo", 0), "vk-prod-demo-0");
+  assert.equal(agentVMName("prod", "demo", 12), "vk-prod-demo-12");
+  assert.equal(podVMName("prod", "demo-db"), "vk-prod-demo-db");
+  assert.equal(toolboxVMName("prod", "demo", "db"), "vk-prod-demo-db");
+  assert.equal(agentVMNamePrefix("prod", "demo"), "vk-prod-demo-");
+  assert.equal(agentPodName("demo", 3), "demo-3");
+  assert.equal(toolboxPodName("demo", "db"), "demo-db");
+});
+
+test("extractAgentSlot follows Go's strconv.Atoi on the remainder", () => {
+  const cases: [string, number][] = [
+    ["vk-prod-demo-0", 0],
+    ["vk-prod-demo-3", 3],
+    ["vk-prod-demo-007", 7],
+    ["vk-prod-demo-+3", 3],
+    ["vk-prod-demo-db-2", -1],
+    ["vk-prod-demo-db", -1],
+    ["vk-prod-demo--1", -1],
+    ["vk-prod-demo-", -1],
+    ["vk-prod-demo-+", -1],
+    ["vk-prod-demo-1.0", -1],
+    ["vk-prod-demo-99999999999999999999", -1],
+    ["vk-prod-other-0", -1],
+    ["vk-dev-demo-0", -1],
+  ];
+  for (const [vmName, slot] of cases) assert.equal(extractAgentSlot("prod", "demo", vmName), slot, vmName);
+});
+
+test("inferRoleFromSlot maps negative, zero and positive slots", () => {
+  assert.equal(inferRoleFromSlot(-1), "toolbox");
+  assert.equal(inferRoleFromSlot(0), "main");
+  assert.equal(inferRoleFromSlot(4), "sub-agent");
+});
+
+function ownedPod(owner: { kind: string; name: string } | undefined): Pod {
+  return {
+    metadata: {
+      name: "p",
+      namespace: "prod",
+      ownerReferences: owner ? [{ apiVersion: "x/v1", uid: "u", ...owner }] : [],
+    },
+    spec: { containers: [] },
+  };
+}
+
+test("roleForPod uses the CocoonSet owner and the slot parse", () => {
+  const pod = ownedPod({ kind: "CocoonSet", name: "demo" });
+  assert.equal(roleForPod(pod, "vk-prod-demo-0"), "main");
+  assert.equal(roleForPod(pod, "vk-prod-demo-2"), "sub-agent");
+  assert.equal(roleForPod(pod, "vk-prod-demo-db"), "toolbox");
+  assert.equal(roleForPod(ownedPod({ kind: "ReplicaSet", name: "demo" }), "vk-prod-demo-0"), "toolbox");
+  assert.equal(roleForPod(ownedPod(undefined), "vk-prod-demo-0"), "toolbox");
+});
