@@ -1,0 +1,213 @@
+// Step 14: the status is computed from the classification of step 4 (no re-list), its conditions
+// merged with the current ones so an unchanged condition keeps its lastTransitionTime, and it is
+// written only when it differs structurally from the current status.
+
+import type { Pod } from "../apis/core.ts";
+import type {
+  AgentStatus,
+  CocoonSet,
+  CocoonSetPhase,
+  CocoonSetStatus,
+  Condition,
+  ToolboxStatus,
+} from "../apis/v1/types.ts";
+import { connectionType } from "../contract/conntype.ts";
+import { ANN_CONN_TYPE, ANN_OS, ROLE_MAIN, ROLE_SUB_AGENT } from "../contract/keys.ts";
+import { isPodReady, vmNameOf } from "../contract/pod.ts";
+import { parseVMRuntime } from "../contract/vmruntime.ts";
+import type { Classification } from "./classify.ts";
+
+export const CONDITION_READY = "Ready";
+export const CONDITION_PROGRESSING = "Progressing";
+export const REASON_ALL_AGENTS_READY = "AllAgentsReady";
+export const REASON_AGENTS_NOT_READY = "AgentsNotReady";
+export const REASON_RECONCILING = "Reconciling";
+export const REASON_STABLE = "Stable";
+
+export interface StatusOptions {
+  /** A phase a step forces (Pending, Suspending, Suspended, Waking, Migrating, Failed); else derived. */
+  phase?: CocoonSetPhase;
+  /** RFC 3339 time stamped on a condition whose status changes. */
+  now: string;
+}
+
+export function computeStatus(
+  cs: CocoonSet,
+  classification: Classification,
+  opts: StatusOptions,
+): CocoonSetStatus {
+  const generation = cs.metadata.generation ?? 0;
+  const desiredAgents = 1 + (cs.spec.agent.replicas ?? 0);
+  const desiredToolboxes = cs.spec.toolboxes?.length ?? 0;
+  const { main } = classification;
+
+  const agents: AgentStatus[] = [];
+  const mainVMName = main ? vmNameOf(main) : "";
+  if (main) agents.push(agentStatus(main, 0, ROLE_MAIN, ""));
+  for (const slot of [...classification.subAgents.keys()].sort((a, b) => a - b)) {
+    const pod = classification.subAgents.get(slot);
+    if (pod) agents.push(agentStatus(pod, slot, ROLE_SUB_AGENT, mainVMName));
+  }
+  const readyAgents = (main && isPodReady(main) ? 1 : 0) + countReady(classification.subAgents.values());
+
+  const toolboxes: ToolboxStatus[] = [];
+  for (const name of [...classification.toolboxes.keys()].sort(byteOrder)) {
+    const pod = classification.toolboxes.get(name);
+    if (pod) toolboxes.push(toolboxStatus(pod, name));
+  }
+  const readyToolboxes = countReady(classification.toolboxes.values());
+
+  const counts = { readyAgents, desiredAgents, readyToolboxes, desiredToolboxes };
+  const phase = opts.phase ?? derivePhase(main, counts);
+  const status: CocoonSetStatus = { ...counts, phase };
+  if (generation !== 0) status.observedGeneration = generation;
+  if (agents.length > 0) status.agents = agents;
+  if (toolboxes.length > 0) status.toolboxes = toolboxes;
+  status.conditions = mergeConditions(
+    cs.status?.conditions ?? [],
+    buildConditions(generation, counts, phase),
+    opts.now,
+  );
+  return status;
+}
+
+interface Counts {
+  readyAgents: number;
+  desiredAgents: number;
+  readyToolboxes: number;
+  desiredToolboxes: number;
+}
+
+function derivePhase(main: Pod | undefined, counts: Counts): CocoonSetPhase {
+  // Sub-agents and toolboxes wait for a Ready main (step 11), so until then the set is Pending.
+  if (!main || !isPodReady(main)) return "Pending";
+  if (counts.readyAgents < counts.desiredAgents || counts.readyToolboxes < counts.desiredToolboxes)
+    return "Scaling";
+  return "Running";
+}
+
+function countReady(pods: Iterable<Pod>): number {
+  let ready = 0;
+  for (const pod of pods) if (isPodReady(pod)) ready++;
+  return ready;
+}
+
+function agentStatus(pod: Pod, slot: number, role: string, forkedFrom: string): AgentStatus {
+  const runtime = parseVMRuntime(pod.metadata.annotations);
+  return withoutEmpty({
+    slot,
+    role,
+    podName: pod.metadata.name,
+    vmName: vmNameOf(pod),
+    vmID: runtime.vmID,
+    ip: runtime.ip,
+    phase: pod.status?.phase,
+    forkedFrom,
+  });
+}
+
+function toolboxStatus(pod: Pod, name: string): ToolboxStatus {
+  const annotations = pod.metadata.annotations ?? {};
+  const runtime = parseVMRuntime(annotations);
+  return withoutEmpty({
+    name,
+    podName: pod.metadata.name,
+    vmName: vmNameOf(pod),
+    vmID: runtime.vmID,
+    ip: runtime.ip,
+    phase: pod.status?.phase,
+    connType: connectionType(annotations[ANN_OS] ?? "", runtime.vncPort > 0, annotations[ANN_CONN_TYPE]),
+    vncPort: runtime.vncPort,
+  });
+}
+
+/** Go's omitempty: empty strings, zero numbers and undefined fields are not serialised. */
+function withoutEmpty<T extends object>(entry: T): T {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(entry)) {
+    if (value !== undefined && value !== "" && !(value === 0 && key !== "slot")) out[key] = value;
+  }
+  return out as T;
+}
+
+function buildConditions(generation: number, counts: Counts, phase: CocoonSetPhase): Condition[] {
+  const { readyAgents, desiredAgents, readyToolboxes, desiredToolboxes } = counts;
+  const allReady = readyAgents === desiredAgents && desiredAgents > 0 && readyToolboxes === desiredToolboxes;
+  const progressing = phase === "Pending" || phase === "Scaling";
+  const conditions: Condition[] = [
+    {
+      type: CONDITION_READY,
+      status: allReady ? "True" : "False",
+      reason: allReady ? REASON_ALL_AGENTS_READY : REASON_AGENTS_NOT_READY,
+      message: `${readyAgents}/${desiredAgents} agents ready, ${readyToolboxes}/${desiredToolboxes} toolboxes ready`,
+      observedGeneration: generation,
+      lastTransitionTime: "",
+    },
+    {
+      type: CONDITION_PROGRESSING,
+      status: progressing ? "True" : "False",
+      reason: progressing ? REASON_RECONCILING : REASON_STABLE,
+      message: phase,
+      observedGeneration: generation,
+      lastTransitionTime: "",
+    },
+  ];
+  // metav1.Condition omits a zero observedGeneration on the wire.
+  if (generation === 0) for (const condition of conditions) delete condition.observedGeneration;
+  return conditions;
+}
+
+/**
+ * apimachinery's SetStatusCondition applied for each new condition over the current list: a new type
+ * or a status change stamps `now`; otherwise the old lastTransitionTime stays while reason, message
+ * and observedGeneration follow the new condition. Conditions of other types are kept.
+ */
+export function mergeConditions(
+  current: readonly Condition[],
+  next: readonly Condition[],
+  now: string,
+): Condition[] {
+  const merged = current.map((condition) => ({ ...condition }));
+  for (const condition of next) {
+    const existing = merged.find((c) => c.type === condition.type);
+    if (!existing) {
+      merged.push({ ...condition, lastTransitionTime: condition.lastTransitionTime || now });
+      continue;
+    }
+    if (existing.status !== condition.status) {
+      existing.status = condition.status;
+      existing.lastTransitionTime = condition.lastTransitionTime || now;
+    }
+    existing.reason = condition.reason;
+    existing.message = condition.message;
+    if (condition.observedGeneration) existing.observedGeneration = condition.observedGeneration;
+    else delete existing.observedGeneration;
+  }
+  return merged;
+}
+
+/**
+ * Structural equality as apimachinery's semantic DeepEqual sees two statuses read off the wire: a
+ * field Go omits when empty (undefined, "", 0, an empty list) equals its absence.
+ */
+export function statusEqual(a: CocoonSetStatus | undefined, b: CocoonSetStatus | undefined): boolean {
+  return JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
+}
+
+function canonical(value: unknown): unknown {
+  if (Array.isArray(value)) return value.length === 0 ? undefined : value.map(canonical);
+  if (value !== null && typeof value === "object") {
+    const out: Record<string, unknown> = {};
+    for (const key of Object.keys(value).sort()) {
+      const field = canonical((value as Record<string, unknown>)[key]);
+      if (field !== undefined) out[key] = field;
+    }
+    return Object.keys(out).length === 0 ? undefined : out;
+  }
+  if (value === null || value === "" || value === 0 || value === false) return undefined;
+  return value;
+}
+
+function byteOrder(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

@@ -1,0 +1,321 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { Pod } from "../../../src/apis/core.ts";
+import type { CocoonSet, CocoonSetStatus, Condition } from "../../../src/apis/v1/types.ts";
+import { type Classification, classifyPods } from "../../../src/cocoonset/classify.ts";
+import { computeStatus, mergeConditions, statusEqual } from "../../../src/cocoonset/status.ts";
+import {
+  ANN_CONN_TYPE,
+  ANN_IP,
+  ANN_OS,
+  ANN_VM_ID,
+  ANN_VM_NAME,
+  ANN_VNC_PORT,
+  LABEL_ROLE,
+  LABEL_SLOT,
+} from "../../../src/contract/keys.ts";
+
+const NOW = "2026-05-14T01:00:00Z";
+const LATER = "2026-05-14T02:00:00Z";
+
+function set(replicas: number, toolboxes: string[] = [], generation = 2): CocoonSet {
+  return {
+    apiVersion: "cocoonset.cocoonstack.io/v1",
+    kind: "CocoonSet",
+    metadata: { name: "demo", namespace: "ns", uid: "test-uid", generation },
+    spec: {
+      agent: { image: "ubuntu", replicas },
+      toolboxes: toolboxes.map((name) => ({ name, image: "tb" })),
+    },
+  };
+}
+
+function pod(
+  name: string,
+  role: string,
+  slot: string,
+  ready: boolean,
+  annotations: Record<string, string> = {},
+): Pod {
+  return {
+    metadata: {
+      name,
+      namespace: "ns",
+      labels: { [LABEL_ROLE]: role, [LABEL_SLOT]: slot },
+      annotations: { [ANN_VM_NAME]: `vk-ns-${name}`, ...annotations },
+      ownerReferences: [
+        {
+          apiVersion: "cocoonset.cocoonstack.io/v1",
+          kind: "CocoonSet",
+          name: "demo",
+          uid: "test-uid",
+          controller: true,
+        },
+      ],
+    },
+    spec: { containers: [{ name: "agent" }] },
+    status: {
+      phase: ready ? "Running" : "Pending",
+      conditions: [{ type: "Ready", status: ready ? "True" : "False" }],
+    },
+  };
+}
+
+const main = (ready = true, annotations: Record<string, string> = {}) =>
+  pod("demo-0", "main", "0", ready, annotations);
+const sub = (slot: number, ready = true) => pod(`demo-${slot}`, "sub-agent", String(slot), ready);
+const toolbox = (name: string, ready = true, annotations: Record<string, string> = {}) =>
+  pod(`demo-${name}`, "toolbox", name, ready, annotations);
+
+function classify(...pods: Pod[]): Classification {
+  return classifyPods(pods, { name: "demo", uid: "test-uid" });
+}
+
+function condition(status: CocoonSetStatus, type: string): Condition | undefined {
+  return status.conditions?.find((c) => c.type === type);
+}
+
+describe("computeStatus phase (T95)", () => {
+  it("is Pending without a main", () => {
+    assert.equal(computeStatus(set(1), classify(), { now: NOW }).phase, "Pending");
+  });
+
+  it("is Pending while the main is not Ready", () => {
+    assert.equal(computeStatus(set(0), classify(main(false)), { now: NOW }).phase, "Pending");
+  });
+
+  it("is Scaling with a Ready main and a missing sub-agent (replicas 1)", () => {
+    assert.equal(computeStatus(set(1), classify(main()), { now: NOW }).phase, "Scaling");
+  });
+
+  it("is Running when everything is Ready", () => {
+    assert.equal(
+      computeStatus(set(1, ["tb"]), classify(main(), sub(1), toolbox("tb")), { now: NOW }).phase,
+      "Running",
+    );
+  });
+
+  it("is Scaling with a Pending toolbox, toolboxes 0/1", () => {
+    const status = computeStatus(set(0, ["tb"]), classify(main(), toolbox("tb", false)), { now: NOW });
+    assert.equal(status.phase, "Scaling");
+    assert.equal(status.readyToolboxes, 0);
+    assert.equal(status.desiredToolboxes, 1);
+  });
+
+  it("takes a phase a step forces", () => {
+    for (const phase of ["Suspending", "Suspended", "Waking", "Migrating", "Failed"] as const) {
+      const status = computeStatus(set(0), classify(main()), { phase, now: NOW });
+      assert.equal(status.phase, phase);
+      assert.deepEqual(condition(status, "Progressing"), {
+        type: "Progressing",
+        status: "False",
+        reason: "Stable",
+        message: phase,
+        observedGeneration: 2,
+        lastTransitionTime: NOW,
+      });
+    }
+  });
+});
+
+describe("computeStatus entries", () => {
+  it("T95 replicas 2 with 2 ready pods: desired 3, ready 2, sub forked from the main VM", () => {
+    const status = computeStatus(set(2), classify(sub(1), main()), { now: NOW });
+    assert.equal(status.desiredAgents, 3);
+    assert.equal(status.readyAgents, 2);
+    assert.equal(status.observedGeneration, 2);
+    assert.deepEqual(status.agents, [
+      { slot: 0, role: "main", podName: "demo-0", vmName: "vk-ns-demo-0", phase: "Running" },
+      {
+        slot: 1,
+        role: "sub-agent",
+        podName: "demo-1",
+        vmName: "vk-ns-demo-1",
+        phase: "Running",
+        forkedFrom: "vk-ns-demo-0",
+      },
+    ]);
+  });
+
+  it("T95 carries vmID qemu-1 and ip 10.0.0.1 into the entry", () => {
+    const status = computeStatus(
+      set(0),
+      classify(main(true, { [ANN_VM_ID]: "qemu-1", [ANN_IP]: "10.0.0.1" })),
+      {
+        now: NOW,
+      },
+    );
+    assert.equal(status.agents?.[0]?.vmID, "qemu-1");
+    assert.equal(status.agents?.[0]?.ip, "10.0.0.1");
+  });
+
+  it("sorts sub-agents by slot number", () => {
+    const status = computeStatus(set(10), classify(main(), sub(10), sub(2)), { now: NOW });
+    assert.deepEqual(
+      status.agents?.map((a) => a.slot),
+      [0, 2, 10],
+    );
+  });
+
+  it("lists toolboxes by name with the connection type and VNC port", () => {
+    const status = computeStatus(
+      set(0, ["win", "droid", "vnc", "plain", "forced"]),
+      classify(
+        main(),
+        toolbox("win", true, { [ANN_OS]: "windows" }),
+        toolbox("droid", true, { [ANN_OS]: "android" }),
+        toolbox("vnc", true, {
+          [ANN_OS]: "windows",
+          [ANN_VNC_PORT]: "5901",
+          [ANN_VM_ID]: "qemu-1",
+          [ANN_IP]: "10.0.0.1",
+        }),
+        toolbox("plain", true, { [ANN_VNC_PORT]: "not-a-port" }),
+        toolbox("forced", true, { [ANN_VNC_PORT]: "5901", [ANN_CONN_TYPE]: "ssh" }),
+      ),
+      { now: NOW },
+    );
+    assert.deepEqual(status.toolboxes, [
+      { name: "droid", podName: "demo-droid", vmName: "vk-ns-demo-droid", phase: "Running", connType: "adb" },
+      {
+        name: "forced",
+        podName: "demo-forced",
+        vmName: "vk-ns-demo-forced",
+        phase: "Running",
+        connType: "ssh",
+        vncPort: 5901,
+      },
+      { name: "plain", podName: "demo-plain", vmName: "vk-ns-demo-plain", phase: "Running", connType: "ssh" },
+      {
+        name: "vnc",
+        podName: "demo-vnc",
+        vmName: "vk-ns-demo-vnc",
+        vmID: "qemu-1",
+        ip: "10.0.0.1",
+        phase: "Running",
+        connType: "vnc",
+        vncPort: 5901,
+      },
+      { name: "win", podName: "demo-win", vmName: "vk-ns-demo-win", phase: "Running", connType: "rdp" },
+    ]);
+    assert.equal(status.readyToolboxes, 5);
+  });
+
+  it("omits empty lists and a zero generation, as Go's omitempty does", () => {
+    const status = computeStatus(set(0, [], 0), classify(), { now: NOW });
+    assert.equal("agents" in status, false);
+    assert.equal("toolboxes" in status, false);
+    assert.equal("observedGeneration" in status, false);
+    assert.equal(status.readyAgents, 0);
+    for (const c of status.conditions ?? []) assert.equal("observedGeneration" in c, false);
+  });
+});
+
+describe("conditions", () => {
+  it("T95 Ready is True for 1/1 agents and 0/0 toolboxes", () => {
+    const status = computeStatus(set(0), classify(main()), { now: NOW });
+    assert.deepEqual(condition(status, "Ready"), {
+      type: "Ready",
+      status: "True",
+      reason: "AllAgentsReady",
+      message: "1/1 agents ready, 0/0 toolboxes ready",
+      observedGeneration: 2,
+      lastTransitionTime: NOW,
+    });
+  });
+
+  it("T95 Ready is False for 1/1 agents and 0/1 toolboxes", () => {
+    const status = computeStatus(set(0, ["tb"]), classify(main()), { now: NOW });
+    assert.deepEqual(condition(status, "Ready"), {
+      type: "Ready",
+      status: "False",
+      reason: "AgentsNotReady",
+      message: "1/1 agents ready, 0/1 toolboxes ready",
+      observedGeneration: 2,
+      lastTransitionTime: NOW,
+    });
+  });
+
+  it("Progressing is True Reconciling while Pending or Scaling", () => {
+    const status = computeStatus(set(1), classify(main()), { now: NOW });
+    assert.deepEqual(condition(status, "Progressing"), {
+      type: "Progressing",
+      status: "True",
+      reason: "Reconciling",
+      message: "Scaling",
+      observedGeneration: 2,
+      lastTransitionTime: NOW,
+    });
+  });
+
+  it("keeps lastTransitionTime while a condition's status holds, and stamps a flip", () => {
+    const cs = set(1);
+    cs.status = computeStatus(cs, classify(main()), { now: NOW });
+    const same = computeStatus(cs, classify(main(), sub(1, false)), { now: LATER });
+    assert.equal(condition(same, "Ready")?.lastTransitionTime, NOW);
+    assert.equal(condition(same, "Ready")?.message, "1/2 agents ready, 0/0 toolboxes ready");
+    const flipped = computeStatus(cs, classify(main(), sub(1)), { now: LATER });
+    assert.equal(condition(flipped, "Ready")?.lastTransitionTime, LATER);
+    assert.equal(condition(flipped, "Progressing")?.lastTransitionTime, LATER);
+  });
+
+  it("keeps conditions of other types and their order", () => {
+    const other: Condition = {
+      type: "Custom",
+      status: "True",
+      reason: "X",
+      message: "",
+      lastTransitionTime: NOW,
+    };
+    const merged = mergeConditions(
+      [other],
+      [{ type: "Ready", status: "True", reason: "AllAgentsReady", message: "m", lastTransitionTime: "" }],
+      LATER,
+    );
+    assert.deepEqual(
+      merged.map((c) => [c.type, c.lastTransitionTime]),
+      [
+        ["Custom", NOW],
+        ["Ready", LATER],
+      ],
+    );
+  });
+});
+
+describe("statusEqual", () => {
+  it("T95 identical builds compare equal, and a recomputed settled status equals the stored one", () => {
+    const cs = set(1);
+    const a = computeStatus(cs, classify(main(), sub(1)), { now: NOW });
+    assert.equal(statusEqual(a, computeStatus(cs, classify(main(), sub(1)), { now: NOW })), true);
+    cs.status = a;
+    assert.equal(statusEqual(cs.status, computeStatus(cs, classify(main(), sub(1)), { now: LATER })), true);
+  });
+
+  it("T95 a phase change compares unequal", () => {
+    const cs = set(0);
+    const a = computeStatus(cs, classify(), { phase: "Pending", now: NOW });
+    const b = computeStatus(cs, classify(), { phase: "Running", now: NOW });
+    assert.equal(statusEqual(a, b), false);
+  });
+
+  it("treats fields Go omits when empty as absent", () => {
+    const wire: CocoonSetStatus = {
+      readyAgents: 0,
+      desiredAgents: 1,
+      readyToolboxes: 0,
+      desiredToolboxes: 0,
+      phase: "Pending",
+    };
+    const local: CocoonSetStatus = { ...wire, agents: [], toolboxes: [], observedGeneration: 0 };
+    assert.equal(statusEqual(wire, local), true);
+    assert.equal(statusEqual({ ...wire, readyAgents: 1 }, local), false);
+  });
+
+  it("sees a changed lastTransitionTime and a changed entry", () => {
+    const cs = set(0);
+    const a = computeStatus(cs, classify(main()), { now: NOW });
+    assert.equal(statusEqual(a, computeStatus(cs, classify(main()), { now: LATER })), false);
+    const withIP = computeStatus(cs, classify(main(true, { [ANN_IP]: "10.0.0.2" })), { now: NOW });
+    assert.equal(statusEqual(a, withIP), false);
+  });
+});
