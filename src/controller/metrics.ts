@@ -1,0 +1,174 @@
+// The process's one Prometheus registry, with the metric families controller-runtime serves (same
+// names and labels, so dashboards for the Go operator keep working) and the /metrics server. The
+// cocoon_operator_* collectors register on metricsRegistry too.
+import { Counter, collectDefaultMetrics, exponentialBuckets, Gauge, Histogram, Registry } from "prom-client";
+import { type HttpEndpoint, parseBindAddress, serve } from "./httpserver.ts";
+import type { InFlightWork, QueueMetrics } from "./workqueue.ts";
+
+export const metricsRegistry = new Registry();
+collectDefaultMetrics({ register: metricsRegistry });
+
+const registers = [metricsRegistry];
+
+// controller-runtime's reconcile-time buckets: 5 ms to 60 s.
+const RECONCILE_BUCKETS = [
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25,
+  1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60,
+];
+
+export const reconcileTotal = new Counter({
+  name: "controller_runtime_reconcile_total",
+  help: "Total number of reconciliations per controller",
+  labelNames: ["controller", "result"] as const,
+  registers,
+});
+
+export const reconcileErrors = new Counter({
+  name: "controller_runtime_reconcile_errors_total",
+  help: "Total number of reconciliation errors per controller",
+  labelNames: ["controller"] as const,
+  registers,
+});
+
+export const reconcileTime = new Histogram({
+  name: "controller_runtime_reconcile_time_seconds",
+  help: "Length of time per reconciliation per controller",
+  labelNames: ["controller"] as const,
+  buckets: RECONCILE_BUCKETS,
+  registers,
+});
+
+export const maxConcurrentReconciles = new Gauge({
+  name: "controller_runtime_max_concurrent_reconciles",
+  help: "Maximum number of concurrent reconciles per controller",
+  labelNames: ["controller"] as const,
+  registers,
+});
+
+export const activeWorkers = new Gauge({
+  name: "controller_runtime_active_workers",
+  help: "Number of currently used workers per controller",
+  labelNames: ["controller"] as const,
+  registers,
+});
+
+const leaderStatus = new Gauge({
+  name: "leader_election_master_status",
+  help: "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. Please make sure to group by name.",
+  labelNames: ["name"] as const,
+  registers,
+});
+
+const restRequests = new Counter({
+  name: "rest_client_requests_total",
+  help: "Number of HTTP requests, partitioned by status code, method, and host.",
+  labelNames: ["code", "method", "host"] as const,
+  registers,
+});
+
+export function setLeaderStatus(leaseName: string, leading: boolean): void {
+  leaderStatus.set({ name: leaseName }, leading ? 1 : 0);
+}
+
+/** The hook the API client calls once per finished request; code is the HTTP status or "<error>". */
+export function recordRestRequest(request: { verb: string; code: number | string; host: string }): void {
+  restRequests.inc({ code: String(request.code), method: request.verb.toUpperCase(), host: request.host });
+}
+
+// Workqueue families. controller-runtime labels each queue with name and controller (both the
+// controller's name) and the depth with a priority ("" for a plain queue).
+const QUEUE_BUCKETS = exponentialBuckets(1e-8, 10, 12);
+
+const queueDepth = new Gauge({
+  name: "workqueue_depth",
+  help: "Current depth of workqueue by workqueue and priority",
+  labelNames: ["name", "controller", "priority"] as const,
+  registers,
+});
+
+const queueAdds = new Counter({
+  name: "workqueue_adds_total",
+  help: "Total number of adds handled by workqueue",
+  labelNames: ["name", "controller"] as const,
+  registers,
+});
+
+const queueLatency = new Histogram({
+  name: "workqueue_queue_duration_seconds",
+  help: "How long in seconds an item stays in workqueue before being requested",
+  labelNames: ["name", "controller"] as const,
+  buckets: QUEUE_BUCKETS,
+  registers,
+});
+
+const queueWorkDuration = new Histogram({
+  name: "workqueue_work_duration_seconds",
+  help: "How long in seconds processing an item from workqueue takes.",
+  labelNames: ["name", "controller"] as const,
+  buckets: QUEUE_BUCKETS,
+  registers,
+});
+
+const queueRetries = new Counter({
+  name: "workqueue_retries_total",
+  help: "Total number of retries handled by workqueue",
+  labelNames: ["name", "controller"] as const,
+  registers,
+});
+
+// In-flight work is computed at scrape time from each live queue.
+const inFlightReports = new Map<string, () => InFlightWork>();
+
+new Gauge({
+  name: "workqueue_unfinished_work_seconds",
+  help: "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.",
+  labelNames: ["name", "controller"] as const,
+  registers,
+  collect() {
+    for (const [name, report] of inFlightReports) {
+      this.set({ name, controller: name }, report().unfinishedSeconds);
+    }
+  },
+});
+
+new Gauge({
+  name: "workqueue_longest_running_processor_seconds",
+  help: "How many seconds has the longest running processor for workqueue been running.",
+  labelNames: ["name", "controller"] as const,
+  registers,
+  collect() {
+    for (const [name, report] of inFlightReports) {
+      this.set({ name, controller: name }, report().longestRunningSeconds);
+    }
+  },
+});
+
+/** The Prometheus sink for the queue of the controller called name. */
+export function workQueueMetrics(name: string): QueueMetrics {
+  const labels = { name, controller: name };
+  return {
+    added: () => queueAdds.inc(labels),
+    depth: (items) => queueDepth.set({ ...labels, priority: "" }, items),
+    queueLatency: (seconds) => queueLatency.observe(labels, seconds),
+    workDuration: (seconds) => queueWorkDuration.observe(labels, seconds),
+    retried: () => queueRetries.inc(labels),
+    observeInFlight: (report) => {
+      inFlightReports.set(name, report);
+    },
+    release: () => {
+      inFlightReports.delete(name);
+    },
+  };
+}
+
+/** Serves GET /metrics from metricsRegistry; undefined when the address is "0". */
+export async function startMetricsServer(address: string): Promise<HttpEndpoint | undefined> {
+  const bind = parseBindAddress(address);
+  if (!bind) return undefined;
+  return serve(bind, {
+    "/metrics": async (_req, res) => {
+      const body = await metricsRegistry.metrics();
+      res.writeHead(200, { "content-type": metricsRegistry.contentType }).end(body);
+    },
+  });
+}

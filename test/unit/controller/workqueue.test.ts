@@ -1,0 +1,248 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { FakeClock } from "../../../src/clock.ts";
+import { ItemExponentialFailureRateLimiter } from "../../../src/controller/ratelimiter.ts";
+import { type InFlightWork, type QueueMetrics, WorkQueue } from "../../../src/controller/workqueue.ts";
+import { settle } from "./controller-fakeinformer.ts";
+
+function newQueue(clock = new FakeClock()): WorkQueue<string> {
+  return new WorkQueue<string>({ clock });
+}
+
+describe("WorkQueue", () => {
+  it("de-duplicates an item that is already waiting", async () => {
+    const queue = newQueue();
+    queue.add("a");
+    queue.add("a");
+    queue.add("b");
+    assert.equal(queue.len(), 2);
+    assert.equal(await queue.get(), "a");
+    assert.equal(await queue.get(), "b");
+    assert.equal(queue.len(), 0);
+  });
+
+  it("holds an item re-added while processing until done, then queues it once", async () => {
+    const queue = newQueue();
+    queue.add("a");
+    const item = await queue.get();
+    queue.add("a");
+    queue.add("a");
+    assert.equal(queue.len(), 0, "not handed out again while processing");
+    queue.done(item!);
+    assert.equal(queue.len(), 1);
+    assert.equal(await queue.get(), "a");
+    queue.done("a");
+    assert.equal(queue.len(), 0);
+  });
+
+  it("hands a waiting get() the next added item", async () => {
+    const queue = newQueue();
+    const pending = queue.get();
+    queue.add("x");
+    assert.equal(await pending, "x");
+  });
+
+  it("never processes one key in two workers at once, and runs a key dirtied mid-process again", async () => {
+    const queue = newQueue();
+    const keys = ["k0", "k1", "k2", "k3"];
+    const active = new Set<string>();
+    const lastAddRound = new Map<string, number>();
+    const lastStartRound = new Map<string, number>();
+    let round = 0;
+    let overlaps = 0;
+
+    const worker = async () => {
+      for (let key = await queue.get(); key !== undefined; key = await queue.get()) {
+        if (active.has(key)) overlaps++;
+        active.add(key);
+        lastStartRound.set(key, round);
+        await settle();
+        active.delete(key);
+        queue.done(key);
+      }
+    };
+    const workers = Array.from({ length: 8 }, () => worker());
+
+    for (round = 1; round <= 200; round++) {
+      const key = keys[round % keys.length]!;
+      queue.add(key);
+      lastAddRound.set(key, round);
+      if (round % 3 === 0) await settle();
+    }
+    while (queue.len() > 0 || active.size > 0) await settle();
+    await queue.shutDownWithDrain();
+    await Promise.all(workers);
+
+    assert.equal(overlaps, 0);
+    for (const key of keys) {
+      // Every add is followed by a processing start that saw it (same round or later).
+      assert.ok(lastStartRound.get(key)! >= lastAddRound.get(key)!, `${key} ran after its last add`);
+    }
+  });
+
+  it("addAfter releases the item when the clock reaches its deadline", async () => {
+    const clock = new FakeClock();
+    const queue = newQueue(clock);
+    queue.addAfter("a", 1000);
+    assert.equal(queue.len(), 0);
+    clock.advance(999);
+    await settle();
+    assert.equal(queue.len(), 0);
+    clock.advance(1);
+    await settle();
+    assert.equal(queue.len(), 1);
+    assert.equal(await queue.get(), "a");
+  });
+
+  it("addAfter keeps the earlier of two deadlines for one item", async () => {
+    const clock = new FakeClock();
+    const queue = newQueue(clock);
+    queue.addAfter("a", 500);
+    queue.addAfter("a", 100);
+    queue.addAfter("a", 800);
+    clock.advance(100);
+    await settle();
+    assert.equal(queue.len(), 1);
+    await queue.get();
+    queue.done("a");
+    clock.advance(1000);
+    await settle();
+    assert.equal(queue.len(), 0, "the superseded deadlines do not add it again");
+  });
+
+  it("addAfter releases several items in deadline order", async () => {
+    const clock = new FakeClock();
+    const queue = newQueue(clock);
+    queue.addAfter("late", 300);
+    queue.addAfter("early", 100);
+    queue.addAfter("middle", 200);
+    queue.addAfter("now", 0);
+    assert.equal(queue.len(), 1);
+    clock.advance(150);
+    await settle();
+    clock.advance(100);
+    await settle();
+    clock.advance(100);
+    await settle();
+    const order = [await queue.get(), await queue.get(), await queue.get(), await queue.get()];
+    assert.deepEqual(order, ["now", "early", "middle", "late"]);
+  });
+
+  it("addRateLimited backs off per item 5 ms, 10 ms, 20 ms … and forget() resets", async () => {
+    const clock = new FakeClock();
+    const queue = newQueue(clock);
+    queue.addRateLimited("a");
+    queue.addRateLimited("a");
+    assert.equal(queue.numRequeues("a"), 2);
+    clock.advance(4);
+    await settle();
+    assert.equal(queue.len(), 0);
+    clock.advance(1);
+    await settle();
+    assert.equal(queue.len(), 1, "the first backoff (5 ms) wins over the later 10 ms deadline");
+    await queue.get();
+    queue.done("a");
+    queue.forget("a");
+    assert.equal(queue.numRequeues("a"), 0);
+    queue.addRateLimited("a");
+    clock.advance(5);
+    await settle();
+    assert.equal(queue.len(), 1, "after forget the backoff starts again at 5 ms");
+  });
+
+  it("uses the given rate limiter", async () => {
+    const clock = new FakeClock();
+    const queue = new WorkQueue<string>({
+      clock,
+      rateLimiter: new ItemExponentialFailureRateLimiter(1000, 5000),
+    });
+    queue.addRateLimited("a");
+    clock.advance(999);
+    await settle();
+    assert.equal(queue.len(), 0);
+    clock.advance(1);
+    await settle();
+    assert.equal(queue.len(), 1);
+  });
+
+  it("shutDownWithDrain stops taking work and waits for every in-flight item", async () => {
+    const clock = new FakeClock();
+    const queue = newQueue(clock);
+    queue.add("a");
+    queue.add("b");
+    queue.add("c");
+    queue.addAfter("later", 10);
+    const a = await queue.get();
+    const b = await queue.get();
+    let drained = false;
+    const drain = queue.shutDownWithDrain().then(() => {
+      drained = true;
+    });
+    assert.equal(await queue.get(), undefined, "no work is handed out after shutdown");
+    queue.add("d");
+    queue.addRateLimited("e");
+    queue.done(a!);
+    await settle();
+    assert.equal(drained, false);
+    queue.done(b!);
+    await drain;
+    assert.equal(drained, true);
+    clock.advance(100);
+    await settle();
+    assert.equal(queue.isShuttingDown(), true);
+    assert.equal(await queue.get(), undefined);
+  });
+
+  it("resolves waiting get() calls with undefined on shutdown", async () => {
+    const queue = newQueue();
+    const pending = queue.get();
+    queue.shutDown();
+    assert.equal(await pending, undefined);
+    await queue.shutDownWithDrain();
+  });
+
+  it("reports adds, depth, latencies, retries and in-flight work to its metrics sink", async () => {
+    const clock = new FakeClock();
+    const seen = {
+      added: 0,
+      retried: 0,
+      depth: [] as number[],
+      latency: [] as number[],
+      work: [] as number[],
+    };
+    let inFlight: (() => InFlightWork) | undefined;
+    let released = false;
+    const metrics: QueueMetrics = {
+      added: () => seen.added++,
+      depth: (n) => seen.depth.push(n),
+      queueLatency: (s) => seen.latency.push(s),
+      workDuration: (s) => seen.work.push(s),
+      retried: () => seen.retried++,
+      observeInFlight: (report) => {
+        inFlight = report;
+      },
+      release: () => {
+        released = true;
+      },
+    };
+    const queue = new WorkQueue<string>({ clock, metrics });
+    queue.add("a");
+    queue.add("a");
+    queue.add("b");
+    clock.advance(2000);
+    await queue.get();
+    clock.advance(1000);
+    await queue.get();
+    clock.advance(500);
+    assert.deepEqual(inFlight?.(), { unfinishedSeconds: 2, longestRunningSeconds: 1.5 });
+    queue.done("a");
+    queue.addAfter("c", 10);
+    assert.equal(seen.added, 2);
+    assert.equal(seen.retried, 1);
+    assert.deepEqual(seen.depth, [1, 2, 1, 0]);
+    assert.deepEqual(seen.latency, [2, 3]);
+    assert.deepEqual(seen.work, [1.5]);
+    queue.shutDown();
+    assert.equal(released, true);
+  });
+});
