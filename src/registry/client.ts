@@ -1,0 +1,268 @@
+// The registry operations the operator needs: probe, read and delete a manifest under
+// `<OCI_REGISTRY>/<repo>`, with the HTTP behaviour of go-containerregistry's remote.* calls
+// (contract.md §4.2), plus a tag-delete fallback for registries that refuse DELETE by tag.
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import {
+  dockerConfigKeychain,
+  googleKeychain,
+  type Keychain,
+  multiKeychain,
+  type WarnLogger,
+} from "./credentials.ts";
+import { ManifestNotFoundError, parseErrorBody, RegistryError } from "./errors.ts";
+import { isDigest, manifestPath, parseRegistryBase, type RegistryBase, repositoryPath } from "./reference.ts";
+import { type Action, type CallSignal, type HttpResult, Session } from "./session.ts";
+import { builtinFetch, createCaBundleFetch, type FetchLike } from "./transport.ts";
+
+/** Sent on every manifest HEAD and GET; without it distribution 2.8 answers 404 for OCI manifests. */
+export const MANIFEST_ACCEPT = [
+  "application/vnd.docker.distribution.manifest.v1+json",
+  "application/vnd.docker.distribution.manifest.v1+prettyjws",
+  "application/vnd.docker.distribution.manifest.v2+json",
+  "application/vnd.oci.image.manifest.v1+json",
+  "application/vnd.oci.image.index.v1+json",
+  "application/vnd.docker.distribution.manifest.list.v2+json",
+].join(",");
+
+/** The manifest annotation holding the image a snapshot was taken from (contract.md §4.7). */
+export const BASE_IMAGE_ANNOTATION = "cocoonstack.snapshot.baseimage";
+
+export const DEFAULT_TIMEOUT_MS = 30_000;
+
+export interface RegistryClientOptions {
+  /** Deadline of one public call, including its ping and token requests. */
+  timeoutMs?: number;
+  /** PEM bundle trusted in addition to the system roots (private registry or token server CA). */
+  caFile?: string;
+  /** Default: $DOCKER_CONFIG/config.json or ~/.docker/config.json. */
+  dockerConfigPath?: string;
+  /** Replaces the default Google ADC → docker config chain. */
+  keychain?: Keychain;
+  logger?: WarnLogger;
+  fetch?: FetchLike;
+  /** Called after every HTTP exchange (registry and token server); status 0 = no response. */
+  onRequest?: (method: string, path: string, status: number) => void;
+}
+
+export interface ManifestHead {
+  digest: string;
+  mediaType: string;
+  size: number;
+}
+
+export interface Manifest {
+  digest: string;
+  mediaType: string;
+  /** The parsed JSON body. */
+  manifest: Record<string, unknown>;
+  raw: Buffer;
+}
+
+/** What the reconcilers read from a snapshot manifest. */
+export interface SnapshotManifest {
+  digest: string;
+  /** `cocoonstack.snapshot.baseimage`; "" when the manifest does not record it. */
+  baseImage: string;
+  annotations: Record<string, string>;
+}
+
+/** Exactly the registry operations the reconcilers use; fake this in their unit tests. */
+export interface SnapshotRegistry {
+  /** HEAD: true on 200, false on 404, RegistryError otherwise. */
+  hasManifest(repo: string, tag: string, signal?: AbortSignal): Promise<boolean>;
+  /** GET: the manifest's digest and base image, null on 404, RegistryError otherwise. */
+  getSnapshot(repo: string, tag: string, signal?: AbortSignal): Promise<SnapshotManifest | null>;
+  /** DELETE by tag or digest; absent counts as deleted. */
+  deleteManifest(repo: string, ref: string, signal?: AbortSignal): Promise<void>;
+  /** HEAD, then DELETE only what the HEAD saw; true when something was deleted. */
+  deleteIfPresent(repo: string, tag: string, signal?: AbortSignal): Promise<boolean>;
+}
+
+export interface RegistryClient extends SnapshotRegistry {
+  readonly base: RegistryBase;
+  /** HEAD: the manifest's descriptor, or null on 404. */
+  headManifest(repo: string, ref: string, signal?: AbortSignal): Promise<ManifestHead | null>;
+  /** GET; throws ManifestNotFoundError on 404. */
+  getManifest(repo: string, ref: string, signal?: AbortSignal): Promise<Manifest>;
+}
+
+export function createRegistryClient(base: string, opts: RegistryClientOptions = {}): RegistryClient {
+  const parsedBase = parseRegistryBase(base);
+  const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const fetchImpl =
+    opts.fetch ?? (opts.caFile ? createCaBundleFetch(readFileSync(opts.caFile, "utf8")) : builtinFetch);
+  const keychain =
+    opts.keychain ??
+    multiKeychain([
+      googleKeychain({ logger: opts.logger }),
+      dockerConfigKeychain({ path: opts.dockerConfigPath, logger: opts.logger }),
+    ]);
+  const session = new Session({ base: parsedBase, keychain, fetch: fetchImpl, onRequest: opts.onRequest });
+
+  const callSignal = (caller?: AbortSignal): CallSignal => {
+    const timeout = AbortSignal.timeout(timeoutMs);
+    return { signal: caller ? AbortSignal.any([caller, timeout]) : timeout, caller, timeout };
+  };
+
+  const manifestRequest = (
+    method: string,
+    repo: string,
+    ref: string,
+    action: Action,
+    call: CallSignal,
+  ): Promise<HttpResult> =>
+    session.request(
+      method,
+      manifestPath(parsedBase, repo, ref),
+      repositoryPath(parsedBase, repo),
+      action,
+      method === "DELETE" ? {} : { accept: MANIFEST_ACCEPT },
+      call,
+    );
+
+  const failure = (method: string, repo: string, ref: string, result: HttpResult): RegistryError => {
+    const parsed = parseErrorBody(result.body.toString("utf8"));
+    return new RegistryError({
+      status: result.status,
+      code: parsed?.code ?? statusCode(result.status),
+      message: parsed?.message || `unexpected status ${result.status}`,
+      method,
+      url: `${parsedBase.host}${manifestPath(parsedBase, repo, ref)}`,
+    });
+  };
+
+  const head = async (repo: string, ref: string, call: CallSignal): Promise<ManifestHead | null> => {
+    const result = await manifestRequest("HEAD", repo, ref, "pull", call);
+    if (result.status === 404) return null;
+    if (result.status !== 200) throw failure("HEAD", repo, ref, result);
+    const digest = result.headers.get("docker-content-digest");
+    const mediaType = result.headers.get("content-type");
+    const size = result.headers.get("content-length");
+    if (!digest || !mediaType || size === null) {
+      throw new RegistryError({
+        status: 200,
+        code: "MANIFEST_HEADERS_MISSING",
+        message: "HEAD response lacks Docker-Content-Digest, Content-Type or Content-Length",
+        method: "HEAD",
+        url: `${parsedBase.host}${manifestPath(parsedBase, repo, ref)}`,
+      });
+    }
+    return { digest, mediaType, size: Number(size) };
+  };
+
+  const get = async (repo: string, ref: string, call: CallSignal): Promise<Manifest> => {
+    const result = await manifestRequest("GET", repo, ref, "pull", call);
+    if (result.status === 404) {
+      const parsed = parseErrorBody(result.body.toString("utf8"));
+      throw new ManifestNotFoundError({
+        code: parsed?.code ?? "MANIFEST_UNKNOWN",
+        message: parsed?.message || "manifest not found",
+        method: "GET",
+        url: `${parsedBase.host}${manifestPath(parsedBase, repo, ref)}`,
+      });
+    }
+    if (result.status !== 200) throw failure("GET", repo, ref, result);
+    const computed = `sha256:${createHash("sha256").update(result.body).digest("hex")}`;
+    const invalid = (message: string): RegistryError =>
+      new RegistryError({
+        status: 200,
+        code: "MANIFEST_INVALID",
+        message,
+        method: "GET",
+        url: `${parsedBase.host}${manifestPath(parsedBase, repo, ref)}`,
+      });
+    if (isDigest(ref) && ref.startsWith("sha256:") && ref !== computed) {
+      throw invalid(`manifest content has digest ${computed}, not the requested one`);
+    }
+    let manifest: unknown;
+    try {
+      manifest = JSON.parse(result.body.toString("utf8"));
+    } catch {
+      throw invalid("manifest is not JSON");
+    }
+    if (typeof manifest !== "object" || manifest === null || Array.isArray(manifest)) {
+      throw invalid("manifest is not a JSON object");
+    }
+    const record = manifest as Record<string, unknown>;
+    const mediaType =
+      result.headers.get("content-type") ?? (typeof record.mediaType === "string" ? record.mediaType : "");
+    return {
+      digest: result.headers.get("docker-content-digest") ?? computed,
+      mediaType,
+      manifest: record,
+      raw: result.body,
+    };
+  };
+
+  /** DELETE one reference; true when the registry refused it because it is a tag. */
+  const deleteOnce = async (repo: string, ref: string, call: CallSignal): Promise<"done" | "refused-tag"> => {
+    const result = await manifestRequest("DELETE", repo, ref, "push,pull", call);
+    if (result.status === 200 || result.status === 202 || result.status === 404) return "done";
+    // distribution 2.8 answers DELETE by tag with 400 DIGEST_INVALID; others with 405.
+    if (!isDigest(ref) && (result.status === 400 || result.status === 405)) return "refused-tag";
+    throw failure("DELETE", repo, ref, result);
+  };
+
+  const deleteTag = async (repo: string, tag: string, digest: string | undefined, call: CallSignal) => {
+    if ((await deleteOnce(repo, tag, call)) === "done") return;
+    const target = digest ?? (await head(repo, tag, call))?.digest;
+    if (target === undefined) return;
+    await deleteOnce(repo, target, call);
+  };
+
+  return {
+    base: parsedBase,
+    headManifest: (repo, ref, signal) => head(repo, ref, callSignal(signal)),
+    async hasManifest(repo, tag, signal) {
+      return (await head(repo, tag, callSignal(signal))) !== null;
+    },
+    getManifest: (repo, ref, signal) => get(repo, ref, callSignal(signal)),
+    async getSnapshot(repo, tag, signal) {
+      let manifest: Manifest;
+      try {
+        manifest = await get(repo, tag, callSignal(signal));
+      } catch (err) {
+        if (err instanceof ManifestNotFoundError) return null;
+        throw err;
+      }
+      const annotations = stringRecord(manifest.manifest.annotations);
+      return { digest: manifest.digest, baseImage: annotations[BASE_IMAGE_ANNOTATION] ?? "", annotations };
+    },
+    async deleteManifest(repo, ref, signal) {
+      const call = callSignal(signal);
+      if (isDigest(ref)) await deleteOnce(repo, ref, call);
+      else await deleteTag(repo, ref, undefined, call);
+    },
+    async deleteIfPresent(repo, tag, signal) {
+      const call = callSignal(signal);
+      const seen = await head(repo, tag, call);
+      if (seen === null) return false;
+      await deleteTag(repo, tag, seen.digest, call);
+      return true;
+    },
+  };
+}
+
+function stringRecord(value: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (typeof value !== "object" || value === null) return out;
+  for (const [key, entry] of Object.entries(value)) if (typeof entry === "string") out[key] = entry;
+  return out;
+}
+
+/** Client-side codes for statuses whose response has no error body (every HEAD). */
+function statusCode(status: number): string {
+  switch (status) {
+    case 401:
+      return "UNAUTHORIZED";
+    case 403:
+      return "DENIED";
+    case 405:
+      return "UNSUPPORTED";
+    case 429:
+      return "TOOMANYREQUESTS";
+    default:
+      return `HTTP_${status}`;
+  }
+}

@@ -1,0 +1,26 @@
+// The OCI registry client: it depends on nothing else of the operator.
+export type { Challenge } from "./challenge.ts";
+export {
+  BASE_IMAGE_ANNOTATION,
+  createRegistryClient,
+  DEFAULT_TIMEOUT_MS,
+  MANIFEST_ACCEPT,
+  type Manifest,
+  type ManifestHead,
+  type RegistryClient,
+  type RegistryClientOptions,
+  type SnapshotManifest,
+  type SnapshotRegistry,
+} from "./client.ts";
+export {
+  type AccessTokenSource,
+  type Credential,
+  dockerConfigKeychain,
+  googleKeychain,
+  type Keychain,
+  multiKeychain,
+  type WarnLogger,
+} from "./credentials.ts";
+export { ManifestNotFoundError, RegistryError } from "./errors.ts";
+export { parseRegistryBase, type RegistryBase } from "./reference.ts";
+export type { FetchInit, FetchLike } from "./transport.ts";
