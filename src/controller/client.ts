@@ -1,0 +1,465 @@
+// The operator's API client: kubeconfig loading and auth from @kubernetes/client-node, raw JSON REST
+// over keep-alive connections for everything else (plain objects, string timestamps), plus streaming
+// watches. Every request is counted and reported to listeners (metrics, "a settled pass makes no
+// writes" assertions).
+
+import http from "node:http";
+import https from "node:https";
+import { KubeConfig } from "@kubernetes/client-node";
+import { type Clock, systemClock } from "../clock.ts";
+import { apiErrorFromResponse, apiErrorFromStatus } from "./errors.ts";
+import { TokenBucket } from "./ratelimit.ts";
+import { type ResourceType, resourcePath } from "./resources.ts";
+
+export interface ObjectWithMeta {
+  metadata?: { name?: string; namespace?: string; resourceVersion?: string };
+}
+
+export interface ListOptions {
+  labelSelector?: string;
+  fieldSelector?: string;
+  /** Page size; the client follows `continue` tokens and returns every page. */
+  limit?: number;
+}
+
+export interface ListResult<T> {
+  items: T[];
+  resourceVersion: string;
+}
+
+export interface DeleteOptions {
+  gracePeriodSeconds?: number;
+  preconditions?: { uid?: string; resourceVersion?: string };
+  propagationPolicy?: "Background";
+}
+
+/** Every read and write the reconcilers make; an in-memory fake of it serves unit tests. */
+export interface Client {
+  /** Uncached read, straight from the API server. */
+  get<T>(rt: ResourceType, namespace: string, name: string): Promise<T>;
+  list<T>(rt: ResourceType, namespace: string | undefined, opts?: ListOptions): Promise<ListResult<T>>;
+  create<T>(rt: ResourceType, namespace: string, obj: T): Promise<T>;
+  update<T>(rt: ResourceType, obj: T & { metadata: { name?: string; namespace?: string } }): Promise<T>;
+  /** JSON merge patch (application/merge-patch+json), on the object or its status subresource. */
+  patch<T>(
+    rt: ResourceType,
+    namespace: string,
+    name: string,
+    mergePatch: unknown,
+    opts?: { subresource?: "status" },
+  ): Promise<T>;
+  /** Throws NotFoundError when the object is already gone; callers decide whether that matters. */
+  delete(rt: ResourceType, namespace: string, name: string, opts?: DeleteOptions): Promise<void>;
+}
+
+export type WatchEventType = "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR";
+
+export interface WatchEvent<T> {
+  type: WatchEventType;
+  object: T;
+}
+
+export interface WatchOptions {
+  resourceVersion?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  /** Server-side timeout; the stream then ends normally and the caller re-watches. */
+  timeoutSeconds?: number;
+  allowWatchBookmarks?: boolean;
+  /** No byte for this long means a dead connection: the stream fails so the caller reconnects. */
+  inactivityTimeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+/** The list and watch half of the client, which the list-watch cache needs. */
+export interface WatchClient {
+  list<T>(rt: ResourceType, namespace: string | undefined, opts?: ListOptions): Promise<ListResult<T>>;
+  /**
+   * Streams watch events. A non-200 answer throws the typed error (GoneError for 410); ERROR events are
+   * yielded as they come. Ends normally on server timeout or abort.
+   */
+  watch<T>(rt: ResourceType, namespace: string | undefined, opts: WatchOptions): AsyncIterable<WatchEvent<T>>;
+}
+
+export interface RequestInfo {
+  /** Kubernetes verb: get, list, watch, create, update, patch, delete. */
+  verb: string;
+  /** Plural, with "/subresource" when one is addressed (e.g. "cocoonsets/status"). */
+  resource: string;
+  namespace: string | undefined;
+  /** HTTP method, as in client-go's rest_client_requests_total. */
+  method: string;
+  host: string;
+  /** HTTP status code as a string, or "<error>" when no response arrived (client-go's label values). */
+  code: string;
+  durationMs: number;
+}
+
+export interface KubeClientConfig {
+  kubeConfig: KubeConfig;
+  /**
+   * Client-side rate limit. controller-runtime disables it by default (QPS -1) and relies on the
+   * server's priority and fairness; so do we. A positive qps installs a token bucket.
+   */
+  qps?: number;
+  burst?: number;
+  /** Per-request timeout for everything but watches; default 60 s. */
+  requestTimeoutMs?: number;
+  userAgent?: string;
+  clock?: Clock;
+}
+
+/** KUBECONFIG (a path list, merged) → ~/.kube/config → in-cluster service account. */
+export function loadKubeConfig(): KubeClientConfig {
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromDefault();
+  return { kubeConfig };
+}
+
+export function kubeConfigFromFile(path: string): KubeClientConfig {
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromFile(path);
+  return { kubeConfig };
+}
+
+interface Connection {
+  agent: http.Agent;
+  headers: Record<string, string>;
+}
+
+const AUTH_CACHE_MS = 30_000;
+
+export class KubeClient implements Client, WatchClient {
+  private readonly kubeConfig: KubeConfig;
+  private readonly server: URL;
+  private readonly basePath: string;
+  private readonly limiter: TokenBucket | undefined;
+  private readonly requestTimeoutMs: number;
+  private readonly userAgent: string;
+  private readonly clock: Clock;
+  private readonly counts = new Map<string, number>();
+  private readonly listeners = new Set<(info: RequestInfo) => void>();
+  private agent: http.Agent | undefined;
+  private authHeaders: Record<string, string> | undefined;
+  private authFetchedAt = 0;
+
+  constructor(config: KubeClientConfig) {
+    this.kubeConfig = config.kubeConfig;
+    const cluster = this.kubeConfig.getCurrentCluster();
+    if (!cluster) throw new Error("kubeconfig has no current cluster");
+    this.server = new URL(cluster.server);
+    this.basePath = this.server.pathname.replace(/\/+$/, "");
+    this.clock = config.clock ?? systemClock;
+    const qps = config.qps ?? -1;
+    this.limiter =
+      qps > 0 ? new TokenBucket(qps, config.burst ?? Math.ceil(qps * 1.5), this.clock) : undefined;
+    this.requestTimeoutMs = config.requestTimeoutMs ?? 60_000;
+    this.userAgent = config.userAgent ?? "cocoon-operator";
+  }
+
+  /** The API server's host:port, as in the `host` label of rest_client_requests_total. */
+  get host(): string {
+    return this.server.host;
+  }
+
+  /** Requests made so far, keyed `${verb} ${resource}` (e.g. "patch cocoonsets/status"). */
+  requestCounts(): Map<string, number> {
+    return new Map(this.counts);
+  }
+
+  resetRequestCounts(): void {
+    this.counts.clear();
+  }
+
+  /** Calls listener after every request (watches: when the response headers arrive); returns an unsubscribe. */
+  onRequest(listener: (info: RequestInfo) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Closes idle keep-alive connections (open watches end through their own signals). */
+  close(): void {
+    this.agent?.destroy();
+    this.agent = undefined;
+  }
+
+  async get<T>(rt: ResourceType, namespace: string, name: string): Promise<T> {
+    return (await this.json("GET", "get", rt, namespace, name)) as T;
+  }
+
+  async list<T>(
+    rt: ResourceType,
+    namespace: string | undefined,
+    opts: ListOptions = {},
+  ): Promise<ListResult<T>> {
+    const items: T[] = [];
+    let cont: string | undefined;
+    let resourceVersion = "";
+    do {
+      const query = new URLSearchParams();
+      if (opts.labelSelector) query.set("labelSelector", opts.labelSelector);
+      if (opts.fieldSelector) query.set("fieldSelector", opts.fieldSelector);
+      if (opts.limit) query.set("limit", String(opts.limit));
+      if (cont) query.set("continue", cont);
+      const page = (await this.json("GET", "list", rt, namespace, undefined, { query })) as {
+        items?: T[] | null;
+        metadata?: { resourceVersion?: string; continue?: string };
+      };
+      for (const item of page.items ?? []) items.push(item);
+      resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
+      cont = page.metadata?.continue || undefined;
+    } while (cont);
+    return { items, resourceVersion };
+  }
+
+  async create<T>(rt: ResourceType, namespace: string, obj: T): Promise<T> {
+    return (await this.json("POST", "create", rt, namespace, undefined, { body: obj })) as T;
+  }
+
+  async update<T>(
+    rt: ResourceType,
+    obj: T & { metadata: { name?: string; namespace?: string } },
+  ): Promise<T> {
+    const name = obj.metadata.name;
+    if (!name) throw new Error(`update ${rt.plural}: object has no metadata.name`);
+    return (await this.json("PUT", "update", rt, obj.metadata.namespace, name, { body: obj })) as T;
+  }
+
+  async patch<T>(
+    rt: ResourceType,
+    namespace: string,
+    name: string,
+    mergePatch: unknown,
+    opts: { subresource?: "status" } = {},
+  ): Promise<T> {
+    return (await this.json("PATCH", "patch", rt, namespace, name, {
+      body: mergePatch,
+      contentType: "application/merge-patch+json",
+      subresource: opts.subresource,
+    })) as T;
+  }
+
+  async delete(rt: ResourceType, namespace: string, name: string, opts: DeleteOptions = {}): Promise<void> {
+    const body: Record<string, unknown> = { apiVersion: "v1", kind: "DeleteOptions" };
+    if (opts.gracePeriodSeconds !== undefined) body.gracePeriodSeconds = opts.gracePeriodSeconds;
+    if (opts.preconditions) body.preconditions = opts.preconditions;
+    if (opts.propagationPolicy) body.propagationPolicy = opts.propagationPolicy;
+    await this.json("DELETE", "delete", rt, namespace, name, { body });
+  }
+
+  async *watch<T>(
+    rt: ResourceType,
+    namespace: string | undefined,
+    opts: WatchOptions,
+  ): AsyncGenerator<WatchEvent<T>, void, undefined> {
+    const query = new URLSearchParams({ watch: "true" });
+    if (opts.resourceVersion) query.set("resourceVersion", opts.resourceVersion);
+    if (opts.labelSelector) query.set("labelSelector", opts.labelSelector);
+    if (opts.fieldSelector) query.set("fieldSelector", opts.fieldSelector);
+    if (opts.allowWatchBookmarks) query.set("allowWatchBookmarks", "true");
+    if (opts.timeoutSeconds) query.set("timeoutSeconds", String(opts.timeoutSeconds));
+    const signal = opts.signal;
+    if (signal?.aborted) return;
+    const { req, res } = await this.send("GET", "watch", rt, namespace, undefined, { query, signal });
+    if (res.statusCode !== 200) {
+      const text = await readBody(res);
+      throw apiErrorFromResponse(res.statusCode ?? 0, text);
+    }
+    // Everything below ends the stream by destroying the request; `stop` records why.
+    let stop: "abort" | "inactive" | undefined;
+    const inactivityMs = opts.inactivityTimeoutMs ?? 0;
+    let watchdog: NodeJS.Timeout | undefined;
+    const arm = () => {
+      if (inactivityMs <= 0) return;
+      clearTimeout(watchdog);
+      watchdog = setTimeout(() => {
+        stop ??= "inactive";
+        req.destroy();
+      }, inactivityMs);
+    };
+    const onAbort = () => {
+      stop ??= "abort";
+      req.destroy();
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+    if (signal?.aborted) onAbort();
+    arm();
+    res.setEncoding("utf8");
+    let buffered = "";
+    try {
+      for await (const chunk of res as AsyncIterable<string>) {
+        arm();
+        buffered += chunk;
+        let newline = buffered.indexOf("\n");
+        while (newline >= 0) {
+          const line = buffered.slice(0, newline).trim();
+          buffered = buffered.slice(newline + 1);
+          if (line) yield JSON.parse(line) as WatchEvent<T>;
+          newline = buffered.indexOf("\n");
+        }
+      }
+    } catch (e) {
+      if (stop === "abort") return;
+      if (stop === "inactive") throw new Error(`watch ${rt.plural}: no data for ${inactivityMs} ms`);
+      throw e;
+    } finally {
+      clearTimeout(watchdog);
+      signal?.removeEventListener("abort", onAbort);
+      req.destroy();
+    }
+    if (stop === "inactive") throw new Error(`watch ${rt.plural}: no data for ${inactivityMs} ms`);
+  }
+
+  private async json(
+    method: string,
+    verb: string,
+    rt: ResourceType,
+    namespace: string | undefined,
+    name: string | undefined,
+    opts: { query?: URLSearchParams; body?: unknown; contentType?: string; subresource?: string } = {},
+  ): Promise<unknown> {
+    const { req, res } = await this.send(method, verb, rt, namespace, name, {
+      ...opts,
+      timeoutMs: this.requestTimeoutMs,
+    });
+    let text: string;
+    try {
+      text = await readBody(res);
+    } finally {
+      req.setTimeout(0);
+    }
+    const status = res.statusCode ?? 0;
+    if (status >= 400) throw apiErrorFromResponse(status, text);
+    return text ? JSON.parse(text) : undefined;
+  }
+
+  /** Sends one request and resolves with the response once its headers arrive. */
+  private async send(
+    method: string,
+    verb: string,
+    rt: ResourceType,
+    namespace: string | undefined,
+    name: string | undefined,
+    opts: {
+      query?: URLSearchParams;
+      body?: unknown;
+      contentType?: string;
+      subresource?: string;
+      timeoutMs?: number;
+      signal?: AbortSignal;
+    },
+  ): Promise<{ req: http.ClientRequest; res: http.IncomingMessage }> {
+    await this.limiter?.take(opts.signal);
+    const conn = await this.connection();
+    const query = opts.query?.toString();
+    const path =
+      this.basePath + resourcePath(rt, namespace, name, opts.subresource) + (query ? `?${query}` : "");
+    const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
+    const headers: Record<string, string> = {
+      ...conn.headers,
+      Accept: "application/json",
+      "User-Agent": this.userAgent,
+    };
+    if (payload !== undefined) {
+      headers["Content-Type"] = opts.contentType ?? "application/json";
+      headers["Content-Length"] = String(Buffer.byteLength(payload));
+    }
+    const resource = opts.subresource ? `${rt.plural}/${opts.subresource}` : rt.plural;
+    const started = performance.now();
+    const report = (code: string) => {
+      const key = `${verb} ${resource}`;
+      this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
+      const info: RequestInfo = {
+        verb,
+        resource,
+        namespace,
+        method,
+        host: this.server.host,
+        code,
+        durationMs: performance.now() - started,
+      };
+      for (const listener of this.listeners) listener(info);
+    };
+    const transport = this.server.protocol === "http:" ? http : https;
+    return new Promise((resolve, reject) => {
+      const req = transport.request({
+        protocol: this.server.protocol,
+        hostname: this.server.hostname.replace(/^\[|\]$/g, ""),
+        port: this.server.port || undefined,
+        method,
+        path,
+        headers,
+        agent: conn.agent,
+      });
+      if (opts.timeoutMs) {
+        req.setTimeout(opts.timeoutMs, () => {
+          req.destroy(new Error(`${method} ${path}: no response within ${opts.timeoutMs} ms`));
+        });
+      }
+      let responded = false;
+      req.once("response", (res) => {
+        responded = true;
+        report(String(res.statusCode ?? 0));
+        if (res.statusCode === 401) this.authHeaders = undefined;
+        resolve({ req, res });
+      });
+      // Stays attached: a request destroyed mid-stream may emit more errors, which the reader handles.
+      req.on("error", (err) => {
+        if (responded) return;
+        responded = true;
+        report("<error>");
+        reject(err);
+      });
+      req.end(payload);
+    });
+  }
+
+  /** TLS settings and auth headers from the kubeconfig; headers are re-read now and then (rotating tokens). */
+  private async connection(): Promise<Connection> {
+    const now = this.clock.now();
+    if (!this.agent || !this.authHeaders || now - this.authFetchedAt > AUTH_CACHE_MS) {
+      const opts: https.RequestOptions = {};
+      await this.kubeConfig.applyToHTTPSOptions(opts);
+      const headers: Record<string, string> = {};
+      for (const [k, v] of Object.entries(opts.headers ?? {})) {
+        if (v !== undefined) headers[k] = String(v);
+      }
+      if (opts.auth) headers.Authorization = `Basic ${Buffer.from(opts.auth).toString("base64")}`;
+      this.authHeaders = headers;
+      this.authFetchedAt = now;
+      if (!this.agent) {
+        const agentOptions: https.AgentOptions = {
+          keepAlive: true,
+          keepAliveMsecs: 30_000,
+          maxFreeSockets: 16,
+          ca: opts.ca,
+          cert: opts.cert,
+          key: opts.key,
+          pfx: opts.pfx,
+          passphrase: opts.passphrase,
+          servername: opts.servername,
+        };
+        if (opts.rejectUnauthorized !== undefined) agentOptions.rejectUnauthorized = opts.rejectUnauthorized;
+        this.agent =
+          this.server.protocol === "http:" ? new http.Agent(agentOptions) : new https.Agent(agentOptions);
+      }
+    }
+    return { agent: this.agent, headers: this.authHeaders };
+  }
+}
+
+function readBody(res: http.IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    res.on("data", (c: Buffer) => chunks.push(c));
+    res.once("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    res.once("error", reject);
+    res.once("aborted", () => reject(new Error("response aborted")));
+  });
+}
+
+/** The typed error an ERROR watch event carries (its object is a Status). */
+export function watchErrorToApiError(status: unknown) {
+  const s = (status ?? {}) as { code?: number; reason?: string; message?: string };
+  return apiErrorFromStatus(s.code ?? 500, s.reason, s.message ?? "watch error");
+}

@@ -1,0 +1,63 @@
+// The cocoon_operator_* collectors both reconcilers write to (behaviours.md §4), registered on the
+// process registry next to the controller-runtime metrics. Object names are never labels beyond
+// namespace and cocoonset, as upstream.
+import { Counter, Histogram } from "prom-client";
+import { metricsRegistry } from "../controller/metrics.ts";
+
+const SET_LABELS = ["namespace", "cocoonset"] as const;
+/** Phase-duration buckets of the Go operator: 10 s … 30 min. */
+const PHASE_BUCKETS = [10, 30, 60, 180, 600, 1800];
+
+function counter<L extends string>(name: string, help: string, labelNames: readonly L[]): Counter<L> {
+  return new Counter({ name: `cocoon_operator_${name}`, help, labelNames, registers: [metricsRegistry] });
+}
+
+export const subagentRebuildTotal = counter(
+  "subagent_rebuild_total",
+  "Pods deleted for recreate within the rebuild budget.",
+  SET_LABELS,
+);
+export const subagentDeadLetterTotal = counter(
+  "subagent_dead_letter_total",
+  "Pods parked with the dead-letter annotation after the rebuild budget ran out.",
+  SET_LABELS,
+);
+export const slotReleasePodsDeletedTotal = counter(
+  "slot_release_pods_deleted_total",
+  "Pods deleted by a hibernatePolicy=release suspend to free their scheduling seats.",
+  SET_LABELS,
+);
+export const slotReleaseWakeUnschedulableTotal = counter(
+  "slot_release_wake_unschedulable_total",
+  "Passes that saw a released main's wake pod Unschedulable.",
+  SET_LABELS,
+);
+export const slotReleaseWakeTotal = counter(
+  "slot_release_wake_total",
+  "Released mains woken, by where they landed (hint-node or pool).",
+  [...SET_LABELS, "placement"] as const,
+);
+export const migrateUnschedulableTotal = counter(
+  "migrate_unschedulable_total",
+  "Passes that saw a migrating main Unschedulable on its target.",
+  SET_LABELS,
+);
+export const lifecycleStateFailedObservedTotal = counter(
+  "lifecycle_state_failed_observed_total",
+  "Mains observed with vk-cocoon lifecycle-state=failed, by the set's phase.",
+  ["phase"] as const,
+);
+export const hibernatePhaseDurationSeconds = new Histogram({
+  name: "cocoon_operator_hibernate_phase_duration_seconds",
+  help: "Time a CocoonHibernation spent hibernating, by result (ok or timeout).",
+  labelNames: ["result"] as const,
+  buckets: PHASE_BUCKETS,
+  registers: [metricsRegistry],
+});
+export const wakePhaseDurationSeconds = new Histogram({
+  name: "cocoon_operator_wake_phase_duration_seconds",
+  help: "Time a CocoonHibernation spent waking, by result (ok or timeout).",
+  labelNames: ["result"] as const,
+  buckets: PHASE_BUCKETS,
+  registers: [metricsRegistry],
+});
