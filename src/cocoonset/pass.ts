@@ -1,0 +1,89 @@
+// What one CocoonSet reconcile pass works with: the set and its classified pods (read once from the
+// cache), the collaborators it writes through, and the small amount of state steps hand to later
+// steps. A step returns CONTINUE or finish(result); the orchestrator stops at the first result.
+
+import type { Pod } from "../apis/core.ts";
+import type { CocoonHibernation, CocoonSet, CocoonSetPhase } from "../apis/v1/types.ts";
+import type { Clock } from "../clock.ts";
+import type { Client } from "../controller/client.ts";
+import type { EventRecorder } from "../controller/events.ts";
+import type { Result } from "../controller/reconciler.ts";
+import type { Logger } from "../log.ts";
+import type { SnapshotRegistry } from "../registry/index.ts";
+import type { Classification } from "./classify.ts";
+
+/** Cached reads. Every call here is free of API traffic; listHibernations is counted per pass. */
+export interface CocoonSetView {
+  getCocoonSet(namespace: string, name: string): CocoonSet | undefined;
+  /** Pods in the namespace carrying label cocoonset.cocoonstack.io/name=<setName>. */
+  listSetPods(namespace: string, setName: string): Pod[];
+  listHibernations(namespace: string): CocoonHibernation[];
+}
+
+export interface CocoonSetDeps {
+  /** Writes, and the few explicit uncached reads the spec asks for. */
+  client: Client;
+  view: CocoonSetView;
+  /** Absent when no OCI_REGISTRY is configured (tests of the no-registry paths). */
+  registry: SnapshotRegistry | undefined;
+  events: EventRecorder;
+  clock: Clock;
+  log: Logger;
+}
+
+export type StepOutcome = { readonly done: false } | { readonly done: true; readonly result: Result };
+
+export const CONTINUE: StepOutcome = { done: false };
+
+export function finish(result: Result = {}): StepOutcome {
+  return { done: true, result };
+}
+
+export const REQUEUE_POLL_MS = 5_000;
+
+export class Pass {
+  readonly cs: CocoonSet;
+  readonly deps: CocoonSetDeps;
+  readonly signal: AbortSignal;
+  /** Step 4's classification; every later step reads it, none re-lists. */
+  pods: Classification;
+  /** A phase a step decided (Suspending, Failed, …); status derives one otherwise. */
+  phase: CocoonSetPhase | undefined;
+  /** Set by steps 12–13 when they wrote: the pass requeues at once and skips the status patch. */
+  changed = false;
+  /** The smallest rebuild backoff still pending; the pass requeues after it. */
+  requeueAfterMs: number | undefined;
+  private hibernations: CocoonHibernation[] | undefined;
+
+  constructor(cs: CocoonSet, pods: Classification, deps: CocoonSetDeps, signal: AbortSignal) {
+    this.cs = cs;
+    this.pods = pods;
+    this.deps = deps;
+    this.signal = signal;
+    this.phase = undefined;
+    this.requeueAfterMs = undefined;
+  }
+
+  get namespace(): string {
+    return this.cs.metadata.namespace ?? "";
+  }
+
+  get name(): string {
+    return this.cs.metadata.name ?? "";
+  }
+
+  get generation(): number {
+    return this.cs.metadata.generation ?? 0;
+  }
+
+  /** The namespace's CocoonHibernations, listed lazily and at most once per pass. */
+  hibernationsInNamespace(): CocoonHibernation[] {
+    this.hibernations ??= this.deps.view.listHibernations(this.namespace);
+    return this.hibernations;
+  }
+
+  /** Lowers the pass's requeue-after to ms when that is sooner. */
+  requeueWithin(ms: number): void {
+    this.requeueAfterMs = this.requeueAfterMs === undefined ? ms : Math.min(this.requeueAfterMs, ms);
+  }
+}

@@ -1,0 +1,60 @@
+// The CocoonSet reconcile pass, in the order of the spec's numbered list. Each step lives in its own
+// module under steps/ and returns CONTINUE or a result that ends the pass; nothing else happens here.
+
+import type { Reconciler, Request, Result } from "../controller/reconciler.ts";
+import { classifyPods } from "./classify.ts";
+import { type CocoonSetDeps, Pass, type StepOutcome } from "./pass.ts";
+import { reconcileFailedMain } from "./steps/failed.ts";
+import { ensureFinalizer } from "./steps/finalizer.ts";
+import { reconcileMain } from "./steps/main.ts";
+import { reconcileMigration } from "./steps/migrate.ts";
+import { stampGeneration } from "./steps/stamp.ts";
+import { patchStatus } from "./steps/status.ts";
+import { reconcileSubAgents } from "./steps/subagents.ts";
+import { reconcileSuspend } from "./steps/suspend.ts";
+import { teardown } from "./steps/teardown.ts";
+import { reconcileToolboxes } from "./steps/toolboxes.ts";
+import { reconcileUnsuspend } from "./steps/unsuspend.ts";
+import { reconcileWake } from "./steps/wake.ts";
+
+type Step = (pass: Pass) => Promise<StepOutcome>;
+
+/** Steps 3 and 5–14; step 1 (fetch), 2 (teardown) and 4 (classify) are the pass's own set-up. */
+const STEPS: readonly Step[] = [
+  ensureFinalizer, // 3
+  stampGeneration, // 5
+  reconcileSuspend, // 6
+  reconcileFailedMain, // 7
+  reconcileMigration, // 8
+  reconcileWake, // 9
+  reconcileUnsuspend, // 10
+  reconcileMain, // 11
+  reconcileSubAgents, // 12
+  reconcileToolboxes, // 13
+  patchStatus, // 14
+];
+
+export class CocoonSetReconciler implements Reconciler {
+  private readonly deps: CocoonSetDeps;
+
+  constructor(deps: CocoonSetDeps) {
+    this.deps = deps;
+  }
+
+  async reconcile(req: Request, signal: AbortSignal): Promise<Result> {
+    // 1. Fetch from the cache; a set that is gone needs nothing.
+    const cs = this.deps.view.getCocoonSet(req.namespace, req.name);
+    if (!cs) return {};
+    // 2. A set being deleted takes the teardown path only.
+    if (cs.metadata.deletionTimestamp) return teardown(cs, this.deps, signal);
+    // 4. One classification of the owned pods for the whole pass.
+    const owner = { name: cs.metadata.name ?? "", uid: cs.metadata.uid ?? "" };
+    const pods = classifyPods(this.deps.view.listSetPods(req.namespace, req.name), owner);
+    const pass = new Pass(cs, pods, this.deps, signal);
+    for (const step of STEPS) {
+      const outcome = await step(pass);
+      if (outcome.done) return outcome.result;
+    }
+    return {};
+  }
+}

@@ -1,0 +1,97 @@
+// The writes steps share. Each is one awaited API call, so a write the spec orders ("each durable
+// before the next") is persisted before the caller goes on, and each is skipped when the cache
+// already shows the desired value, so a settled pass makes none.
+
+import type { Pod } from "../apis/core.ts";
+import type { CocoonSet } from "../apis/v1/types.ts";
+import { ANN_HIBERNATE_RECLAIM, TRUE } from "../contract/keys.ts";
+import { annotationsMergePatch } from "../contract/pod.ts";
+import { isNotFound } from "../controller/errors.ts";
+import { COCOONSETS, PODS } from "../controller/resources.ts";
+import type { Pass } from "./pass.ts";
+import { encodeReclaim, type ReclaimRecord, readReclaim } from "./reclaim.ts";
+
+type AnnotationChanges = Record<string, string | null>;
+
+function pendingChanges(
+  current: Record<string, string> | undefined,
+  changes: AnnotationChanges,
+): AnnotationChanges {
+  const pending: AnnotationChanges = {};
+  for (const [key, value] of Object.entries(changes)) {
+    const existing = current?.[key];
+    if (value === null ? existing !== undefined : existing !== value) pending[key] = value;
+  }
+  return pending;
+}
+
+/**
+ * Merge-patches annotations on the set (null deletes) and keeps pass.cs in step with what was
+ * written, so later steps of the same pass read their own writes. No call when nothing changes.
+ */
+export async function patchSetAnnotations(pass: Pass, changes: AnnotationChanges): Promise<boolean> {
+  const pending = pendingChanges(pass.cs.metadata.annotations, changes);
+  if (Object.keys(pending).length === 0) return false;
+  const updated = await pass.deps.client.patch<CocoonSet>(
+    COCOONSETS,
+    pass.namespace,
+    pass.name,
+    annotationsMergePatch(pending),
+  );
+  pass.cs.metadata.annotations = updated.metadata.annotations ?? {};
+  return true;
+}
+
+/** Merge-patches annotations on a pod; no call when the cached pod already has them. */
+export async function patchPodAnnotations(
+  pass: Pass,
+  pod: Pod,
+  changes: AnnotationChanges,
+): Promise<boolean> {
+  const pending = pendingChanges(pod.metadata.annotations, changes);
+  if (Object.keys(pending).length === 0) return false;
+  await pass.deps.client.patch<Pod>(
+    PODS,
+    pass.namespace,
+    pod.metadata.name ?? "",
+    annotationsMergePatch(pending),
+  );
+  const annotations = { ...(pod.metadata.annotations ?? {}) };
+  for (const [key, value] of Object.entries(pending)) {
+    if (value === null) delete annotations[key];
+    else annotations[key] = value;
+  }
+  pod.metadata.annotations = annotations;
+  return true;
+}
+
+/** Sets a boolean pod flag ("true" or absent, never "false"). */
+export function patchPodFlag(pass: Pass, pod: Pod, key: string, on: boolean): Promise<boolean> {
+  return patchPodAnnotations(pass, pod, { [key]: on ? TRUE : null });
+}
+
+/** Deletes a pod; a pod already gone is not an error. */
+export async function deletePod(pass: Pass, pod: Pod): Promise<void> {
+  try {
+    await pass.deps.client.delete(PODS, pass.namespace, pod.metadata.name ?? "");
+  } catch (error) {
+    if (!isNotFound(error)) throw error;
+  }
+}
+
+/** The set's reclaim record; an unreadable annotation reads as empty, with a warning. */
+export function reclaimRecord(pass: Pass): ReclaimRecord {
+  const decoded = readReclaim(pass.cs.metadata.annotations?.[ANN_HIBERNATE_RECLAIM]);
+  if (decoded.warning) pass.deps.log.warn({ cocoonset: `${pass.namespace}/${pass.name}` }, decoded.warning);
+  return decoded.value;
+}
+
+/** Persists the reclaim record (the annotation goes with its last VM); no call when unchanged. */
+export function persistReclaim(pass: Pass, record: ReclaimRecord): Promise<boolean> {
+  return patchSetAnnotations(pass, { [ANN_HIBERNATE_RECLAIM]: encodeReclaim(record) });
+}
+
+/** Emits an event on the set. */
+export function setEvent(pass: Pass, type: "Normal" | "Warning", reason: string, message: string): void {
+  pass.deps.events.event(pass.cs, type, reason, message);
+}

@@ -1,0 +1,266 @@
+// An in-memory implementation of our own Client interface for fast reconcile unit tests. It keeps the
+// API server semantics the reconcilers depend on, and nothing more:
+//   - resourceVersion bumps on every write; metadata.generation starts at 1 and bumps on spec changes;
+//   - status is written only through the status subresource, and only status is written there;
+//   - JSON merge patch (RFC 7386);
+//   - delete with finalizers sets deletionTimestamp; a bound pod is only marked terminating (there is
+//     no kubelet) unless gracePeriodSeconds is 0; finishPodDeletion() plays the kubelet's final delete;
+//   - NotFound / AlreadyExists / Conflict as the typed errors of src/controller/errors.ts.
+// Every call is recorded, so tests can assert "no writes" or the exact order of writes.
+
+import type { Pod } from "../../src/apis/core.ts";
+import type { CocoonHibernation, CocoonSet } from "../../src/apis/v1/types.ts";
+import type { CocoonSetView } from "../../src/cocoonset/pass.ts";
+import type { Client, DeleteOptions, ListOptions, ListResult } from "../../src/controller/client.ts";
+import { AlreadyExistsError, ApiError, ConflictError, NotFoundError } from "../../src/controller/errors.ts";
+import { COCOONHIBERNATIONS, COCOONSETS, PODS, type ResourceType } from "../../src/controller/resources.ts";
+
+export interface RecordedCall {
+  verb: "get" | "list" | "create" | "update" | "patch" | "delete";
+  resource: string;
+  namespace: string;
+  name: string;
+  body?: unknown;
+  subresource?: string;
+}
+
+interface Meta {
+  name?: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+  creationTimestamp?: string;
+  deletionTimestamp?: string;
+  finalizers?: string[];
+  labels?: Record<string, string>;
+}
+
+type StoredObject = { metadata: Meta; spec?: unknown; status?: unknown };
+
+const WRITE_VERBS = new Set(["create", "update", "patch", "delete"]);
+
+/** RFC 7386: objects merge key by key, null deletes, anything else replaces. */
+export function applyMergePatch(target: unknown, patch: unknown): unknown {
+  if (patch === null || typeof patch !== "object" || Array.isArray(patch)) return structuredClone(patch);
+  const result: Record<string, unknown> =
+    target !== null && typeof target === "object" && !Array.isArray(target)
+      ? { ...(target as Record<string, unknown>) }
+      : {};
+  for (const [key, value] of Object.entries(patch as Record<string, unknown>)) {
+    if (value === null) delete result[key];
+    else result[key] = applyMergePatch(result[key], value);
+  }
+  return result;
+}
+
+function selectorMatches(selector: string | undefined, labels: Record<string, string> = {}): boolean {
+  if (!selector) return true;
+  return selector.split(",").every((term) => {
+    const [key, value] = term.split("=");
+    if (key === undefined) return true;
+    return value === undefined ? key in labels : labels[key] === value;
+  });
+}
+
+export class FakeClient implements Client {
+  readonly calls: RecordedCall[] = [];
+  private readonly objects = new Map<string, StoredObject>();
+  private version = 1;
+  private uidCounter = 0;
+  private injected: { verb: string; resource: string; error: Error }[] = [];
+  now: () => string = () => "2026-01-01T00:00:00Z";
+
+  /** Puts an object in the store directly (no call recorded), filling the metadata a server fills. */
+  seed<T>(rt: ResourceType, obj: T): T {
+    const copy = structuredClone(obj) as StoredObject;
+    copy.metadata.uid ??= `uid-${++this.uidCounter}`;
+    copy.metadata.resourceVersion = String(++this.version);
+    copy.metadata.generation ??= 1;
+    copy.metadata.creationTimestamp ??= this.now();
+    this.objects.set(this.key(rt, copy.metadata.namespace ?? "", copy.metadata.name ?? ""), copy);
+    return structuredClone(copy) as T;
+  }
+
+  /** The stored object, or undefined; never recorded as a call. */
+  peek<T>(rt: ResourceType, namespace: string, name: string): T | undefined {
+    const obj = this.objects.get(this.key(rt, namespace, name));
+    return obj ? (structuredClone(obj) as T) : undefined;
+  }
+
+  all<T>(rt: ResourceType, namespace?: string): T[] {
+    const prefix = `${rt.plural}/${namespace ?? ""}`;
+    return [...this.objects.entries()]
+      .filter(([key]) =>
+        namespace === undefined ? key.startsWith(`${rt.plural}/`) : key.startsWith(`${prefix}/`),
+      )
+      .map(([, obj]) => structuredClone(obj) as T);
+  }
+
+  /** The next call with this verb on this resource (plural, or "plural/status") fails with error. */
+  failNext(verb: RecordedCall["verb"], resource: string, error: Error): void {
+    this.injected.push({ verb, resource, error });
+  }
+
+  writes(): RecordedCall[] {
+    return this.calls.filter((c) => WRITE_VERBS.has(c.verb));
+  }
+
+  clearCalls(): void {
+    this.calls.length = 0;
+  }
+
+  /** Plays the kubelet: removes a terminating pod for good. */
+  finishPodDeletion(namespace: string, name: string): void {
+    this.objects.delete(this.key(PODS, namespace, name));
+  }
+
+  async get<T>(rt: ResourceType, namespace: string, name: string): Promise<T> {
+    this.record({ verb: "get", resource: rt.plural, namespace, name });
+    return structuredClone(this.mustGet(rt, namespace, name)) as T;
+  }
+
+  async list<T>(rt: ResourceType, namespace: string | undefined, opts?: ListOptions): Promise<ListResult<T>> {
+    this.record({ verb: "list", resource: rt.plural, namespace: namespace ?? "", name: "" });
+    const items = this.all<StoredObject>(rt, namespace).filter((o) =>
+      selectorMatches(opts?.labelSelector, o.metadata.labels),
+    );
+    return { items: items as T[], resourceVersion: String(this.version) };
+  }
+
+  async create<T>(rt: ResourceType, namespace: string, obj: T): Promise<T> {
+    const copy = structuredClone(obj) as StoredObject;
+    const name = copy.metadata.name ?? "";
+    this.record({ verb: "create", resource: rt.plural, namespace, name, body: obj });
+    const key = this.key(rt, namespace, name);
+    if (this.objects.has(key)) {
+      throw new AlreadyExistsError(409, "AlreadyExists", `${rt.plural} "${name}" already exists`);
+    }
+    copy.metadata.namespace = namespace;
+    return this.seed(rt, copy) as T;
+  }
+
+  async update<T>(
+    rt: ResourceType,
+    obj: T & { metadata: { name?: string; namespace?: string } },
+  ): Promise<T> {
+    const incoming = structuredClone(obj) as StoredObject;
+    const namespace = incoming.metadata.namespace ?? "";
+    const name = incoming.metadata.name ?? "";
+    this.record({ verb: "update", resource: rt.plural, namespace, name, body: obj });
+    const current = this.mustGet(rt, namespace, name);
+    if (
+      incoming.metadata.resourceVersion &&
+      incoming.metadata.resourceVersion !== current.metadata.resourceVersion
+    ) {
+      throw new ConflictError(409, "Conflict", `the object ${name} has been modified`);
+    }
+    // The main resource ignores status, as with a status subresource.
+    incoming.status = current.status;
+    return this.store(rt, current, incoming) as T;
+  }
+
+  async patch<T>(
+    rt: ResourceType,
+    namespace: string,
+    name: string,
+    mergePatch: unknown,
+    opts?: { subresource?: "status" },
+  ): Promise<T> {
+    this.record({
+      verb: "patch",
+      resource: rt.plural,
+      namespace,
+      name,
+      body: mergePatch,
+      ...(opts?.subresource ? { subresource: opts.subresource } : {}),
+    });
+    const current = this.mustGet(rt, namespace, name);
+    const patched = applyMergePatch(current, mergePatch) as StoredObject;
+    if (opts?.subresource === "status") {
+      return this.store(rt, current, { ...structuredClone(current), status: patched.status }) as T;
+    }
+    patched.status = current.status;
+    return this.store(rt, current, patched) as T;
+  }
+
+  async delete(rt: ResourceType, namespace: string, name: string, opts?: DeleteOptions): Promise<void> {
+    this.record({ verb: "delete", resource: rt.plural, namespace, name });
+    const key = this.key(rt, namespace, name);
+    const current = this.mustGet(rt, namespace, name);
+    if (opts?.preconditions?.uid && opts.preconditions.uid !== current.metadata.uid) {
+      throw new ConflictError(409, "Conflict", `precondition failed: uid ${opts.preconditions.uid}`);
+    }
+    const bound = rt === PODS && Boolean((current.spec as { nodeName?: string } | undefined)?.nodeName);
+    const graceful = bound && opts?.gracePeriodSeconds !== 0;
+    if ((current.metadata.finalizers?.length ?? 0) > 0 || graceful) {
+      if (!current.metadata.deletionTimestamp) {
+        current.metadata.deletionTimestamp = this.now();
+        current.metadata.resourceVersion = String(++this.version);
+      }
+      return;
+    }
+    this.objects.delete(key);
+  }
+
+  private store(rt: ResourceType, current: StoredObject, next: StoredObject): StoredObject {
+    next.metadata.uid = current.metadata.uid;
+    next.metadata.creationTimestamp = current.metadata.creationTimestamp;
+    next.metadata.deletionTimestamp = current.metadata.deletionTimestamp;
+    next.metadata.resourceVersion = String(++this.version);
+    const specChanged = JSON.stringify(next.spec) !== JSON.stringify(current.spec);
+    next.metadata.generation = (current.metadata.generation ?? 1) + (specChanged ? 1 : 0);
+    const key = this.key(rt, current.metadata.namespace ?? "", current.metadata.name ?? "");
+    if (next.metadata.deletionTimestamp && (next.metadata.finalizers?.length ?? 0) === 0 && rt !== PODS) {
+      this.objects.delete(key);
+    } else {
+      this.objects.set(key, next);
+    }
+    return structuredClone(next);
+  }
+
+  private mustGet(rt: ResourceType, namespace: string, name: string): StoredObject {
+    const obj = this.objects.get(this.key(rt, namespace, name));
+    if (!obj) throw new NotFoundError(404, "NotFound", `${rt.plural} "${name}" not found`);
+    return obj;
+  }
+
+  private record(call: RecordedCall): void {
+    this.calls.push(call);
+    const resource = call.subresource ? `${call.resource}/${call.subresource}` : call.resource;
+    const index = this.injected.findIndex((i) => i.verb === call.verb && i.resource === resource);
+    if (index >= 0) {
+      const [injected] = this.injected.splice(index, 1);
+      throw injected?.error ?? new ApiError(500, "InternalError", "injected");
+    }
+  }
+
+  private key(rt: ResourceType, namespace: string, name: string): string {
+    return `${rt.plural}/${namespace}/${name}`;
+  }
+}
+
+/** The cache view of a FakeClient's store, counting CocoonHibernation lists. */
+export class FakeView implements CocoonSetView {
+  hibernationLists = 0;
+  private readonly client: FakeClient;
+
+  constructor(client: FakeClient) {
+    this.client = client;
+  }
+
+  getCocoonSet(namespace: string, name: string): CocoonSet | undefined {
+    return this.client.peek<CocoonSet>(COCOONSETS, namespace, name);
+  }
+
+  listSetPods(namespace: string, setName: string): Pod[] {
+    return this.client
+      .all<Pod>(PODS, namespace)
+      .filter((p) => p.metadata.labels?.["cocoonset.cocoonstack.io/name"] === setName);
+  }
+
+  listHibernations(namespace: string): CocoonHibernation[] {
+    this.hibernationLists++;
+    return this.client.all<CocoonHibernation>(COCOONHIBERNATIONS, namespace);
+  }
+}
