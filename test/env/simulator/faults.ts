@@ -1,0 +1,103 @@
+// Fault-injection knobs. Tests flip them; the simulator's pod workers read them at each step.
+// Every change re-queues the pods so a knob turned off lets a refused operation retry promptly.
+
+const ANY = "*";
+
+export class Faults {
+  private readonly stalledHibernates = new Set<string>();
+  private readonly refusedWakes = new Set<string>();
+  private readonly failedPushes = new Set<string>();
+  private readonly failedRemoves = new Set<string>();
+  private readonly failedBoots = new Map<string, string>();
+  private readonly pendingVmFailures = new Map<string, string>();
+  private registryIsDown = false;
+  private listener: (vmName: string | null) => void = () => {};
+
+  /**
+   * Marks the VM failed the way an eviction, post-clone exhaustion or IP-wait timeout would:
+   * lifecycle `failed` with this message, the pod stays Running and not Ready. Applies to the live
+   * VM now, or to the next bring-up of that VM name when none is live. One-shot.
+   */
+  failVM(vmName: string, message: string): void {
+    this.pendingVmFailures.set(vmName, message);
+    this.listener(vmName);
+  }
+
+  /** Bring-up of this VM fails (CreateBringUpFailed) on every attempt while set; null clears. */
+  failBoot(vmName: string, message: string | null): void {
+    if (message === null) this.failedBoots.delete(vmName);
+    else this.failedBoots.set(vmName, message);
+    this.listener(vmName);
+  }
+
+  /** Hibernates of this VM (or every VM with "*") stop after `hibernating` until turned off. */
+  stallHibernate(vmName: string, on: boolean): void {
+    toggle(this.stalledHibernates, vmName, on);
+    this.listener(null);
+  }
+
+  /** Wakes and restores of this VM fail (WakeCloneFailed) while on. */
+  refuseWake(vmName: string, on: boolean): void {
+    toggle(this.refusedWakes, vmName, on);
+    this.listener(vmName);
+  }
+
+  /** Every registry call the simulator makes fails while on (the registry itself stays up for others). */
+  registryDown(on: boolean): void {
+    this.registryIsDown = on;
+    this.listener(null);
+  }
+
+  /** Snapshot pushes (:hibernate and :latest) of this VM fail while on. */
+  failPush(vmName: string, on: boolean): void {
+    toggle(this.failedPushes, vmName, on);
+    this.listener(vmName);
+  }
+
+  /** Removing this VM after its :hibernate push fails while on, so vk rolls the tag back. */
+  failRemove(vmName: string, on: boolean): void {
+    toggle(this.failedRemoves, vmName, on);
+    this.listener(vmName);
+  }
+
+  // ---- read side, used by the simulator ----
+
+  onChange(listener: (vmName: string | null) => void): void {
+    this.listener = listener;
+  }
+
+  takeVmFailure(vmName: string): string | undefined {
+    const message = this.pendingVmFailures.get(vmName);
+    this.pendingVmFailures.delete(vmName);
+    return message;
+  }
+
+  bootFailure(vmName: string): string | undefined {
+    return this.failedBoots.get(vmName);
+  }
+
+  hibernateStalled(vmName: string): boolean {
+    return this.stalledHibernates.has(ANY) || this.stalledHibernates.has(vmName);
+  }
+
+  wakeRefused(vmName: string): boolean {
+    return this.refusedWakes.has(vmName);
+  }
+
+  registryUnavailable(): boolean {
+    return this.registryIsDown;
+  }
+
+  pushFails(vmName: string): boolean {
+    return this.failedPushes.has(vmName);
+  }
+
+  removeFails(vmName: string): boolean {
+    return this.failedRemoves.has(vmName);
+  }
+}
+
+function toggle(set: Set<string>, key: string, on: boolean): void {
+  if (on) set.add(key);
+  else set.delete(key);
+}
