@@ -1,6 +1,6 @@
 // A long-lived test environment for working by hand: `npm run sandbox -- up|down|status`.
-// `up` starts this file again as a detached `serve` process that runs the control plane and the
-// registry until `down` sends it SIGTERM. The files in .sandbox/ tell clients where things are.
+// `up` starts this file again as a detached `serve` process that runs the control plane, the
+// registry and the vk-cocoon simulator until `down` sends it SIGTERM. The files in .sandbox/ tell clients where things are.
 import { spawn } from "node:child_process";
 import {
   copyFileSync,
@@ -17,6 +17,7 @@ import { join, resolve } from "node:path";
 import { kubeconfigYaml } from "./controlplane.ts";
 import { type Environment, startEnvironment } from "./environment.ts";
 import { probeHealthy } from "./kubeapi.ts";
+import { type SimNodeOptions, type Simulator, startSimulator } from "./simulator/index.ts";
 import type { TestEnvInfo } from "./testenv.ts";
 
 const repoRoot = resolve(import.meta.dirname, "../..");
@@ -137,13 +138,20 @@ function publish(environment: Environment): void {
   renameSync(`${files.env}.tmp`, files.env);
 }
 
+/** Two simulated vk-cocoon nodes in the default pool, so the reference samples schedule as they are. */
+const SANDBOX_NODES: SimNodeOptions[] = [
+  { name: "cocoon-pool", pool: "default", pods: 32 },
+  { name: "cocoon-pool-2", pool: "default", pods: 32 },
+];
+
 async function serve(): Promise<void> {
   const environment = await startEnvironment();
-  // The vk-cocoon simulator (test/env/simulator/) joins here: start it with environment.info and
-  // stop it in shutdown() before the environment.
+  let simulator: Simulator | undefined;
   try {
+    simulator = await startSimulator({ ...environment.info, nodes: SANDBOX_NODES });
     publish(environment);
   } catch (err) {
+    await simulator?.stop({ removeNodes: true });
     await environment.stop();
     throw err;
   }
@@ -152,6 +160,7 @@ async function serve(): Promise<void> {
   const keepAlive = setInterval(() => {}, 60_000);
   const shutdown = async (): Promise<void> => {
     clearInterval(keepAlive);
+    await simulator.stop({ removeNodes: true });
     await environment.stop();
     removeStateFiles();
     process.exit(0);
