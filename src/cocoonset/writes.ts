@@ -39,6 +39,8 @@ export async function patchSetAnnotations(pass: Pass, changes: AnnotationChanges
     annotationsMergePatch(pending),
   );
   pass.cs.metadata.annotations = updated.metadata.annotations ?? {};
+  // A later Update of the set in the same pass (finalizer removal) must carry the new version.
+  pass.cs.metadata.resourceVersion = updated.metadata.resourceVersion;
   return true;
 }
 

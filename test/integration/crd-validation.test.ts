@@ -5,8 +5,8 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { before, describe, it } from "node:test";
 import { parseAllDocuments } from "yaml";
-import { celCases } from "../fixtures/cel-cases.ts";
 import { type ApiResponse, apiRequest, createNamespace, type TestEnvInfo, testEnv } from "../env/testenv.ts";
+import { celCases } from "../fixtures/cel-cases.ts";
 
 const samplesDir = resolve(import.meta.dirname, "../../../shared/reference/samples");
 

@@ -1,6 +1,47 @@
 // Step 11: the main agent (slot 0) exists, matches its spec and is Ready before anything else scales.
-import { CONTINUE, type Pass, type StepOutcome } from "../pass.ts";
+// Sub-agents fork from the main's VM, so steps 12 and 13 only run once it is Ready.
 
-export async function reconcileMain(_pass: Pass): Promise<StepOutcome> {
+import { ROLE_MAIN } from "../../contract/keys.ts";
+import { isPodReady } from "../../contract/pod.ts";
+import { agentPodName } from "../../contract/vmname.ts";
+import { createManagedPod } from "../create.ts";
+import { agentDriftReason } from "../drift.ts";
+import { CONTINUE, finish, type Pass, REQUEUE_POLL_MS, type StepOutcome } from "../pass.ts";
+import { buildMainPod } from "../pods.ts";
+import { isMissingPodParked, spendRebuildBudget } from "../rebuildbudget.ts";
+import { writeStatus } from "./status.ts";
+
+export async function reconcileMain(pass: Pass): Promise<StepOutcome> {
+  const main = pass.pods.main;
+  if (!main) {
+    // The budget gave up on this main at this generation: report it rather than boot it again.
+    if (isMissingPodParked(pass, agentPodName(pass.name, 0))) {
+      pass.phase = "Failed";
+      await writeStatus(pass);
+      return finish();
+    }
+    const { outcome } = await createManagedPod(pass, {
+      role: ROLE_MAIN,
+      wantRestore: false,
+      build: (restore) => buildMainPod(pass.cs, { restore }),
+    });
+    // AlreadyExists: the old main is still terminating.
+    return finish(outcome === "created" ? { requeue: true } : { requeueAfterMs: REQUEUE_POLL_MS });
+  }
+
+  // A terminal main that still matches its spec is step 7's (Failed); a drifted one is rebuilt here.
+  const drift = agentDriftReason(main, pass.cs, 0);
+  if (drift !== undefined) {
+    const decision = await spendRebuildBudget(pass, main, { drifted: true, reason: drift });
+    if (decision.action === "rebuild-now" || decision.action === "dead-letter") {
+      return finish({ requeue: true });
+    }
+  }
+
+  if (!isPodReady(main)) {
+    pass.phase = "Pending";
+    await writeStatus(pass);
+    return finish({ requeueAfterMs: Math.min(REQUEUE_POLL_MS, pass.requeueAfterMs ?? REQUEUE_POLL_MS) });
+  }
   return CONTINUE;
 }

@@ -1,6 +1,16 @@
-// Step 5: the set's generation is stamped on every owned pod, so vk-cocoon can echo it back.
+// Step 5: the set's generation is stamped on every owned pod, so vk-cocoon can echo it back as
+// lifecycle-observed-generation: a completion signal that is a counter, immune to clock skew.
+import { ANN_COCOONSET_GENERATION } from "../../contract/keys.ts";
 import { CONTINUE, type Pass, type StepOutcome } from "../pass.ts";
+import { patchPodAnnotations } from "../writes.ts";
 
-export async function stampGeneration(_pass: Pass): Promise<StepOutcome> {
+export async function stampGeneration(pass: Pass): Promise<StepOutcome> {
+  const generation = String(pass.generation);
+  const names = [...pass.pods.all.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  for (const name of names) {
+    const pod = pass.pods.all.get(name);
+    // patchPodAnnotations makes no call for a pod that already carries this generation.
+    if (pod) await patchPodAnnotations(pass, pod, { [ANN_COCOONSET_GENERATION]: generation });
+  }
   return CONTINUE;
 }

@@ -1,6 +1,104 @@
 // Step 12: sub-agents 1..replicas exist, forked from the main on its node; extras go.
-import { CONTINUE, type Pass, type StepOutcome } from "../pass.ts";
+// Existing sub-agents are triaged first (drifted or terminal → the rebuild budget), then the missing
+// slots are created concurrently under the image rule, then slots above replicas are deleted, their
+// VM names stashed for teardown's registry GC before the first delete.
 
-export async function reconcileSubAgents(_pass: Pass): Promise<StepOutcome> {
+import type { Pod } from "../../apis/core.ts";
+import { ANN_DELETE_VM_NAMES, ROLE_SUB_AGENT } from "../../contract/keys.ts";
+import { isPodFailed, podFailedReason, vmNameOf } from "../../contract/pod.ts";
+import { agentPodName } from "../../contract/vmname.ts";
+import { createManagedPod } from "../create.ts";
+import { mergeDeleteVMNames, vmNamesToStash } from "../deletevmnames.ts";
+import { agentDriftReason } from "../drift.ts";
+import { CONTINUE, type Pass, type StepOutcome } from "../pass.ts";
+import { buildSubAgentPod } from "../pods.ts";
+import { isMissingPodParked, spendRebuildBudget } from "../rebuildbudget.ts";
+import { deletePod, patchSetAnnotations, reclaimRecord } from "../writes.ts";
+
+/** A large scale-up must not burst the API server. */
+export const SUB_AGENT_CREATE_CONCURRENCY = 8;
+
+export async function reconcileSubAgents(pass: Pass): Promise<StepOutcome> {
+  // Step 11 ends the pass until a Ready main exists.
+  const main = pass.pods.main;
+  if (!main) return CONTINUE;
+  const replicas = pass.cs.spec.agent.replicas ?? 0;
+
+  const missing: number[] = [];
+  for (let slot = 1; slot <= replicas; slot++) {
+    const pod = pass.pods.subAgents.get(slot);
+    if (pod) await triage(pass, pod, slot);
+    else if (!isMissingPodParked(pass, agentPodName(pass.name, slot))) missing.push(slot);
+  }
+
+  const mainVMName = vmNameOf(main);
+  const mainNode = main.spec.nodeName ?? "";
+  await forEachLimited(missing, SUB_AGENT_CREATE_CONCURRENCY, async (slot) => {
+    const { outcome } = await createManagedPod(pass, {
+      role: ROLE_SUB_AGENT,
+      wantRestore: false,
+      build: (restore) => buildSubAgentPod(pass.cs, slot, mainNode, { restore, mainVMName }),
+    });
+    // AlreadyExists: the slot's old pod is still terminating; a later pass creates it.
+    if (outcome === "created") pass.changed = true;
+  });
+
+  await removeExtras(pass, replicas);
   return CONTINUE;
+}
+
+async function triage(pass: Pass, pod: Pod, slot: number): Promise<void> {
+  const drift = agentDriftReason(pod, pass.cs, slot);
+  if (drift === undefined && !isPodFailed(pod)) return;
+  await spendRebuildBudget(pass, pod, {
+    drifted: drift !== undefined,
+    reason: drift ?? podFailedReason(pod),
+  });
+}
+
+/** Slots above replicas, in slot order, after their VM names (and the reclaim record's) are stashed. */
+async function removeExtras(pass: Pass, replicas: number): Promise<void> {
+  const extras = [...pass.pods.subAgents.entries()]
+    .filter(([slot]) => slot > replicas)
+    .sort(([a], [b]) => a - b)
+    .map(([, pod]) => pod);
+  if (extras.length === 0) return;
+  const stash = mergeDeleteVMNames(
+    pass.cs.metadata.annotations?.[ANN_DELETE_VM_NAMES],
+    vmNamesToStash(pass.cs.status, extras, reclaimRecord(pass)),
+  );
+  if (stash !== undefined) await patchSetAnnotations(pass, { [ANN_DELETE_VM_NAMES]: stash });
+  for (const pod of extras) {
+    await deletePod(pass, pod);
+    pass.deps.log.info(
+      { cocoonset: `${pass.namespace}/${pass.name}`, pod: pod.metadata.name },
+      "deleted sub-agent above replicas",
+    );
+  }
+  pass.changed = true;
+}
+
+/**
+ * Runs work over items with at most `limit` in flight. The first failure stops further starts (work
+ * already in flight finishes) and is rethrown once everything has settled.
+ */
+export async function forEachLimited<T>(
+  items: readonly T[],
+  limit: number,
+  work: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  let failure: { error: unknown } | undefined;
+  const worker = async (): Promise<void> => {
+    while (failure === undefined && next < items.length) {
+      const item = items[next++] as T;
+      try {
+        await work(item);
+      } catch (error) {
+        failure ??= { error };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  if (failure) throw failure.error;
 }

@@ -1,8 +1,109 @@
 // Step 2: a set being deleted loses its pods first, then its snapshot tags, then its finalizer.
-import type { CocoonSet } from "../../apis/v1/types.ts";
-import type { Result } from "../../controller/reconciler.ts";
-import type { CocoonSetDeps } from "../pass.ts";
+// The VM names to GC are stashed on the set before the first pod delete, so the cleanup survives a
+// restart mid-teardown and covers VMs the status never listed (behaviours.md items 2–14).
 
-export async function teardown(_cs: CocoonSet, _deps: CocoonSetDeps, _signal: AbortSignal): Promise<Result> {
+import type { Pod } from "../../apis/core.ts";
+import type { CocoonSet } from "../../apis/v1/types.ts";
+import { ANN_DELETE_VM_NAMES, FINALIZER_COCOONSET, TAG_HIBERNATE, TAG_LATEST } from "../../contract/keys.ts";
+import { isControlledBy } from "../../contract/pod.ts";
+import { shouldSnapshotVM } from "../../contract/snapshotpolicy.ts";
+import { extractAgentSlot, inferRoleFromSlot } from "../../contract/vmname.ts";
+import type { Result } from "../../controller/reconciler.ts";
+import { COCOONSETS } from "../../controller/resources.ts";
+import { classifyPods } from "../classify.ts";
+import { mergeDeleteVMNames, parseDeleteVMNames, vmNamesToStash } from "../deletevmnames.ts";
+import { type CocoonSetDeps, Pass, REQUEUE_POLL_MS } from "../pass.ts";
+import { deletePod, patchSetAnnotations, reclaimRecord } from "../writes.ts";
+
+/** One registry tag the teardown probes and deletes when present. */
+export interface TagToCollect {
+  vm: string;
+  tag: typeof TAG_HIBERNATE | typeof TAG_LATEST;
+  /** A :hibernate failure keeps the finalizer; a :latest failure is only logged. */
+  required: boolean;
+}
+
+/**
+ * The tags to GC, in order: VMs sorted, for each its :hibernate (whatever the policy: hibernate
+ * pushes ignore it), then its :latest only where vk-cocoon never pushes one for that VM's role.
+ */
+export function tagsToCollect(
+  namespace: string,
+  setName: string,
+  policy: string,
+  vmNames: readonly string[],
+): TagToCollect[] {
+  const tags: TagToCollect[] = [];
+  for (const vm of [...vmNames].sort(byteOrder)) {
+    tags.push({ vm, tag: TAG_HIBERNATE, required: true });
+    const role = inferRoleFromSlot(extractAgentSlot(namespace, setName, vm));
+    if (!shouldSnapshotVM(policy, role)) tags.push({ vm, tag: TAG_LATEST, required: false });
+  }
+  return tags;
+}
+
+export async function teardown(cs: CocoonSet, deps: CocoonSetDeps, signal: AbortSignal): Promise<Result> {
+  if (!cs.metadata.finalizers?.includes(FINALIZER_COCOONSET)) return {};
+  const namespace = cs.metadata.namespace ?? "";
+  const name = cs.metadata.name ?? "";
+  const ownedPods = (): Pod[] =>
+    deps.view.listSetPods(namespace, name).filter((pod) => isControlledBy(pod, cs.metadata));
+
+  const pods = ownedPods();
+  const pass = new Pass(cs, classifyPods(pods, { name, uid: cs.metadata.uid ?? "" }), deps, signal);
+  const stash = mergeDeleteVMNames(
+    cs.metadata.annotations?.[ANN_DELETE_VM_NAMES],
+    vmNamesToStash(cs.status, pods, reclaimRecord(pass)),
+  );
+  if (stash !== undefined) await patchSetAnnotations(pass, { [ANN_DELETE_VM_NAMES]: stash });
+
+  for (const pod of pods) if (!pod.metadata.deletionTimestamp) await deletePod(pass, pod);
+  // vk-cocoon pushes snapshots during a pod's grace period: no tag is collected while a pod remains.
+  if (ownedPods().length > 0) return { requeueAfterMs: REQUEUE_POLL_MS };
+
+  const logger = deps.log.child({ cocoonset: `${namespace}/${name}` });
+  if (!deps.registry) {
+    logger.warn("no snapshot registry configured; skipping snapshot tag cleanup");
+  } else {
+    const vmNames = parseDeleteVMNames(pass.cs.metadata.annotations?.[ANN_DELETE_VM_NAMES]);
+    const failures: string[] = [];
+    for (const { vm, tag, required } of tagsToCollect(
+      namespace,
+      name,
+      cs.spec.snapshotPolicy ?? "",
+      vmNames,
+    )) {
+      try {
+        if (await deps.registry.deleteIfPresent(vm, tag, signal))
+          logger.info({ vm, tag }, "deleted snapshot tag");
+      } catch (err) {
+        if (!required) {
+          logger.warn({ vm, tag, err }, "snapshot tag cleanup failed (best-effort)");
+          continue;
+        }
+        logger.error({ vm, tag, err }, "snapshot tag cleanup failed; keeping the finalizer");
+        failures.push(`${vm}:${tag}: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }
+    if (failures.length > 0) throw new Error(`snapshot tag cleanup failed: ${failures.join("; ")}`);
+  }
+
+  await removeFinalizer(pass);
   return {};
+}
+
+/** An Update carrying the set as last written (its annotation patch included), minus the finalizer. */
+async function removeFinalizer(pass: Pass): Promise<void> {
+  const { cs } = pass;
+  await pass.deps.client.update<CocoonSet>(COCOONSETS, {
+    ...cs,
+    metadata: {
+      ...cs.metadata,
+      finalizers: (cs.metadata.finalizers ?? []).filter((f) => f !== FINALIZER_COCOONSET),
+    },
+  });
+}
+
+function byteOrder(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }

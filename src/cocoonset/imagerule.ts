@@ -1,0 +1,115 @@
+// The snapshot image rule and restore intent: the one registry read that precedes every managed-pod
+// create (main in steps 6 and 11, the wake of step 9, the migration recreate of step 8, a sub-agent in
+// step 12, a toolbox in step 13). vk-cocoon refuses to create a pod over a `:hibernate` tag recorded
+// from another image, and refuses a fork-from pod over any tag; this read decides, before the create,
+// whether the tag is restored from, or dropped so the pod boots fresh (decisions #3; items 77–78,
+// 82–83, 124–128). Static toolboxes are unmanaged: vk never reads a tag for them, so they skip this.
+
+import type { CocoonHibernation } from "../apis/v1/types.ts";
+import { ROLE_SUB_AGENT, type Role, TAG_HIBERNATE } from "../contract/keys.ts";
+import type { Pass } from "./pass.ts";
+import { dropVM, owesRestore, type ReclaimRecord } from "./reclaim.ts";
+import { persistReclaim, reclaimRecord } from "./writes.ts";
+
+export interface CreateSnapshotRequest {
+  /** The pod about to be created, for CocoonHibernation restore intent. */
+  podName: string;
+  vmName: string;
+  /** The new pod's `cocoonset.cocoonstack.io/image`. */
+  image: string;
+  role: Role;
+  /** The caller restores whenever a compatible tag exists (a wake or migration recreate). */
+  wantRestore: boolean;
+}
+
+export interface SnapshotForCreate {
+  /** Mark the pod restore-from-hibernate. */
+  restore: boolean;
+  /** The tag was deleted before the create: the pod boots fresh, and the VM left the reclaim record. */
+  dropped: boolean;
+}
+
+/** What the manifest read leads to, decided without side effects. */
+export type SnapshotVerdict =
+  | { action: "fresh" }
+  | { action: "restore" }
+  /** vk-cocoon would refuse the pod over this tag: delete it (by digest), then boot fresh. */
+  | { action: "drop"; reason: "image-mismatch" | "fork-from" };
+
+/**
+ * The decision for one create. `recordedImage` is undefined when no tag exists. A tag from another
+ * image is dropped whatever the intent (vk refuses it, restore-marked or not); a sub-agent that nobody
+ * restores would be refused as a fork-from pod, so its tag goes too; otherwise intent plus a tag
+ * restores, and a main or toolbox without intent is left to vk-cocoon, which restores a compatible
+ * tag itself.
+ */
+export function snapshotVerdict(
+  recordedImage: string | undefined,
+  podImage: string,
+  role: Role,
+  restoreIntended: boolean,
+): SnapshotVerdict {
+  if (recordedImage === undefined) return { action: "fresh" };
+  if (recordedImage !== "" && recordedImage !== podImage) return { action: "drop", reason: "image-mismatch" };
+  if (restoreIntended) return { action: "restore" };
+  if (role === ROLE_SUB_AGENT) return { action: "drop", reason: "fork-from" };
+  return { action: "fresh" };
+}
+
+/** CocoonHibernation phases in which a recreated pod must restore: the snapshot is the VM's state. */
+export function restoredByHibernation(hibernations: readonly CocoonHibernation[], podName: string): boolean {
+  return hibernations.some(
+    (ch) =>
+      ch.spec.podRef.name === podName && (ch.status?.phase === "Hibernated" || ch.status?.phase === "Waking"),
+  );
+}
+
+/**
+ * Runs the image rule and restore intent for one managed-pod create: one manifest GET of
+ * `<vm>:hibernate`, plus a tag delete and a reclaim-record write when vk-cocoon would refuse the pod.
+ * A registry error is thrown: the pass fails and nothing is created over the tag. Without a registry
+ * nothing is read and the pod boots fresh.
+ */
+export async function prepareSnapshotForCreate(
+  pass: Pass,
+  request: CreateSnapshotRequest,
+): Promise<SnapshotForCreate> {
+  const registry = pass.deps.registry;
+  if (!registry) return { restore: false, dropped: false };
+  const manifest = await registry.getSnapshot(request.vmName, TAG_HIBERNATE, pass.signal);
+  // Intent is resolved for every create attempt (the CocoonHibernation list is cached and taken at
+  // most once per pass), never on a pass that creates nothing.
+  const restoreIntended =
+    request.wantRestore ||
+    owesRestore(reclaimRecord(pass), request.vmName) ||
+    restoredByHibernation(pass.hibernationsInNamespace(), request.podName);
+  const verdict = snapshotVerdict(manifest?.baseImage, request.image, request.role, restoreIntended);
+  if (verdict.action !== "drop") return { restore: verdict.action === "restore", dropped: false };
+
+  pass.deps.log.info(
+    {
+      cocoonset: `${pass.namespace}/${pass.name}`,
+      vm: request.vmName,
+      reason: verdict.reason,
+      recordedImage: manifest?.baseImage,
+      podImage: request.image,
+    },
+    "dropping :hibernate tag vk-cocoon would refuse; the pod boots fresh",
+  );
+  // The registry refuses DELETE by tag; the digest the GET returned names the same manifest.
+  await registry.deleteManifest(request.vmName, manifest?.digest || TAG_HIBERNATE, pass.signal);
+  await updateReclaim(pass, (record) => dropVM(record, request.vmName));
+  return { restore: false, dropped: true };
+}
+
+// Sub-agent creates run concurrently; their record writes are chained per pass so that each one reads
+// the record the previous one wrote (a read-modify-write race would re-add a dropped VM).
+const reclaimWrites = new WeakMap<Pass, Promise<unknown>>();
+
+function updateReclaim(pass: Pass, change: (record: ReclaimRecord) => ReclaimRecord): Promise<boolean> {
+  // An earlier write's failure is its own caller's error; this write still reads the record afresh.
+  const previous = reclaimWrites.get(pass)?.catch(() => undefined) ?? Promise.resolve();
+  const write = previous.then(() => persistReclaim(pass, change(reclaimRecord(pass))));
+  reclaimWrites.set(pass, write);
+  return write;
+}

@@ -1,0 +1,68 @@
+// Wires the CocoonSet reconciler into a controller: its own objects (a new generation or a status
+// change), its pods (meaningful transitions only) and the CocoonHibernations naming its pods.
+
+import type { CocoonHibernation } from "../apis/v1/types.ts";
+import { type Clock, systemClock } from "../clock.ts";
+import { KIND_COCOONSET } from "../contract/keys.ts";
+import { controllerOf } from "../contract/pod.ts";
+import type { Client } from "../controller/client.ts";
+import { Controller } from "../controller/controller.ts";
+import type { EventRecorder } from "../controller/events.ts";
+import type { Manager } from "../controller/manager.ts";
+import { generationChangedOrStatusChanged, podRelevantChange } from "../controller/predicates.ts";
+import type { Request } from "../controller/reconciler.ts";
+import { type Logger, log } from "../log.ts";
+import type { SnapshotRegistry } from "../registry/index.ts";
+import { CocoonSetReconciler } from "./reconciler.ts";
+import { InformerCocoonSetView, type OperatorInformers } from "./view.ts";
+
+export const COCOONSET_CONTROLLER = "cocoonset";
+export const DEFAULT_COCOONSET_CONCURRENCY = 4;
+
+export interface CocoonSetControllerOptions {
+  client: Client;
+  informers: OperatorInformers;
+  registry: SnapshotRegistry | undefined;
+  events: EventRecorder;
+  clock?: Clock;
+  /** Sets reconciled in parallel (COCOONSET_CONCURRENCY); below 1 is a setup error. */
+  concurrency?: number;
+  log?: Logger;
+}
+
+export function setupCocoonSetController(manager: Manager, options: CocoonSetControllerOptions): Controller {
+  const { informers } = options;
+  const clock = options.clock ?? systemClock;
+  const reconciler = new CocoonSetReconciler({
+    client: options.client,
+    view: new InformerCocoonSetView(informers),
+    registry: options.registry,
+    events: options.events,
+    clock,
+    log: (options.log ?? log).child({ controller: COCOONSET_CONTROLLER }),
+  });
+  const controller = new Controller({
+    name: COCOONSET_CONTROLLER,
+    reconciler,
+    maxConcurrentReconciles: options.concurrency ?? DEFAULT_COCOONSET_CONCURRENCY,
+    clock,
+  })
+    .for(informers.cocoonSets, generationChangedOrStatusChanged)
+    .owns(informers.pods, KIND_COCOONSET, podRelevantChange)
+    .watches(informers.hibernations, (ch) => setOwningHibernatedPod(informers, ch));
+  manager.addInformer(informers.cocoonSets);
+  manager.addInformer(informers.pods);
+  manager.addInformer(informers.hibernations);
+  manager.addController(controller);
+  return controller;
+}
+
+/** The set that controls the pod a CocoonHibernation names, read from the cached pod; none if unknown. */
+function setOwningHibernatedPod(informers: OperatorInformers, ch: CocoonHibernation): Request[] {
+  const namespace = ch.metadata.namespace ?? "";
+  const podName = ch.spec?.podRef?.name;
+  if (!podName) return [];
+  const pod = informers.pods.get(namespace, podName);
+  const owner = pod ? controllerOf(pod) : undefined;
+  return owner?.kind === KIND_COCOONSET ? [{ namespace, name: owner.name }] : [];
+}

@@ -1,0 +1,91 @@
+// The informers the operator's controllers read from, and the CocoonSet reconciler's view over them.
+// Pods are cached only when they carry the CocoonSet name label: every pod the operator manages does,
+// and the rest of the cluster's pods are none of its business.
+
+import type { Pod } from "../apis/core.ts";
+import type { CocoonHibernation, CocoonSet } from "../apis/v1/types.ts";
+import type { Clock } from "../clock.ts";
+import { LABEL_COCOONSET } from "../contract/keys.ts";
+import { createInformer, type Informer, stripManagedFields } from "../controller/cache.ts";
+import type { WatchClient } from "../controller/client.ts";
+import { COCOONHIBERNATIONS, COCOONSETS, PODS } from "../controller/resources.ts";
+import { hibernationIndexers } from "../hibernation/view.ts";
+import type { CocoonSetView } from "./pass.ts";
+
+/** Pods by `<namespace>/<cocoonset name label>`. */
+export const POD_BY_COCOONSET_INDEX = "cocoonset";
+/** CocoonHibernations by `<namespace>/<spec.podRef.name>`. */
+export const HIBERNATION_BY_POD_INDEX = "podRef";
+
+export interface OperatorInformers {
+  cocoonSets: Informer<CocoonSet>;
+  pods: Informer<Pod>;
+  hibernations: Informer<CocoonHibernation>;
+}
+
+/** `namespace` limits every informer to one namespace (tests sharing an API server); default all. */
+export function createOperatorInformers(
+  client: WatchClient,
+  opts: { clock?: Clock; namespace?: string } = {},
+): OperatorInformers {
+  const { clock, namespace } = opts;
+  return {
+    cocoonSets: createInformer<CocoonSet>(client, COCOONSETS, {
+      namespace,
+      transform: stripManagedFields,
+      clock,
+    }),
+    pods: createInformer<Pod>(client, PODS, {
+      namespace,
+      labelSelector: LABEL_COCOONSET,
+      transform: stripManagedFields,
+      clock,
+      indexers: {
+        [POD_BY_COCOONSET_INDEX]: (pod) => {
+          const setName = pod.metadata.labels?.[LABEL_COCOONSET];
+          return setName === undefined ? [] : [`${pod.metadata.namespace ?? ""}/${setName}`];
+        },
+      },
+    }),
+    hibernations: createInformer<CocoonHibernation>(client, COCOONHIBERNATIONS, {
+      namespace,
+      transform: stripManagedFields,
+      clock,
+      indexers: {
+        // The CocoonHibernation controller shares this informer and maps pod events through its index.
+        ...hibernationIndexers,
+        [HIBERNATION_BY_POD_INDEX]: (ch) => {
+          const podName = ch.spec?.podRef?.name;
+          return podName ? [`${ch.metadata.namespace ?? ""}/${podName}`] : [];
+        },
+      },
+    }),
+  };
+}
+
+/**
+ * Cached reads for the CocoonSet reconciler. Objects are handed out as copies: a pass keeps its own
+ * writes in step by updating the objects it holds, and those must never be the cache's.
+ */
+export class InformerCocoonSetView implements CocoonSetView {
+  private readonly informers: OperatorInformers;
+
+  constructor(informers: OperatorInformers) {
+    this.informers = informers;
+  }
+
+  getCocoonSet(namespace: string, name: string): CocoonSet | undefined {
+    const cs = this.informers.cocoonSets.get(namespace, name);
+    return cs ? structuredClone(cs) : undefined;
+  }
+
+  listSetPods(namespace: string, setName: string): Pod[] {
+    return this.informers.pods
+      .byIndex(POD_BY_COCOONSET_INDEX, `${namespace}/${setName}`)
+      .map((pod) => structuredClone(pod));
+  }
+
+  listHibernations(namespace: string): CocoonHibernation[] {
+    return this.informers.hibernations.list(namespace).map((ch) => structuredClone(ch));
+  }
+}

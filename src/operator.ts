@@ -1,0 +1,104 @@
+// The operator process minus its command line: API client, shared informers, event recorder,
+// registry client, the manager (metrics, probes, optional leader election) and the controllers.
+// main.ts builds the config from flags and environment; tests and benchmarks call this directly.
+
+import type { Clock } from "./clock.ts";
+import { systemClock } from "./clock.ts";
+import { setupCocoonSetController } from "./cocoonset/setup.ts";
+import { createOperatorInformers, type OperatorInformers } from "./cocoonset/view.ts";
+import { KubeClient, type KubeClientConfig } from "./controller/client.ts";
+import { KubeEventRecorder } from "./controller/events.ts";
+import { DEFAULT_LEASE_NAME, LeaderElector } from "./controller/leaderelection.ts";
+import { Manager } from "./controller/manager.ts";
+import { setupHibernationController } from "./hibernation/setup.ts";
+import { log } from "./log.ts";
+// Registers the cocoon_operator_* collectors, so /metrics lists them before their first sample.
+import "./metrics/cocoon.ts";
+import { createRegistryClient, type SnapshotRegistry } from "./registry/index.ts";
+
+export interface OperatorConfig {
+  kubeConfig: KubeClientConfig;
+  /** OCI_REGISTRY: the repository base snapshots live under. */
+  registryBase: string;
+  /** Replaces the client built from registryBase (tests, benchmarks). */
+  registry?: SnapshotRegistry;
+  /** ":8080" form; "0" disables. */
+  metricsAddr: string;
+  /** ":8081" form; "0" disables. */
+  probeAddr: string;
+  leaderElect: boolean;
+  leaderElectionNamespace: string;
+  cocoonSetConcurrency: number;
+  hibernationConcurrency: number;
+  /** Watch one namespace only (tests sharing an API server); default every namespace. */
+  watchNamespace?: string;
+  clock?: Clock;
+}
+
+export interface Operator {
+  readonly manager: Manager;
+  readonly client: KubeClient;
+  readonly informers: OperatorInformers;
+  readonly registry: SnapshotRegistry | undefined;
+  /** Resolves once servers listen and informers run; controllers start when caches sync (and lead). */
+  start(signal?: AbortSignal): Promise<void>;
+  /** Graceful: in-flight reconciles get up to deadlineMs, then everything stops. */
+  stop(deadlineMs: number): Promise<void>;
+}
+
+/** Builds the operator; setup errors (a concurrency below 1) throw here, before anything runs. */
+export function createOperator(config: OperatorConfig): Operator {
+  const clock = config.clock ?? systemClock;
+  const client = new KubeClient({ ...config.kubeConfig, clock });
+  const informers = createOperatorInformers(client, { clock, namespace: config.watchNamespace });
+  const events = new KubeEventRecorder({ client, component: "cocoon-operator", clock });
+  const registry =
+    config.registry ??
+    (config.registryBase ? createRegistryClient(config.registryBase, { logger: log }) : undefined);
+  const manager = new Manager({
+    metricsBindAddress: config.metricsAddr,
+    healthProbeBindAddress: config.probeAddr,
+    leaderElectionId: DEFAULT_LEASE_NAME,
+    ...(config.leaderElect
+      ? {
+          leaderElector: new LeaderElector({
+            client,
+            namespace: config.leaderElectionNamespace,
+            name: DEFAULT_LEASE_NAME,
+            releaseOnCancel: true,
+            clock,
+          }),
+        }
+      : {}),
+  });
+
+  setupCocoonSetController(manager, {
+    client,
+    informers,
+    registry,
+    events,
+    clock,
+    concurrency: config.cocoonSetConcurrency,
+  });
+  if (!registry) throw new Error("OCI_REGISTRY must be set");
+  setupHibernationController(manager, {
+    client,
+    informers,
+    registry,
+    events,
+    clock,
+    concurrency: config.hibernationConcurrency,
+  });
+
+  return {
+    manager,
+    client,
+    informers,
+    registry,
+    start: (signal) => manager.start(signal),
+    async stop(deadlineMs) {
+      await manager.stop(deadlineMs);
+      client.close();
+    },
+  };
+}

@@ -1,0 +1,53 @@
+// Runs the operator in-process against the integration test environment, watching one namespace so
+// test files sharing the API server never reconcile each other's objects.
+
+import type { Clock } from "../../src/clock.ts";
+import { type KubeClient, kubeConfigFromFile } from "../../src/controller/client.ts";
+import { createOperator, type Operator } from "../../src/operator.ts";
+import type { SnapshotRegistry } from "../../src/registry/index.ts";
+import { testEnv } from "../env/testenv.ts";
+
+export interface TestOperatorOptions {
+  /** The one namespace the operator watches; default every namespace. */
+  namespace?: string;
+  /** OCI_REGISTRY; default the test environment's registry. */
+  registryBase?: string;
+  /** Replaces the registry client (e.g. a FakeSnapshotRegistry or a counting wrapper). */
+  registry?: SnapshotRegistry;
+  cocoonSetConcurrency?: number;
+  hibernationConcurrency?: number;
+  clock?: Clock;
+}
+
+export interface TestOperator {
+  readonly operator: Operator;
+  /** The operator's own API client: requestCounts() shows every call it made. */
+  readonly client: KubeClient;
+  stop(): Promise<void>;
+}
+
+/** Starts the operator (no metrics or probe servers, no leader election) and waits for its caches. */
+export async function startTestOperator(opts: TestOperatorOptions = {}): Promise<TestOperator> {
+  const env = testEnv();
+  const operator = createOperator({
+    kubeConfig: kubeConfigFromFile(env.kubeconfigPath),
+    registryBase: opts.registryBase ?? env.registry,
+    ...(opts.registry ? { registry: opts.registry } : {}),
+    metricsAddr: "0",
+    probeAddr: "0",
+    leaderElect: false,
+    leaderElectionNamespace: "",
+    cocoonSetConcurrency: opts.cocoonSetConcurrency ?? 4,
+    hibernationConcurrency: opts.hibernationConcurrency ?? 4,
+    ...(opts.namespace ? { watchNamespace: opts.namespace } : {}),
+    ...(opts.clock ? { clock: opts.clock } : {}),
+  });
+  await operator.start();
+  const { cocoonSets, pods, hibernations } = operator.informers;
+  await Promise.all([cocoonSets.waitForSync(), pods.waitForSync(), hibernations.waitForSync()]);
+  return {
+    operator,
+    client: operator.client,
+    stop: () => operator.stop(5_000),
+  };
+}

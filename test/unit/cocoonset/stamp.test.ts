@@ -1,0 +1,63 @@
+// Step 5: the set's generation is stamped on every owned pod that lacks it (item 19; T96–T97).
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { Pod } from "../../../src/apis/core.ts";
+import type { CocoonSet } from "../../../src/apis/v1/types.ts";
+import { classifyPods } from "../../../src/cocoonset/classify.ts";
+import { CONTINUE, Pass } from "../../../src/cocoonset/pass.ts";
+import { stampGeneration } from "../../../src/cocoonset/steps/stamp.ts";
+import { ANN_COCOONSET_GENERATION } from "../../../src/contract/keys.ts";
+import { PODS } from "../../../src/controller/resources.ts";
+import { cocoonSet, type Harness, harness, NS, SET, seedSet, setPod } from "../../support/cocoonset.ts";
+
+function passOver(h: Harness, generation: number, podsOf: (cs: CocoonSet) => Pod[]): Pass {
+  const cs = seedSet(h.client, cocoonSet({}, { generation }));
+  const pods = podsOf(cs).map((pod) => h.client.seed(PODS, pod));
+  const owner = { name: SET, uid: cs.metadata.uid ?? "" };
+  return new Pass(cs, classifyPods(pods, owner), h.deps, new AbortController().signal);
+}
+
+const stamp = (generation: string) => ({ annotations: { [ANN_COCOONSET_GENERATION]: generation } });
+
+describe("stampGeneration", () => {
+  it("stamps generation 7 on a pod without a stamp and on one stamped 5, in name order (T96)", async () => {
+    const h = harness();
+    const pass = passOver(h, 7, (cs) => [
+      setPod(cs, "demo-1", "sub-agent", "1", stamp("5")),
+      setPod(cs, "demo-0", "main", "0"),
+    ]);
+
+    assert.equal(await stampGeneration(pass), CONTINUE);
+
+    assert.deepEqual(
+      h.client.writes().map((c) => [c.verb, c.resource, c.name, c.body]),
+      [
+        ["patch", "pods", "demo-0", { metadata: { annotations: { [ANN_COCOONSET_GENERATION]: "7" } } }],
+        ["patch", "pods", "demo-1", { metadata: { annotations: { [ANN_COCOONSET_GENERATION]: "7" } } }],
+      ],
+    );
+    for (const name of ["demo-0", "demo-1"]) {
+      const pod = h.client.peek<Pod>(PODS, NS, name);
+      assert.equal(pod?.metadata.annotations?.[ANN_COCOONSET_GENERATION], "7");
+    }
+    assert.equal(
+      pass.pods.main?.metadata.annotations?.[ANN_COCOONSET_GENERATION],
+      "7",
+      "the pass sees its write",
+    );
+  });
+
+  it("makes no call for a pod already stamped with the generation (T97)", async () => {
+    const h = harness();
+    const pass = passOver(h, 3, (cs) => [setPod(cs, "demo-0", "main", "0", stamp("3"))]);
+    await stampGeneration(pass);
+    assert.deepEqual(h.client.calls, []);
+  });
+
+  it("leaves a pod that only carries the label alone", async () => {
+    const h = harness();
+    const pass = passOver(h, 2, (cs) => [setPod(cs, "demo-0", "main", "0", { ...stamp("1"), owned: false })]);
+    await stampGeneration(pass);
+    assert.deepEqual(h.client.calls, []);
+  });
+});
