@@ -116,13 +116,22 @@ export function beginUnsuspend(
   annotatedVMs: Iterable<string>,
   presentVMs: ReadonlySet<string>,
 ): ReclaimRecord {
+  return oweRestoresToMissing(stampUnsuspend(record, generation, annotatedVMs), presentVMs);
+}
+
+/** beginUnsuspend's first half, its own write: the set's generation, and the annotated pods' VMs. */
+export function stampUnsuspend(
+  record: ReclaimRecord,
+  generation: number,
+  annotatedVMs: Iterable<string>,
+): ReclaimRecord {
+  return { ...record, generation, vms: union(record.vms, [...annotatedVMs]) };
+}
+
+/** beginUnsuspend's second half, its own write: suspended VMs without a present pod are owed a restore. */
+export function oweRestoresToMissing(record: ReclaimRecord, presentVMs: ReadonlySet<string>): ReclaimRecord {
   const missing = record.suspended.filter((vm) => !presentVMs.has(vm));
-  return {
-    ...record,
-    generation,
-    vms: union(record.vms, [...annotatedVMs]),
-    restore: union(record.restore, missing),
-  };
+  return { ...record, restore: union(record.restore, missing) };
 }
 
 /** Step 10, last write, after the hibernate annotations are cleared: the suspended list goes. */

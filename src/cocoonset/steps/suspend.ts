@@ -1,6 +1,128 @@
-// Step 6: spec.suspend=true hibernates every managed VM (and, with hibernatePolicy release, frees the seats).
-import { CONTINUE, type Pass, type StepOutcome } from "../pass.ts";
+// Step 6: spec.suspend=true hibernates every managed VM (and, with hibernatePolicy release, frees the
+// seats). The suspend path owns the pass. Order matters for the VMs' live state: the reclaim record is
+// durable before the first hibernate annotation (a restart mid-suspend still drops the tags later),
+// and under release a pod dies only after the gate saw its snapshot in the registry.
 
-export async function reconcileSuspend(_pass: Pass): Promise<StepOutcome> {
-  return CONTINUE;
+import { DEFAULT_HIBERNATE_POLICY } from "../../apis/v1/types.ts";
+import { ANN_HIBERNATE, ANN_SUSPENDING_SINCE, ROLE_MAIN, TAG_HIBERNATE } from "../../contract/keys.ts";
+import { createManagedPod } from "../create.ts";
+import { CONTINUE, finish, type Pass, REQUEUE_POLL_MS, type StepOutcome } from "../pass.ts";
+import { buildMainPod } from "../pods.ts";
+import { recordSuspend } from "../reclaim.ts";
+import { releaseSeats } from "../slotrelease.ts";
+import { checkSuspendDeadline, SUSPEND_TIMEOUT_MS, shouldClearSuspendingSince } from "../suspenddeadline.ts";
+import { managedVMNames, planSuspendGate, sortByName } from "../suspendgate.ts";
+import { patchPodFlag, patchSetAnnotations, persistReclaim, reclaimRecord, setEvent } from "../writes.ts";
+import { writeStatus } from "./status.ts";
+
+export const REASON_SUSPEND_TIMED_OUT = "SuspendTimedOut";
+
+export async function reconcileSuspend(pass: Pass): Promise<StepOutcome> {
+  if (!pass.cs.spec.suspend) return CONTINUE;
+  const release = (pass.cs.spec.hibernatePolicy || DEFAULT_HIBERNATE_POLICY) === "release";
+  if (release) {
+    if (!pass.deps.registry) {
+      throw new Error(
+        `hibernatePolicy=release on ${pass.namespace}/${pass.name} requires a configured registry`,
+      );
+    }
+    // Seats already released, or suspended before the first boot: nothing left to snapshot.
+    if (pass.pods.all.size === 0) {
+      await settleSuspended(pass);
+      return finish();
+    }
+  } else if (!pass.pods.main) {
+    return createMainBeforeSuspend(pass);
+  }
+
+  await persistReclaim(pass, recordSuspend(reclaimRecord(pass), managedVMNames(pass.pods.all.values())));
+  for (const pod of sortByName(pass.pods.all.values())) {
+    await patchPodFlag(pass, pod, ANN_HIBERNATE, true);
+  }
+
+  const gate = await runSuspendGate(pass);
+  if (!gate.confirmed) return stayOrTimeOut(pass, gate);
+  if (release) {
+    await releaseSeats(pass, gate.snapshotted);
+    await settleSuspended(pass);
+    return finish({ requeueAfterMs: REQUEUE_POLL_MS });
+  }
+  await settleSuspended(pass);
+  return finish();
+}
+
+/** A retained suspend needs its main: created from the snapshot when one exists, then the pass ends. */
+async function createMainBeforeSuspend(pass: Pass): Promise<StepOutcome> {
+  const { outcome } = await createManagedPod(pass, {
+    role: ROLE_MAIN,
+    wantRestore: true,
+    build: (restore) => buildMainPod(pass.cs, { restore }),
+  });
+  // "exists": the old main is still terminating; look again shortly.
+  return outcome === "created" ? finish({ requeue: true }) : finish({ requeueAfterMs: REQUEUE_POLL_MS });
+}
+
+type GateOutcome =
+  | { confirmed: true; snapshotted: ReadonlySet<string> }
+  | { confirmed: false; waitingOn: string; probeError?: Error };
+
+/** The gate: pod-side checks for every pod first, then one manifest probe per VM, in name order. */
+async function runSuspendGate(pass: Pass): Promise<GateOutcome> {
+  const plan = planSuspendGate(pass.pods.all.values(), pass.generation);
+  if (plan.waitingOn !== undefined) return { confirmed: false, waitingOn: plan.waitingOn };
+  const registry = pass.deps.registry;
+  // No registry holds snapshots (retain only; release refuses to run without one): vk-cocoon's
+  // hibernated report is all there is to wait for.
+  if (!registry) return { confirmed: true, snapshotted: new Set(plan.probes) };
+  for (const vm of plan.probes) {
+    let present: boolean;
+    try {
+      present = await registry.hasManifest(vm, TAG_HIBERNATE, pass.signal);
+    } catch (error) {
+      const probeError = error instanceof Error ? error : new Error(String(error));
+      return {
+        confirmed: false,
+        waitingOn: `probe of ${vm}:${TAG_HIBERNATE} failed: ${probeError.message}`,
+        probeError,
+      };
+    }
+    if (!present) return { confirmed: false, waitingOn: `${vm}:${TAG_HIBERNATE} is not in the registry yet` };
+  }
+  return { confirmed: true, snapshotted: new Set(plan.probes) };
+}
+
+/**
+ * Not hibernated yet: Suspending with a 5 s poll, under a 3-minute deadline restarted on every entry.
+ * A probe error is returned (backoff) only after Suspending is written, and counts against the same
+ * deadline, so an unreachable registry surfaces as SuspendTimedOut too.
+ */
+async function stayOrTimeOut(
+  pass: Pass,
+  gate: { waitingOn: string; probeError?: Error },
+): Promise<StepOutcome> {
+  const deadline = checkSuspendDeadline(pass.cs, pass.deps.clock.now());
+  if (deadline.action === "expired") {
+    await writeStatus(pass, "Failed");
+    setEvent(
+      pass,
+      "Warning",
+      REASON_SUSPEND_TIMED_OUT,
+      `suspend not confirmed within ${SUSPEND_TIMEOUT_MS / 60_000}m0s: ${gate.waitingOn}`,
+    );
+    return finish({ requeueAfterMs: REQUEUE_POLL_MS });
+  }
+  if (deadline.action === "arm") {
+    await patchSetAnnotations(pass, { [ANN_SUSPENDING_SINCE]: deadline.since });
+  }
+  await writeStatus(pass, "Suspending");
+  if (gate.probeError) throw gate.probeError;
+  return finish({ requeueAfterMs: REQUEUE_POLL_MS });
+}
+
+/** Suspended lands, then the deadline it ended goes. */
+async function settleSuspended(pass: Pass): Promise<void> {
+  await writeStatus(pass, "Suspended");
+  if (shouldClearSuspendingSince(pass.cs)) {
+    await patchSetAnnotations(pass, { [ANN_SUSPENDING_SINCE]: null });
+  }
 }

@@ -1,6 +1,82 @@
-// Step 10: spec.suspend=false wakes the pods and settles the reclaim record once.
-import { CONTINUE, type Pass, type StepOutcome } from "../pass.ts";
+// Step 10: spec.suspend=false wakes the pods and settles the reclaim record once, then, on every pass,
+// drops the `:hibernate` tag of each recorded VM that runs again (behaviours.md items 69–80). A tag
+// goes only once its VM is live and ready at the record's generation: until then a wake or a restore
+// may still read it.
 
-export async function reconcileUnsuspend(_pass: Pass): Promise<StepOutcome> {
+import type { Pod } from "../../apis/core.ts";
+import { ANN_HIBERNATE, TAG_HIBERNATE } from "../../contract/keys.ts";
+import { readHibernateState } from "../../contract/pod.ts";
+import { presentVMNames } from "../classify.ts";
+import { CONTINUE, type Pass, type StepOutcome } from "../pass.ts";
+import {
+  dropVM,
+  finishUnsuspend,
+  needsUnsuspendBookkeeping,
+  oweRestoresToMissing,
+  stampUnsuspend,
+  wokenRecordedVMs,
+} from "../reclaim.ts";
+import { managedVMNames, sortByName } from "../suspendgate.ts";
+import { patchPodFlag, persistReclaim, reclaimRecord } from "../writes.ts";
+
+export async function reconcileUnsuspend(pass: Pass): Promise<StepOutcome> {
+  const clearedNow = await settleUnsuspend(pass);
+  await dropWokenSnapshots(pass, clearedNow);
   return CONTINUE;
+}
+
+/**
+ * The unsuspend bookkeeping, on a pass that finds the suspended list or a pod still carrying the
+ * hibernate annotation; otherwise no call at all. Each write is durable before the next, so a restart
+ * anywhere in between redoes the rest and never forgets a VM owed a restore:
+ * 1. the record takes the set's generation (the tag-drop threshold) and the annotated pods' VMs;
+ * 2. every suspended VM whose pod is missing or terminating is owed a restore;
+ * 3. the hibernate annotations are cleared, so vk-cocoon wakes the VMs;
+ * 4. the suspended list goes, last.
+ * Also the routine step 7 runs to clear a refused hibernate before reporting a failed main.
+ * Returns the pods whose annotation this pass cleared.
+ */
+export async function settleUnsuspend(pass: Pass): Promise<ReadonlySet<Pod>> {
+  const annotated = sortByName(pass.pods.all.values()).filter((pod) => readHibernateState(pod));
+  if (!needsUnsuspendBookkeeping(reclaimRecord(pass), annotated.length)) return new Set();
+  const toWake = annotated.length > 0 ? withoutHibernationTargets(pass, annotated) : [];
+
+  await persistReclaim(pass, stampUnsuspend(reclaimRecord(pass), pass.generation, managedVMNames(toWake)));
+  await persistReclaim(pass, oweRestoresToMissing(reclaimRecord(pass), presentVMNames(pass.pods)));
+  for (const pod of toWake) await patchPodFlag(pass, pod, ANN_HIBERNATE, false);
+  await persistReclaim(pass, finishUnsuspend(reclaimRecord(pass)));
+  return new Set(toWake);
+}
+
+/**
+ * Pods a CocoonHibernation is hibernating (desire Hibernate, or still in phase Hibernating) keep their
+ * annotation: clearing it would race the hibernation reconciler. The list is read only here, on a
+ * pass that has an annotation to clear.
+ */
+function withoutHibernationTargets(pass: Pass, pods: Pod[]): Pod[] {
+  const targets = new Set<string>();
+  for (const ch of pass.hibernationsInNamespace()) {
+    if (ch.spec.podRef.name && (ch.spec.desire === "Hibernate" || ch.status?.phase === "Hibernating")) {
+      targets.add(ch.spec.podRef.name);
+    }
+  }
+  return pods.filter((pod) => !targets.has(pod.metadata.name ?? ""));
+}
+
+/**
+ * Every pass: each recorded VM whose pod woke (no hibernate annotation, a live VM, lifecycle ready at
+ * the record's generation or later) has its tag dropped, then leaves the record — one durable write per
+ * VM, the annotation going with the last. A refused delete throws: that VM stays recorded and the rest
+ * of the pass, scaling and status included, does not run. A pod whose annotation this very pass
+ * cleared is not judged until vk-cocoon has answered the clear: its cached state predates it, and a
+ * VM still live under the annotation may be about to push a fresh snapshot to that tag.
+ */
+async function dropWokenSnapshots(pass: Pass, clearedNow: ReadonlySet<Pod>): Promise<void> {
+  const registry = pass.deps.registry;
+  if (!registry) return;
+  const observed = [...pass.pods.all.values()].filter((pod) => !clearedNow.has(pod));
+  for (const vm of wokenRecordedVMs(reclaimRecord(pass), observed)) {
+    await registry.deleteManifest(vm, TAG_HIBERNATE, pass.signal);
+    await persistReclaim(pass, dropVM(reclaimRecord(pass), vm));
+  }
 }

@@ -1,6 +1,131 @@
-// Step 9: a main released by a hibernatePolicy=release suspend is recreated from its snapshot.
-import { CONTINUE, type Pass, type StepOutcome } from "../pass.ts";
+// Step 9: a main released by a hibernatePolicy=release suspend is recreated from its snapshot. The
+// writes follow the live state: Waking is durable before the restore pod is created (a crash between
+// them resumes the wake instead of fresh-booting), and the snapshot is dropped only once the restored
+// VM runs. It runs before step 11, whose restore intent would otherwise fresh-boot over the snapshot.
 
-export async function reconcileWake(_pass: Pass): Promise<StepOutcome> {
+import type { Pod } from "../../apis/core.ts";
+import {
+  ANN_HIBERNATED_ON_NODE,
+  ANN_IMAGE,
+  LABEL_ROLE,
+  ROLE_MAIN,
+  TAG_HIBERNATE,
+} from "../../contract/keys.ts";
+import { isPodFailed, unschedulableMessage, vmNameOf } from "../../contract/pod.ts";
+import { agentVMName } from "../../contract/vmname.ts";
+import { isNotFound } from "../../controller/errors.ts";
+import { PODS } from "../../controller/resources.ts";
+import { slotReleaseWakeTotal, slotReleaseWakeUnschedulableTotal } from "../../metrics/cocoon.ts";
+import type { SnapshotRegistry } from "../../registry/index.ts";
+import { createPod } from "../create.ts";
+import { prepareSnapshotForCreate } from "../imagerule.ts";
+import { CONTINUE, finish, type Pass, REQUEUE_POLL_MS, type StepOutcome } from "../pass.ts";
+import { buildMainPod } from "../pods.ts";
+import { mayDropWakeSnapshot, wakeEngagement, wakePlacement } from "../slotrelease.ts";
+import { patchSetAnnotations, setEvent } from "../writes.ts";
+import { writeStatus } from "./status.ts";
+
+export const REASON_WAKE_NO_CAPACITY = "WakeNoCapacity";
+
+export async function reconcileWake(pass: Pass): Promise<StepOutcome> {
+  const registry = pass.deps.registry;
+  if (!registry) return CONTINUE;
+  const main = pass.pods.main;
+  const wake = wakeEngagement(pass.cs, main);
+  if (!wake.engaged) return CONTINUE;
+  if (!main) return startReleasedWake(pass, wake.hint);
+  if (wake.waking) {
+    return mayDropWakeSnapshot(main)
+      ? completeWake(pass, registry, main, wake.hint)
+      : awaitWakingMain(pass, main);
+  }
+  // Suspended, or Suspending with a hint, yet a main in the cache: a stale view of the released main
+  // or a delete that never ran. Only an uncached read tells them apart.
+  if (wake.hint !== "" && !isPodFailed(main)) return confirmReleasedDelete(pass, main);
+  // A retained suspend's main, or a terminal main kept for triage: the normal flow owns these.
   return CONTINUE;
+}
+
+/**
+ * No main: restore it from the snapshot when one is left. The image rule's manifest read doubles as
+ * the existence probe; a refused read fails the pass (falling through would fresh-boot over a real
+ * snapshot). With nothing to restore the hint goes and step 11 boots the main fresh.
+ */
+async function startReleasedWake(pass: Pass, hint: string): Promise<StepOutcome> {
+  if (pass.pods.terminating.some((pod) => pod.metadata.labels?.[LABEL_ROLE] === ROLE_MAIN)) {
+    return finish({ requeueAfterMs: REQUEUE_POLL_MS });
+  }
+  const fresh = buildMainPod(pass.cs, { wakeHintNode: hint });
+  const snapshot = await prepareSnapshotForCreate(pass, {
+    podName: fresh.metadata.name ?? "",
+    vmName: vmNameOf(fresh),
+    image: fresh.metadata.annotations?.[ANN_IMAGE] ?? "",
+    role: ROLE_MAIN,
+    wantRestore: true,
+  });
+  if (!snapshot.restore) {
+    await patchSetAnnotations(pass, { [ANN_HIBERNATED_ON_NODE]: null });
+    return CONTINUE;
+  }
+  await writeStatus(pass, "Waking");
+  const outcome = await createPod(pass, buildMainPod(pass.cs, { restore: true, wakeHintNode: hint }));
+  if (outcome === "created") {
+    pass.deps.log.info(
+      { cocoonset: `${pass.namespace}/${pass.name}`, preferredNode: hint },
+      "wake: recreated the main from its snapshot",
+    );
+  }
+  return finish({ requeueAfterMs: REQUEUE_POLL_MS });
+}
+
+/** Restore in flight. Unschedulable is the out-of-capacity signal: surfaced, and the wake keeps waiting. */
+async function awaitWakingMain(pass: Pass, main: Pod): Promise<StepOutcome> {
+  const message = unschedulableMessage(main);
+  if (message !== undefined) {
+    slotReleaseWakeUnschedulableTotal.inc({ namespace: pass.namespace, cocoonset: pass.name });
+    setEvent(
+      pass,
+      "Warning",
+      REASON_WAKE_NO_CAPACITY,
+      `main pod ${main.metadata.name ?? ""} unschedulable: ${message}`,
+    );
+  }
+  await writeStatus(pass, "Waking");
+  return finish({ requeueAfterMs: REQUEUE_POLL_MS });
+}
+
+/**
+ * The restored main runs: its snapshot goes (a later recreate then boots fresh), the landing is
+ * scored once — the hint is the in-flight marker, so a re-entry without it never scores again — and
+ * the derived status replaces Waking.
+ */
+async function completeWake(
+  pass: Pass,
+  registry: SnapshotRegistry,
+  main: Pod,
+  hint: string,
+): Promise<StepOutcome> {
+  const vm = vmNameOf(main) || agentVMName(pass.namespace, pass.name, 0);
+  await registry.deleteManifest(vm, TAG_HIBERNATE, pass.signal);
+  if (hint !== "") {
+    slotReleaseWakeTotal.inc({
+      namespace: pass.namespace,
+      cocoonset: pass.name,
+      placement: wakePlacement(hint, main.spec.nodeName),
+    });
+    await patchSetAnnotations(pass, { [ANN_HIBERNATED_ON_NODE]: null });
+  }
+  await writeStatus(pass);
+  return finish({ requeue: true });
+}
+
+async function confirmReleasedDelete(pass: Pass, main: Pod): Promise<StepOutcome> {
+  let live: Pod;
+  try {
+    live = await pass.deps.client.get<Pod>(PODS, pass.namespace, main.metadata.name ?? "");
+  } catch (error) {
+    if (isNotFound(error)) return finish({ requeueAfterMs: REQUEUE_POLL_MS });
+    throw error;
+  }
+  return live.metadata.deletionTimestamp ? finish({ requeueAfterMs: REQUEUE_POLL_MS }) : CONTINUE;
 }

@@ -1,0 +1,113 @@
+// hibernatePolicy=release: once the suspend gate has confirmed every snapshot, the pods are deleted
+// so their scheduling seats free (behaviours.md items 29–35), and the wake of step 9 recreates the
+// main from its snapshot, preferring the node it hibernated on (items 61–68). The predicates here
+// state when a pod may die and when a snapshot may go; the steps call nothing destructive without them.
+
+import type { Pod } from "../apis/core.ts";
+import type { CocoonSet } from "../apis/v1/types.ts";
+import {
+  ANN_DELETE_VM_NAMES,
+  ANN_HIBERNATED_ON_NODE,
+  ANN_KEEP_SNAPSHOT_ON_DELETE,
+} from "../contract/keys.ts";
+import {
+  isPodFailed,
+  isVMLive,
+  readHibernateState,
+  readRestoreFromHibernate,
+  vmNameOf,
+} from "../contract/pod.ts";
+import { slotReleasePodsDeletedTotal } from "../metrics/cocoon.ts";
+import { mergeDeleteVMNames, vmNamesToStash } from "./deletevmnames.ts";
+import type { Pass } from "./pass.ts";
+import { sortByName } from "./suspendgate.ts";
+import { deletePod, patchPodFlag, patchSetAnnotations, reclaimRecord } from "./writes.ts";
+
+/**
+ * A pod may give up its seat only once the gate saw its VM's `:hibernate` manifest in the registry
+ * (`snapshotted`), so its live state survives the delete. A terminal pod has no VM state and is kept
+ * for triage after unsuspend.
+ */
+export function mayReleaseSeat(pod: Pod, snapshotted: ReadonlySet<string>): boolean {
+  return !isPodFailed(pod) && snapshotted.has(vmNameOf(pod));
+}
+
+/**
+ * The release after the gate: stash the VM names for teardown's GC and the main's node as the wake
+ * hint, both before the first delete, then flag and delete each releasable pod in name order.
+ */
+export async function releaseSeats(pass: Pass, snapshotted: ReadonlySet<string>): Promise<void> {
+  const pods = sortByName(pass.pods.all.values());
+  const stash = mergeDeleteVMNames(
+    pass.cs.metadata.annotations?.[ANN_DELETE_VM_NAMES],
+    vmNamesToStash(pass.cs.status, pods, reclaimRecord(pass)),
+  );
+  if (stash !== undefined) await patchSetAnnotations(pass, { [ANN_DELETE_VM_NAMES]: stash });
+  const mainNode = pass.pods.main?.spec.nodeName;
+  if (mainNode) await patchSetAnnotations(pass, { [ANN_HIBERNATED_ON_NODE]: mainNode });
+
+  for (const pod of pods) {
+    if (!mayReleaseSeat(pod, snapshotted)) continue;
+    await flagKeepSnapshot(pass, pod);
+    await deletePod(pass, pod);
+    slotReleasePodsDeletedTotal.inc({ namespace: pass.namespace, cocoonset: pass.name });
+    pass.deps.log.info(
+      { cocoonset: `${pass.namespace}/${pass.name}`, pod: pod.metadata.name, node: pod.spec.nodeName },
+      "slot release: deleted hibernated pod",
+    );
+  }
+}
+
+/**
+ * Best-effort: without the flag vk-cocoon drops the node-local snapshot and the wake pulls from the
+ * registry instead; failing the release here would forfeit the seat the policy exists to free.
+ */
+async function flagKeepSnapshot(pass: Pass, pod: Pod): Promise<void> {
+  try {
+    await patchPodFlag(pass, pod, ANN_KEEP_SNAPSHOT_ON_DELETE, true);
+  } catch (error) {
+    pass.deps.log.error(
+      { cocoonset: `${pass.namespace}/${pass.name}`, pod: pod.metadata.name, err: error },
+      "slot release: keep-snapshot flag not set; the wake will pull from the registry",
+    );
+  }
+}
+
+export interface WakeEngagement {
+  /** The wake owns this pass's main handling. */
+  engaged: boolean;
+  /** A wake is in flight: phase Waking, or a restore-marked, non-hibernating main while the hint remains. */
+  waking: boolean;
+  /** The node the main hibernated on, "" when none is stashed. */
+  hint: string;
+}
+
+/**
+ * When step 9 engages: the set is Waking or Suspended, or Suspending with a hint (a fast unsuspend
+ * that beat the Suspended write), or a restore-marked main that is not hibernating still carries the
+ * hint (an unfinished wake whose Waking a stale status write overwrote). Gated on phase, not policy,
+ * so a policy edit while suspended never fresh-boots over the snapshot.
+ */
+export function wakeEngagement(cs: CocoonSet, main: Pod | undefined): WakeEngagement {
+  const hint = cs.metadata.annotations?.[ANN_HIBERNATED_ON_NODE] ?? "";
+  const phase = cs.status?.phase;
+  const unfinishedWake =
+    main !== undefined && readRestoreFromHibernate(main) && !readHibernateState(main) && hint !== "";
+  const waking = phase === "Waking" || unfinishedWake;
+  const engaged = waking || phase === "Suspended" || (phase === "Suspending" && hint !== "");
+  return { engaged, waking, hint };
+}
+
+/**
+ * The woken main's snapshot may go only once its VM runs again (a VM ID and a running container) and
+ * nothing asks it to hibernate: a main being hibernated anew may be pushing a fresh snapshot to the
+ * same tag.
+ */
+export function mayDropWakeSnapshot(main: Pod): boolean {
+  return isVMLive(main) && !readHibernateState(main);
+}
+
+/** The slot_release_wake_total placement label: back on the hinted node, or elsewhere in the pool. */
+export function wakePlacement(hint: string, node: string | undefined): "hint-node" | "pool" {
+  return node === hint ? "hint-node" : "pool";
+}

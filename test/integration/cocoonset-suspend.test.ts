@@ -1,0 +1,266 @@
+// Steps 6, 9 and 10 end to end against the vk-cocoon simulator and a real registry: a retained
+// suspend of a main, three sub-agents and a toolbox (tags pushed, pods hibernated, then woken and the
+// tags dropped), and hibernatePolicy=release round trips that land back on the hinted node when it
+// has a seat, elsewhere when it does not, and wait with WakeNoCapacity while no seat exists.
+
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { after, before, describe, it } from "node:test";
+import type { Pod } from "../../src/apis/core.ts";
+import type { CocoonSet, CocoonSetSpec } from "../../src/apis/v1/types.ts";
+import {
+  ANN_HIBERNATE,
+  ANN_HIBERNATE_RECLAIM,
+  ANN_HIBERNATED_ON_NODE,
+  ANN_LIFECYCLE_STATE,
+  LIFECYCLE_HIBERNATED,
+  TAG_HIBERNATE,
+} from "../../src/contract/keys.ts";
+import { OciClient, type Simulator, startSimulator } from "../env/simulator/index.ts";
+import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
+import { startTestOperator, type TestOperator } from "../support/operator.ts";
+
+const IMAGE = "ubuntu-dev-base";
+const env = testEnv();
+const oci = new OciClient(env.registry);
+const suffix = randomBytes(3).toString("hex");
+// Retained suspends run on a roomy pool; the release pool has two nodes of one seat each.
+const roomyPool = `roomy-${suffix}`;
+const seatPool = `seats-${suffix}`;
+const nodeA = `seat-a-${suffix}`;
+const nodeB = `seat-b-${suffix}`;
+let ns: string;
+let sim: Simulator;
+let operator: TestOperator;
+
+before(async () => {
+  ns = await createNamespace(env, "cssuspend");
+  sim = await startSimulator({
+    ...env,
+    nodes: [
+      { name: `roomy-${suffix}`, pool: roomyPool },
+      { name: nodeA, pool: seatPool, pods: 1 },
+      { name: nodeB, pool: seatPool, pods: 1 },
+    ],
+  });
+  operator = await startTestOperator({ namespace: ns });
+});
+
+after(async () => {
+  await operator?.stop();
+  await sim?.stop({ removeNodes: true });
+});
+
+const setsPath = () => `/apis/cocoonset.cocoonstack.io/v1/namespaces/${ns}/cocoonsets`;
+const vmName = (set: string, slot: number | string) => `vk-${ns}-${set}-${slot}`;
+
+async function createSet(name: string, spec: Partial<CocoonSetSpec>): Promise<void> {
+  const cs: CocoonSet = {
+    apiVersion: "cocoonset.cocoonstack.io/v1",
+    kind: "CocoonSet",
+    metadata: { name, namespace: ns },
+    spec: { agent: { image: IMAGE, replicas: 0, mode: "clone" }, ...spec },
+  };
+  const res = await apiRequest(env, "POST", setsPath(), cs);
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+}
+
+async function setSuspend(name: string, suspend: boolean): Promise<void> {
+  const res = await apiRequest(
+    env,
+    "PATCH",
+    `${setsPath()}/${name}`,
+    { spec: { suspend } },
+    "application/merge-patch+json",
+  );
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+}
+
+async function deleteSet(name: string): Promise<void> {
+  const res = await apiRequest(env, "DELETE", `${setsPath()}/${name}`);
+  assert.ok(res.status === 200 || res.status === 202, JSON.stringify(res.body));
+}
+
+async function getSet(name: string): Promise<CocoonSet> {
+  const res = await apiRequest(env, "GET", `${setsPath()}/${name}`);
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  return res.body as CocoonSet;
+}
+
+async function setPods(name: string): Promise<Pod[]> {
+  const selector = encodeURIComponent(`cocoonset.cocoonstack.io/name=${name}`);
+  const res = await apiRequest(env, "GET", `/api/v1/namespaces/${ns}/pods?labelSelector=${selector}`);
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  return (res.body.items as Pod[]).filter((pod) => !pod.metadata.deletionTimestamp);
+}
+
+async function events(name: string): Promise<{ reason: string; message: string }[]> {
+  const selector = encodeURIComponent(`involvedObject.name=${name}`);
+  const res = await apiRequest(env, "GET", `/api/v1/namespaces/${ns}/events?fieldSelector=${selector}`);
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  return res.body.items as { reason: string; message: string }[];
+}
+
+async function hasTag(vm: string): Promise<boolean> {
+  return (await oci.getManifest(oci.repository(vm), TAG_HIBERNATE)) !== null;
+}
+
+function phaseIs(name: string, phase: string, timeoutMs = 60_000): Promise<CocoonSet> {
+  return waitFor(
+    `${name} ${phase}`,
+    async () => {
+      const cs = await getSet(name);
+      return cs.status?.phase === phase ? cs : undefined;
+    },
+    timeoutMs,
+  );
+}
+
+/** Running with every agent and toolbox Ready at the current generation. */
+function running(name: string, agents: number, toolboxes = 0): Promise<CocoonSet> {
+  return waitFor(
+    `${name} Running`,
+    async () => {
+      const cs = await getSet(name);
+      const s = cs.status;
+      return s?.phase === "Running" &&
+        s.readyAgents === agents &&
+        s.readyToolboxes === toolboxes &&
+        s.observedGeneration === cs.metadata.generation
+        ? cs
+        : undefined;
+    },
+    60_000,
+  );
+}
+
+async function mainNode(name: string): Promise<string> {
+  const main = (await setPods(name)).find((pod) => pod.metadata.name === `${name}-0`);
+  assert.ok(main?.spec.nodeName, `${name}-0 is scheduled`);
+  return main.spec.nodeName;
+}
+
+/** A release suspend settled: no pods left, the hint stashed, the main's tag in the registry. */
+async function released(name: string): Promise<string> {
+  const cs = await waitFor(
+    `${name} released`,
+    async () => {
+      const current = await getSet(name);
+      const pods = await setPods(name);
+      return current.status?.phase === "Suspended" && pods.length === 0 ? current : undefined;
+    },
+    60_000,
+  );
+  assert.ok(await hasTag(vmName(name, 0)), "the snapshot exists before the seat is freed");
+  const hint = cs.metadata.annotations?.[ANN_HIBERNATED_ON_NODE];
+  assert.ok(hint, "the main's node is stashed");
+  return hint;
+}
+
+/** The wake finished: Running, hint cleared, snapshot dropped. */
+async function wokenFromRelease(name: string): Promise<void> {
+  const cs = await running(name, 1);
+  assert.equal(cs.metadata.annotations?.[ANN_HIBERNATED_ON_NODE], undefined);
+  await waitFor(`${name} tag dropped`, async () => !(await hasTag(vmName(name, 0))) || undefined, 30_000);
+  const restored = sim.record.events({ kind: "restore", vmName: vmName(name, 0) });
+  assert.ok(restored.length > 0, "the main was restored from its snapshot, not booted fresh");
+}
+
+describe("CocoonSet suspend (retain)", () => {
+  it("hibernates a main, 3 sub-agents and a toolbox, then wakes them and drops every tag", {
+    timeout: 150_000,
+  }, async () => {
+    await createSet("full", {
+      nodePool: roomyPool,
+      agent: { image: IMAGE, replicas: 3, mode: "clone" },
+      toolboxes: [{ name: "tb", image: IMAGE, mode: "run" }],
+    });
+    await running("full", 4, 1);
+    const vms = [0, 1, 2, 3, "tb"].map((slot) => vmName("full", slot));
+
+    await setSuspend("full", true);
+    const suspended = await phaseIs("full", "Suspended", 90_000);
+    for (const vm of vms) assert.ok(await hasTag(vm), `${vm}:hibernate pushed`);
+    const pods = await setPods("full");
+    assert.equal(pods.length, 5);
+    for (const pod of pods) {
+      assert.equal(pod.metadata.annotations?.[ANN_HIBERNATE], "true", `${pod.metadata.name} annotated`);
+      assert.equal(pod.metadata.annotations?.[ANN_LIFECYCLE_STATE], LIFECYCLE_HIBERNATED);
+    }
+    const record = JSON.parse(suspended.metadata.annotations?.[ANN_HIBERNATE_RECLAIM] ?? "{}");
+    assert.deepEqual([...record.vms].sort(), [...vms].sort());
+
+    await setSuspend("full", false);
+    await running("full", 4, 1);
+    const reclaimed = await waitFor(
+      "every tag dropped and the record gone",
+      async () => {
+        const cs = await getSet("full");
+        const tags = await Promise.all(vms.map(hasTag));
+        return !tags.some(Boolean) && cs.metadata.annotations?.[ANN_HIBERNATE_RECLAIM] === undefined
+          ? cs
+          : undefined;
+      },
+      60_000,
+    );
+    assert.equal(reclaimed.metadata.annotations?.["cocoonset.cocoonstack.io/suspending-since"], undefined);
+    for (const pod of await setPods("full"))
+      assert.equal(pod.metadata.annotations?.[ANN_HIBERNATE], undefined);
+    for (const vm of vms) {
+      assert.ok(sim.record.events({ kind: "wake", vmName: vm }).length > 0, `${vm} woke from its snapshot`);
+    }
+  });
+});
+
+describe("CocoonSet suspend with hibernatePolicy release", () => {
+  it("frees the seat, then wakes back on the hinted node while it has room", {
+    timeout: 120_000,
+  }, async () => {
+    await createSet("rel", { nodePool: seatPool, hibernatePolicy: "release" });
+    await running("rel", 1);
+    const node = await mainNode("rel");
+
+    await setSuspend("rel", true);
+    assert.equal(await released("rel"), node);
+
+    await setSuspend("rel", false);
+    await wokenFromRelease("rel");
+    assert.equal(await mainNode("rel"), node, "back on its snapshot's node");
+  });
+
+  it("wakes elsewhere in the pool when the hinted node has no seat left", { timeout: 120_000 }, async () => {
+    await setSuspend("rel", true);
+    const hint = await released("rel");
+    // Take the freed seat.
+    await createSet("filler", { nodePool: seatPool, nodeName: hint });
+    await running("filler", 1);
+
+    await setSuspend("rel", false);
+    await wokenFromRelease("rel");
+    const other = hint === nodeA ? nodeB : nodeA;
+    assert.equal(await mainNode("rel"), other);
+  });
+
+  it("waits Waking with WakeNoCapacity while no seat exists, then lands once one frees", {
+    timeout: 150_000,
+  }, async () => {
+    await setSuspend("rel", true);
+    const hint = await released("rel");
+    await createSet("filler2", { nodePool: seatPool, nodeName: hint });
+    await running("filler2", 1);
+
+    await setSuspend("rel", false);
+    await phaseIs("rel", "Waking");
+    const warning = await waitFor(
+      "WakeNoCapacity",
+      async () => (await events("rel")).find((e) => e.reason === "WakeNoCapacity"),
+      30_000,
+    );
+    assert.match(warning.message, /^main pod rel-0 unschedulable: /);
+    assert.ok(await hasTag(vmName("rel", 0)), "the snapshot stays while the main has no seat");
+
+    await deleteSet("filler2");
+    await wokenFromRelease("rel");
+    assert.equal(await mainNode("rel"), hint);
+  });
+});

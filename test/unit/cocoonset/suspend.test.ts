@@ -1,0 +1,358 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { Pod } from "../../../src/apis/core.ts";
+import type { CocoonSet, CocoonSetPhase } from "../../../src/apis/v1/types.ts";
+import { buildMainPod, buildSubAgentPod, buildToolboxPod } from "../../../src/cocoonset/pods.ts";
+import { reconcileSuspend } from "../../../src/cocoonset/steps/suspend.ts";
+import { gatePod, managedVMNames, planSuspendGate } from "../../../src/cocoonset/suspendgate.ts";
+import {
+  ANN_HIBERNATE,
+  ANN_HIBERNATE_RECLAIM,
+  ANN_LIFECYCLE_STATE,
+  ANN_LIFECYCLE_STATE_MESSAGE,
+  ANN_RESTORE_FROM_HIBERNATE,
+  ANN_SUSPENDING_SINCE,
+  LIFECYCLE_FAILED,
+} from "../../../src/contract/keys.ts";
+import { COCOONSETS, PODS } from "../../../src/controller/resources.ts";
+import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
+import {
+  IMAGE,
+  phaseFailed,
+  type ScalingHarness,
+  scalingHarness,
+  scalingSet,
+} from "../../support/scaling.ts";
+import { annotate, hibernated, storedReclaim, timeline } from "../../support/suspend.ts";
+
+const VM0 = "vk-ns-demo-0";
+const VM1 = "vk-ns-demo-1";
+const VMTB = "vk-ns-demo-tb";
+const T0 = Date.parse("2026-01-01T00:00:00Z");
+
+function suspendedSet(
+  opts: { replicas?: number; generation?: number; phase?: CocoonSetPhase; toolboxes?: boolean } = {},
+): CocoonSet {
+  const cs = scalingSet(
+    {
+      suspend: true,
+      agent: { image: IMAGE, replicas: opts.replicas ?? 1 },
+      ...(opts.toolboxes
+        ? { toolboxes: [{ name: "tb", mode: "static", staticIP: "10.0.0.1", staticVMID: "q-1" }] }
+        : {}),
+    },
+    opts.generation ?? 0,
+  );
+  if (opts.phase) {
+    cs.status = {
+      phase: opts.phase,
+      readyAgents: 0,
+      desiredAgents: 1,
+      readyToolboxes: 0,
+      desiredToolboxes: 0,
+    };
+  }
+  return cs;
+}
+
+function mainPod(cs: CocoonSet): Pod {
+  return buildMainPod(cs);
+}
+
+function subPod(cs: CocoonSet, slot = 1): Pod {
+  return buildSubAgentPod(cs, slot, "node-a");
+}
+
+/** Sets annotations on the stored set, as an earlier pass would have left them. */
+function annotateSet(h: ScalingHarness, annotations: Record<string, string>): void {
+  const stored = h.set();
+  stored.metadata.annotations = { ...stored.metadata.annotations, ...annotations };
+  h.client.seed(COCOONSETS, stored);
+}
+
+function run(h: ScalingHarness) {
+  return reconcileSuspend(h.pass());
+}
+
+function phase(h: ScalingHarness): string | undefined {
+  return h.set().status?.phase;
+}
+
+describe("the suspend gate, pod side", () => {
+  const cs = suspendedSet({ generation: 3 });
+
+  it("passes a managed pod hibernated at the set's generation on to the manifest probe", () => {
+    assert.deepEqual(gatePod(hibernated(mainPod(cs), 3), 3), { verdict: "probe", vm: VM0 });
+    assert.deepEqual(gatePod(hibernated(mainPod(cs), 4), 3), { verdict: "probe", vm: VM0 });
+  });
+
+  it("waits on a hibernate reported for an older generation (a prior cycle, a lagging cache)", () => {
+    assert.equal(gatePod(hibernated(mainPod(cs), 2), 3).verdict, "wait");
+  });
+
+  it("waits on a pod without lifecycle hibernated, and on one without a VM name", () => {
+    assert.equal(gatePod(mainPod(cs), 3).verdict, "wait");
+    assert.equal(
+      gatePod(annotate(hibernated(mainPod(cs), 3), { "vm.cocoonstack.io/name": null }), 3).verdict,
+      "wait",
+    );
+  });
+
+  it("skips unmanaged (static toolbox) pods and Phase=Failed pods: no VM to snapshot", () => {
+    const toolbox = buildToolboxPod(cs, {
+      name: "tb",
+      mode: "static",
+      staticIP: "10.0.0.1",
+      staticVMID: "q",
+    });
+    assert.deepEqual(gatePod(toolbox, 3), { verdict: "skip" });
+    assert.deepEqual(gatePod(phaseFailed(mainPod(cs)), 3), { verdict: "skip" });
+  });
+
+  it("waits on a Running pod that only reports lifecycle failed: its VM may be live (decisions #5)", () => {
+    const pod = annotate(mainPod(cs), {
+      [ANN_LIFECYCLE_STATE]: LIFECYCLE_FAILED,
+      [ANN_LIFECYCLE_STATE_MESSAGE]: "HibernateUnsupported",
+    });
+    const gate = gatePod(pod, 3);
+    assert.equal(gate.verdict, "wait");
+    assert.match(gate.verdict === "wait" ? gate.reason : "", /"failed".*HibernateUnsupported/);
+  });
+
+  it("plans probes in pod-name order and reports the first waiting pod", () => {
+    const plan = planSuspendGate([hibernated(subPod(cs), 3), hibernated(mainPod(cs), 3)], 3);
+    assert.deepEqual(plan, { waitingOn: undefined, probes: [VM0, VM1] });
+    const waiting = planSuspendGate([subPod(cs), hibernated(mainPod(cs), 3)], 3);
+    assert.match(waiting.waitingOn ?? "", /demo-1/);
+  });
+
+  it("the reclaim record takes the managed VMs only, in name order", () => {
+    const toolbox = buildToolboxPod(cs, {
+      name: "tb",
+      mode: "static",
+      staticIP: "10.0.0.1",
+      staticVMID: "q",
+    });
+    const managedToolbox = buildToolboxPod(cs, { name: "tc", image: "tb" });
+    assert.deepEqual(managedVMNames([managedToolbox, subPod(cs), toolbox, mainPod(cs)]), [
+      VM0,
+      VM1,
+      "vk-ns-demo-tc",
+    ]);
+  });
+});
+
+describe("step 6: suspend (retain)", () => {
+  it("writes the reclaim record before the first hibernate annotation, then annotates in name order", async () => {
+    const h = scalingHarness(suspendedSet({ phase: "Running" }), (cs) => [subPod(cs), mainPod(cs)]);
+    const calls = timeline(h);
+    const outcome = await run(h);
+    assert.deepEqual(outcome, { done: true, result: { requeueAfterMs: 5000 } });
+    assert.deepEqual(calls, [
+      `patch cocoonsets/demo hibernate-reclaim={"generation":0,"vms":["${VM0}","${VM1}"],"suspended":["${VM0}","${VM1}"]}`,
+      "patch pods/demo-0 hibernate=true",
+      "patch pods/demo-1 hibernate=true",
+      // Pod side not done: no registry probe.
+      "patch cocoonsets/demo suspending-since=2026-01-01T00:00:00Z",
+      "patch cocoonsets/demo status phase=Suspending",
+    ]);
+  });
+
+  it("merges the record with VMs an earlier cycle left and skips pods already annotated", async () => {
+    const h = scalingHarness(suspendedSet({ phase: "Suspending" }), (cs) => [
+      hibernated(mainPod(cs), 0),
+      subPod(cs),
+    ]);
+    annotateSet(h, {
+      [ANN_HIBERNATE_RECLAIM]: JSON.stringify({ generation: 2, vms: [VMTB] }),
+      [ANN_SUSPENDING_SINCE]: "2026-01-01T00:00:00Z",
+    });
+    const calls = timeline(h);
+    await run(h);
+    assert.deepEqual(storedReclaim(h.set()), {
+      generation: 2,
+      vms: [VMTB, VM0, VM1],
+      restore: [],
+      suspended: [VM0, VM1],
+    });
+    assert.deepEqual(
+      calls.filter((c) => c.startsWith("patch pods/")),
+      ["patch pods/demo-1 hibernate=true"],
+    );
+  });
+
+  it("T7: main and sub hibernated, only the main's tag → Suspending; the sub's tag lands → Suspended", async () => {
+    const h = scalingHarness(suspendedSet({ phase: "Suspending" }), (cs) => [
+      hibernated(mainPod(cs), 0),
+      hibernated(subPod(cs), 0),
+    ]);
+    h.registry.put(VM0, "hibernate", IMAGE);
+    assert.deepEqual(await run(h), { done: true, result: { requeueAfterMs: 5000 } });
+    assert.equal(phase(h), "Suspending");
+    assert.deepEqual(h.registry.callsOf("hasManifest"), [`${VM0}:hibernate`, `${VM1}:hibernate`]);
+
+    h.registry.put(VM1, "hibernate", IMAGE);
+    assert.deepEqual(await run(h), { done: true, result: {} });
+    assert.equal(phase(h), "Suspended");
+  });
+
+  it("T8: a static toolbox without a tag does not hold the suspend once the main passes", async () => {
+    const h = scalingHarness(suspendedSet({ replicas: 0, toolboxes: true, phase: "Suspending" }), (cs) => {
+      const tb = cs.spec.toolboxes?.[0];
+      return [hibernated(mainPod(cs), 0), ...(tb ? [buildToolboxPod(cs, tb)] : [])];
+    });
+    h.registry.put(VM0, "hibernate", IMAGE);
+    await run(h);
+    assert.equal(phase(h), "Suspended");
+    assert.deepEqual(h.registry.callsOf("hasManifest"), [`${VM0}:hibernate`]);
+    // The toolbox is annotated too (every owned pod), though the gate skips it.
+    assert.equal(h.pod("demo-tb")?.metadata.annotations?.[ANN_HIBERNATE], "true");
+  });
+
+  it("T9: a probe error writes Suspending (arming the deadline), then fails the pass", async () => {
+    const h = scalingHarness(suspendedSet({ phase: "Running" }), (cs) => [hibernated(mainPod(cs), 0)]);
+    h.registry.failOn = () => FakeSnapshotRegistry.error(503);
+    await assert.rejects(run(h), /injected failure/);
+    assert.equal(phase(h), "Suspending");
+    assert.equal(h.set().metadata.annotations?.[ANN_SUSPENDING_SINCE], "2026-01-01T00:00:00Z");
+  });
+
+  it("T10: tag without lifecycle → not done; hibernated at 0 → done; set at generation 5 → not done", async () => {
+    const h = scalingHarness(suspendedSet({ replicas: 0, phase: "Suspending" }), (cs) => [
+      annotate(mainPod(cs), { [ANN_HIBERNATE]: "true" }),
+    ]);
+    h.registry.put(VM0, "hibernate", IMAGE);
+    await run(h);
+    assert.equal(phase(h), "Suspending");
+    assert.deepEqual(h.registry.calls, [], "no probe before the pod side passes");
+
+    const pod = h.pod("demo-0");
+    assert.ok(pod);
+    h.client.seed(PODS, hibernated(pod, 0));
+    await run(h);
+    assert.equal(phase(h), "Suspended");
+
+    const h5 = scalingHarness(suspendedSet({ replicas: 0, generation: 5, phase: "Suspending" }), (cs) => [
+      hibernated(mainPod(cs), 0),
+    ]);
+    h5.registry.put(VM0, "hibernate", IMAGE);
+    await reconcileSuspend(h5.pass());
+    assert.equal(h5.set().status?.phase, "Suspending");
+  });
+
+  it("T11: a Phase=Failed sub without a tag is skipped by the gate", async () => {
+    const h = scalingHarness(suspendedSet({ phase: "Suspending" }), (cs) => [
+      hibernated(mainPod(cs), 0),
+      phaseFailed(subPod(cs)),
+    ]);
+    h.registry.put(VM0, "hibernate", IMAGE);
+    await run(h);
+    assert.equal(phase(h), "Suspended");
+  });
+
+  it("a Running sub that only reports lifecycle failed keeps the set Suspending (decisions #5)", async () => {
+    const h = scalingHarness(suspendedSet({ phase: "Suspending" }), (cs) => [
+      hibernated(mainPod(cs), 0),
+      annotate(subPod(cs), { [ANN_LIFECYCLE_STATE]: LIFECYCLE_FAILED }),
+    ]);
+    h.registry.put(VM0, "hibernate", IMAGE);
+    h.registry.put(VM1, "hibernate", IMAGE);
+    await run(h);
+    assert.equal(phase(h), "Suspending");
+  });
+
+  it("Suspended clears suspending-since", async () => {
+    const h = scalingHarness(suspendedSet({ replicas: 0, phase: "Suspending" }), (cs) => [
+      hibernated(mainPod(cs), 0),
+    ]);
+    h.registry.put(VM0, "hibernate", IMAGE);
+    // As an earlier Suspending pass left it.
+    annotateSet(h, { [ANN_SUSPENDING_SINCE]: "2026-01-01T00:00:00Z" });
+    const calls = timeline(h);
+    await run(h);
+    assert.deepEqual(calls.slice(-2), [
+      "patch cocoonsets/demo status phase=Suspended",
+      "patch cocoonsets/demo suspending-since-",
+    ]);
+  });
+
+  it("times out after 3 minutes in Suspending: Failed + SuspendTimedOut, then re-enters with a fresh deadline", async () => {
+    const h = scalingHarness(suspendedSet({ replicas: 0, phase: "Running" }), (cs) => [
+      annotate(mainPod(cs), {
+        [ANN_LIFECYCLE_STATE]: LIFECYCLE_FAILED,
+        [ANN_LIFECYCLE_STATE_MESSAGE]: "HibernateUnsupported",
+      }),
+    ]);
+    await run(h);
+    assert.equal(phase(h), "Suspending");
+    assert.equal(h.set().metadata.annotations?.[ANN_SUSPENDING_SINCE], "2026-01-01T00:00:00Z");
+
+    h.clock.advance(3 * 60 * 1000);
+    await run(h);
+    assert.equal(phase(h), "Suspending", "exactly 3 minutes is still within the deadline");
+    assert.equal(h.events.events.length, 0);
+
+    h.clock.advance(1000);
+    assert.deepEqual(await run(h), { done: true, result: { requeueAfterMs: 5000 } });
+    assert.equal(phase(h), "Failed");
+    assert.equal(h.events.events.length, 1);
+    assert.equal(h.events.events[0]?.type, "Warning");
+    assert.equal(h.events.events[0]?.reason, "SuspendTimedOut");
+    assert.match(
+      h.events.events[0]?.message ?? "",
+      /^suspend not confirmed within 3m0s: .*HibernateUnsupported/,
+    );
+
+    h.clock.advance(5000);
+    await run(h);
+    assert.equal(phase(h), "Suspending");
+    assert.equal(
+      h.set().metadata.annotations?.[ANN_SUSPENDING_SINCE],
+      new Date(T0 + 3 * 60 * 1000 + 6000).toISOString().replace(/\.\d{3}Z$/, "Z"),
+    );
+  });
+
+  it("a registry that keeps failing times out too, and the Warning carries the probe error", async () => {
+    const h = scalingHarness(suspendedSet({ replicas: 0, phase: "Running" }), (cs) => [
+      hibernated(mainPod(cs), 0),
+    ]);
+    h.registry.failOn = () => FakeSnapshotRegistry.error(503);
+    await assert.rejects(run(h));
+    h.clock.advance(3 * 60 * 1000 + 1);
+    assert.deepEqual(await run(h), { done: true, result: { requeueAfterMs: 5000 } });
+    assert.equal(phase(h), "Failed");
+    assert.match(
+      h.events.events[0]?.message ?? "",
+      /probe of vk-ns-demo-0:hibernate failed: .*503.*injected failure/,
+    );
+  });
+
+  it("retain with no main: creates the main restore-marked when its tag exists, and requeues", async () => {
+    const h = scalingHarness(suspendedSet({ replicas: 0, phase: "Running" }));
+    h.registry.put(VM0, "hibernate", IMAGE);
+    const calls = timeline(h);
+    assert.deepEqual(await run(h), { done: true, result: { requeue: true } });
+    assert.deepEqual(calls, [`registry getSnapshot ${VM0}:hibernate`, "create pods/demo-0"]);
+    assert.equal(h.pod("demo-0")?.metadata.annotations?.[ANN_RESTORE_FROM_HIBERNATE], "true");
+  });
+
+  it("retain with no main and no tag: creates it fresh", async () => {
+    const h = scalingHarness(suspendedSet({ replicas: 0, phase: "Running" }));
+    await run(h);
+    assert.equal(h.pod("demo-0")?.metadata.annotations?.[ANN_RESTORE_FROM_HIBERNATE], undefined);
+  });
+
+  it("retain with no main and a refused manifest read: fails the pass, creates nothing", async () => {
+    const h = scalingHarness(suspendedSet({ replicas: 0, phase: "Running" }));
+    h.registry.failOn = () => FakeSnapshotRegistry.error(500);
+    await assert.rejects(run(h));
+    assert.deepEqual(h.created(), []);
+  });
+
+  it("hands the pass on when the set is not suspended", async () => {
+    const h = scalingHarness(scalingSet(), (cs) => [mainPod(cs)]);
+    const calls = timeline(h);
+    assert.deepEqual(await run(h), { done: false });
+    assert.deepEqual(calls, []);
+  });
+});

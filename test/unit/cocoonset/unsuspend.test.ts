@@ -1,0 +1,262 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { Pod } from "../../../src/apis/core.ts";
+import type { CocoonHibernation, CocoonSet } from "../../../src/apis/v1/types.ts";
+import { buildMainPod, buildSubAgentPod, buildToolboxPod } from "../../../src/cocoonset/pods.ts";
+import { reconcileUnsuspend } from "../../../src/cocoonset/steps/unsuspend.ts";
+import { ANN_HIBERNATE, ANN_HIBERNATE_RECLAIM } from "../../../src/contract/keys.ts";
+import { COCOONHIBERNATIONS } from "../../../src/controller/resources.ts";
+import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
+import { IMAGE, ready, type ScalingHarness, scalingHarness, scalingSet } from "../../support/scaling.ts";
+import { annotate, hibernated, storedReclaim, timeline, woken } from "../../support/suspend.ts";
+
+const VM0 = "vk-ns-demo-0";
+const VM1 = "vk-ns-demo-1";
+const VM2 = "vk-ns-demo-2";
+const VMTB = "vk-ns-demo-tb";
+const GEN = 4;
+const CONTINUED = { done: false };
+
+/** An unsuspended set at generation 4 with 2 sub-agents and the reclaim record `record` (if any). */
+function unsuspendedSet(record?: object, toolboxes = false): CocoonSet {
+  const cs = scalingSet(
+    {
+      agent: { image: IMAGE, replicas: 2 },
+      ...(toolboxes ? { toolboxes: [{ name: "tb", image: "tb" }] } : {}),
+    },
+    GEN,
+  );
+  if (record) cs.metadata.annotations = { [ANN_HIBERNATE_RECLAIM]: JSON.stringify(record) };
+  return cs;
+}
+
+function sub(cs: CocoonSet, slot: number): Pod {
+  return buildSubAgentPod(cs, slot, "node-a");
+}
+
+function hibernation(podName: string, desire: "Hibernate" | "Wake", phase?: string): CocoonHibernation {
+  return {
+    apiVersion: "cocoonset.cocoonstack.io/v1",
+    kind: "CocoonHibernation",
+    metadata: { name: podName, namespace: "ns" },
+    spec: { podRef: { name: podName }, desire },
+    ...(phase ? { status: { phase: phase as "Hibernating" } } : {}),
+  };
+}
+
+/** Annotation cleared, but vk-cocoon has not brought the VM back yet. */
+function notWokenYet(pod: Pod): Pod {
+  return annotate(hibernated(pod, GEN), { [ANN_HIBERNATE]: null });
+}
+
+function run(h: ScalingHarness) {
+  return reconcileUnsuspend(h.pass());
+}
+
+function hibernateFlag(h: ScalingHarness, name: string): string | undefined {
+  return h.pod(name)?.metadata.annotations?.[ANN_HIBERNATE];
+}
+
+describe("step 10: clearing the hibernate annotations", () => {
+  it("T1: annotated main and sub are cleared; the unannotated toolbox is untouched", async () => {
+    const h = scalingHarness(unsuspendedSet(undefined, true), (cs) => {
+      const tb = cs.spec.toolboxes?.[0];
+      return [
+        annotate(buildMainPod(cs), { [ANN_HIBERNATE]: "true" }),
+        annotate(sub(cs, 1), { [ANN_HIBERNATE]: "true" }),
+        ...(tb ? [buildToolboxPod(cs, tb)] : []),
+      ];
+    });
+    const calls = timeline(h);
+    assert.deepEqual(await run(h), CONTINUED);
+    assert.equal(hibernateFlag(h, "demo-0"), undefined);
+    assert.equal(hibernateFlag(h, "demo-1"), undefined);
+    assert.deepEqual(
+      calls.filter((c) => c.startsWith("patch pods/")),
+      ["patch pods/demo-0 hibernate-", "patch pods/demo-1 hibernate-"],
+    );
+  });
+
+  it("T2: no annotation and no suspended list → no call at all, not even the CocoonHibernation list", async () => {
+    const h = scalingHarness(unsuspendedSet(), (cs) => [ready(buildMainPod(cs)), ready(sub(cs, 1))]);
+    const calls = timeline(h);
+    assert.deepEqual(await run(h), CONTINUED);
+    assert.deepEqual(calls, []);
+    assert.equal(h.view.hibernationLists, 0);
+  });
+
+  it("T23: a pod a desire=Hibernate CocoonHibernation names keeps its annotation", async () => {
+    const h = scalingHarness(unsuspendedSet(), (cs) => [
+      annotate(buildMainPod(cs), { [ANN_HIBERNATE]: "true" }),
+      annotate(sub(cs, 1), { [ANN_HIBERNATE]: "true" }),
+    ]);
+    h.client.seed(COCOONHIBERNATIONS, hibernation("demo-0", "Hibernate"));
+    await run(h);
+    assert.equal(hibernateFlag(h, "demo-0"), "true");
+    assert.equal(hibernateFlag(h, "demo-1"), undefined);
+    // Only the VM it woke is recorded.
+    assert.deepEqual(storedReclaim(h.set()).vms, [VM1]);
+  });
+
+  it("T24: a desire=Wake CocoonHibernation still in phase Hibernating keeps it too", async () => {
+    const h = scalingHarness(unsuspendedSet(), (cs) => [
+      annotate(buildMainPod(cs), { [ANN_HIBERNATE]: "true" }),
+    ]);
+    h.client.seed(COCOONHIBERNATIONS, hibernation("demo-0", "Wake", "Hibernating"));
+    await run(h);
+    assert.equal(hibernateFlag(h, "demo-0"), "true");
+  });
+
+  it("a Wake CocoonHibernation that is not hibernating does not hold the annotation", async () => {
+    const h = scalingHarness(unsuspendedSet(), (cs) => [
+      annotate(buildMainPod(cs), { [ANN_HIBERNATE]: "true" }),
+    ]);
+    h.client.seed(COCOONHIBERNATIONS, hibernation("demo-0", "Wake", "Active"));
+    await run(h);
+    assert.equal(hibernateFlag(h, "demo-0"), undefined);
+  });
+});
+
+describe("step 10: the once-only bookkeeping", () => {
+  it("writes generation, owed restores, cleared annotations, then the list — each its own call, in that order", async () => {
+    // Suspended at generation 2: main, sub 1 and sub 2; sub 2 was deleted while suspended.
+    const record = { generation: 2, vms: [VMTB, VM0, VM1, VM2], suspended: [VM0, VM1, VM2] };
+    const h = scalingHarness(unsuspendedSet(record), (cs) => [
+      hibernated(buildMainPod(cs), 2),
+      hibernated(sub(cs, 1), 2),
+    ]);
+    const calls = timeline(h);
+    await run(h);
+    assert.deepEqual(calls, [
+      `patch cocoonsets/demo hibernate-reclaim={"generation":4,"vms":["${VMTB}","${VM0}","${VM1}","${VM2}"],"suspended":["${VM0}","${VM1}","${VM2}"]}`,
+      `patch cocoonsets/demo hibernate-reclaim={"generation":4,"vms":["${VMTB}","${VM0}","${VM1}","${VM2}"],"restore":["${VM2}"],"suspended":["${VM0}","${VM1}","${VM2}"]}`,
+      "patch pods/demo-0 hibernate-",
+      "patch pods/demo-1 hibernate-",
+      `patch cocoonsets/demo hibernate-reclaim={"generation":4,"vms":["${VMTB}","${VM0}","${VM1}","${VM2}"],"restore":["${VM2}"]}`,
+    ]);
+    // An earlier cycle's VM (tb) is not owed a restore.
+    assert.deepEqual(storedReclaim(h.set()).restore, [VM2]);
+  });
+
+  it("runs on the suspended list alone (a wake handed back with no annotation left), with no CocoonHibernation list", async () => {
+    const record = { generation: 2, vms: [VM0], suspended: [VM0] };
+    const h = scalingHarness(unsuspendedSet(record), (cs) => [ready(buildMainPod(cs))]);
+    await run(h);
+    assert.deepEqual(storedReclaim(h.set()), { generation: GEN, vms: [VM0], restore: [], suspended: [] });
+    assert.equal(h.view.hibernationLists, 0);
+  });
+
+  it("a pod still terminating counts as missing: its VM is owed a restore", async () => {
+    const record = { generation: 2, vms: [VM0, VM1], suspended: [VM0, VM1] };
+    const h = scalingHarness(unsuspendedSet(record), (cs) => [
+      ready(buildMainPod(cs)),
+      { ...sub(cs, 1), metadata: { ...sub(cs, 1).metadata, deletionTimestamp: "2026-01-01T00:00:00Z" } },
+    ]);
+    await run(h);
+    assert.deepEqual(storedReclaim(h.set()).restore, [VM1]);
+  });
+
+  it("an annotated pod without a suspended list (older operator, abandoned quiesce) is recorded and cleared", async () => {
+    const h = scalingHarness(unsuspendedSet(), (cs) => [
+      annotate(ready(buildMainPod(cs)), { [ANN_HIBERNATE]: "true" }),
+    ]);
+    const calls = timeline(h);
+    await run(h);
+    assert.deepEqual(calls, [
+      `patch cocoonsets/demo hibernate-reclaim={"generation":4,"vms":["${VM0}"]}`,
+      "patch pods/demo-0 hibernate-",
+    ]);
+  });
+
+  it("a failed annotation clear leaves the list in place, so the next pass redoes the bookkeeping", async () => {
+    const record = { generation: 2, vms: [VM0], suspended: [VM0] };
+    const h = scalingHarness(unsuspendedSet(record), (cs) => [hibernated(buildMainPod(cs), 2)]);
+    h.client.failNext("patch", "pods", new Error("refused"));
+    await assert.rejects(run(h), /refused/);
+    assert.deepEqual(storedReclaim(h.set()).suspended, [VM0]);
+    await run(h);
+    assert.deepEqual(storedReclaim(h.set()).suspended, []);
+    assert.equal(hibernateFlag(h, "demo-0"), undefined);
+  });
+
+  it("makes no registry call", async () => {
+    const record = { generation: 2, vms: [VM0, VM1], suspended: [VM0, VM1] };
+    const h = scalingHarness(unsuspendedSet(record), (cs) => [hibernated(buildMainPod(cs), 2)]);
+    await run(h);
+    assert.deepEqual(h.registry.calls, []);
+  });
+});
+
+describe("step 10: dropping the tags of woken VMs", () => {
+  it("drops the tag of a VM woken at the record's generation, then the VM leaves the record", async () => {
+    const record = { generation: GEN, vms: [VM0, VM1] };
+    const h = scalingHarness(unsuspendedSet(record), (cs) => [
+      woken(buildMainPod(cs), GEN),
+      notWokenYet(sub(cs, 1)),
+    ]);
+    h.registry.put(VM0, "hibernate", IMAGE);
+    h.registry.put(VM1, "hibernate", IMAGE);
+    const calls = timeline(h);
+    await run(h);
+    assert.deepEqual(calls.slice(0, 2), [
+      `registry deleteManifest ${VM0}:hibernate`,
+      `patch cocoonsets/demo hibernate-reclaim={"generation":4,"vms":["${VM1}"]}`,
+    ]);
+    assert.equal(h.registry.has(VM0, "hibernate"), false);
+    assert.equal(h.registry.has(VM1, "hibernate"), true, "a VM not yet woken keeps its snapshot");
+  });
+
+  it("the annotation goes with the last VM", async () => {
+    const record = { generation: GEN, vms: [VM0] };
+    const h = scalingHarness(unsuspendedSet(record), (cs) => [woken(buildMainPod(cs), GEN + 1)]);
+    await run(h);
+    assert.equal(h.set().metadata.annotations?.[ANN_HIBERNATE_RECLAIM], undefined);
+  });
+
+  it("keeps the tag while the pod is not woken: annotated (cleared only this pass), no live VM, not ready, or ready for an older generation", async () => {
+    const record = { generation: GEN, vms: [VM0] };
+    const notWoken: ((cs: CocoonSet) => Pod)[] = [
+      (cs) => annotate(woken(buildMainPod(cs), GEN), { [ANN_HIBERNATE]: "true" }),
+      (cs) => annotate(woken(buildMainPod(cs), GEN), { "vm.cocoonstack.io/id": null }),
+      (cs) => annotate(woken(buildMainPod(cs), GEN), { "vm.cocoonstack.io/lifecycle-state": "creating" }),
+      (cs) => woken(buildMainPod(cs), GEN - 1),
+    ];
+    for (const pod of notWoken) {
+      const h = scalingHarness(unsuspendedSet(record), (cs) => [pod(cs)]);
+      h.registry.put(VM0, "hibernate", IMAGE);
+      await run(h);
+      assert.deepEqual(h.registry.callsOf("deleteManifest"), []);
+      assert.deepEqual(storedReclaim(h.set()).vms, [VM0]);
+    }
+  });
+
+  it("a VM whose pod is missing stays recorded", async () => {
+    const h = scalingHarness(unsuspendedSet({ generation: GEN, vms: [VM2], restore: [VM2] }));
+    await run(h);
+    assert.deepEqual(h.registry.calls, []);
+    assert.deepEqual(storedReclaim(h.set()).vms, [VM2]);
+  });
+
+  it("a refused tag delete keeps the VM recorded and fails the pass", async () => {
+    const record = { generation: GEN, vms: [VM0] };
+    const h = scalingHarness(unsuspendedSet(record), (cs) => [woken(buildMainPod(cs), GEN)]);
+    h.registry.put(VM0, "hibernate", IMAGE);
+    h.registry.failOn = () => FakeSnapshotRegistry.error(500);
+    await assert.rejects(run(h), /injected failure/);
+    assert.deepEqual(storedReclaim(h.set()).vms, [VM0]);
+  });
+
+  it("the first unsuspend pass clears, and a later pass drops once vk reports the VM ready", async () => {
+    const record = { generation: 2, vms: [VM0], suspended: [VM0] };
+    const h = scalingHarness(unsuspendedSet(record), (cs) => [hibernated(buildMainPod(cs), 2)]);
+    h.registry.put(VM0, "hibernate", IMAGE);
+    await run(h);
+    assert.deepEqual(h.registry.callsOf("deleteManifest"), [], "still hibernated: the tag stays");
+    const pod = h.pod("demo-0");
+    assert.ok(pod);
+    h.seedPods(woken(pod, GEN));
+    await run(h);
+    assert.deepEqual(h.registry.callsOf("deleteManifest"), [`${VM0}:hibernate`]);
+    assert.equal(h.set().metadata.annotations?.[ANN_HIBERNATE_RECLAIM], undefined);
+  });
+});
