@@ -1,6 +1,153 @@
-// Step 8: a spec.nodeName pin that differs from the main's node moves the main across nodes.
-import { CONTINUE, type Pass, type StepOutcome } from "../pass.ts";
+// Step 8: a spec.nodeName pin that differs from the main's node moves the main across nodes —
+// quiesce it, wait for its :hibernate snapshot, delete it, recreate it restore-flagged on the target,
+// and drop the snapshot once the new VM runs. Phase=Migrating persists throughout; every decision
+// reads durable state (the phase, the pod, the tag), so any pass can resume it. Decisions live in
+// ../migration.ts; this module only performs them, one awaited write at a time.
 
-export async function reconcileMigration(_pass: Pass): Promise<StepOutcome> {
-  return CONTINUE;
+import type { Pod } from "../../apis/core.ts";
+import {
+  ANN_HIBERNATE,
+  ANN_IMAGE,
+  ANN_KEEP_SNAPSHOT_ON_DELETE,
+  ROLE_MAIN,
+  TAG_HIBERNATE,
+} from "../../contract/keys.ts";
+import { podKey, unschedulableMessage } from "../../contract/pod.ts";
+import { agentPodName, agentVMName } from "../../contract/vmname.ts";
+import { migrateUnschedulableTotal } from "../../metrics/cocoon.ts";
+import { createPod } from "../create.ts";
+import { prepareSnapshotForCreate } from "../imagerule.ts";
+import {
+  awaitsNodeNoLongerPinned,
+  decideMigration,
+  hibernationClaimsPod,
+  isMigrating,
+  migrationEngaged,
+  migrationTarget,
+  settledWithoutProbe,
+} from "../migration.ts";
+import { CONTINUE, finish, type Pass, REQUEUE_POLL_MS, type StepOutcome } from "../pass.ts";
+import { buildMainPod } from "../pods.ts";
+import { deletePod, patchPodFlag, setEvent } from "../writes.ts";
+import { writeStatus } from "./status.ts";
+
+export const EVENT_MIGRATE_NO_CAPACITY = "MigrateNoCapacity";
+
+export async function reconcileMigration(pass: Pass): Promise<StepOutcome> {
+  const main = pass.pods.main;
+  const target = migrationTarget(pass.cs);
+  // Item 58 runs first, whatever the pin, phase or registry.
+  if (main && awaitsNodeNoLongerPinned(main, target)) return recreateUnderCurrentPin(pass, main, target);
+
+  const registry = pass.deps.registry;
+  const migrating = isMigrating(pass.cs);
+  if (!registry || !migrationEngaged(target, migrating)) return CONTINUE;
+  if (settledWithoutProbe(main, target, migrating)) return CONTINUE;
+  if (main && hibernationClaimsPod(pass.hibernationsInNamespace(), main.metadata.name ?? "")) return CONTINUE;
+
+  const vmName = agentVMName(pass.namespace, pass.name, 0);
+  // A probe error fails the pass: the normal flow would clear the quiesce or fresh-boot over the tag.
+  const snapshotExists = await registry.hasManifest(vmName, TAG_HIBERNATE, pass.signal);
+  const action = decideMigration({ target, migrating, main, snapshotExists });
+  const log = pass.deps.log.child({ cocoonset: `${pass.namespace}/${pass.name}`, vm: vmName, target });
+
+  switch (action.kind) {
+    case "hand-back":
+      return CONTINUE;
+    case "quiesce-old-main":
+      log.info({ from: action.main.spec.nodeName }, "migration: quiescing the main for its snapshot");
+      // Migrating first, so a pass that finds the quiesce can trust the phase.
+      pass.phase = "Migrating";
+      await writeStatus(pass, "Migrating");
+      await patchPodFlag(pass, action.main, ANN_HIBERNATE, true);
+      return finish({ requeueAfterMs: REQUEUE_POLL_MS });
+    case "drop-leftover-tag":
+      log.warn("migration: dropping a :hibernate tag this controller never asked for");
+      await registry.deleteManifest(vmName, TAG_HIBERNATE, pass.signal);
+      return markMigrating(pass);
+    case "delete-old-main":
+      await flagKeepSnapshot(pass, action.main);
+      log.info(
+        { from: action.main.spec.nodeName },
+        "migration: snapshot in the registry, deleting the old main",
+      );
+      await deletePod(pass, action.main);
+      return markMigrating(pass);
+    case "recreate-from-snapshot":
+      return recreateFromSnapshot(pass, vmName);
+    case "wake-in-place":
+      log.info("migration: main quiesced on its target, waking it in place");
+      await patchPodFlag(pass, action.main, ANN_HIBERNATE, false);
+      return markMigrating(pass);
+    case "await-restore":
+      reportNoCapacity(pass, action.main);
+      return markMigrating(pass);
+    case "drop-snapshot":
+      log.info("migration: the new VM runs, dropping the snapshot");
+      await registry.deleteManifest(vmName, TAG_HIBERNATE, pass.signal);
+      return markMigrating(pass);
+  }
+}
+
+/**
+ * Item 58: the main has no VM yet, so deleting it loses nothing; the next pass recreates it under the
+ * current pin (this step from the snapshot when one exists, else step 9 or 11).
+ */
+async function recreateUnderCurrentPin(pass: Pass, main: Pod, target: string): Promise<StepOutcome> {
+  pass.deps.log.info(
+    { cocoonset: `${pass.namespace}/${pass.name}`, pod: main.metadata.name, target: target || "(any node)" },
+    "main waits for a node it is no longer pinned to; recreating it",
+  );
+  await deletePod(pass, main);
+  return finish({ requeue: true });
+}
+
+/**
+ * Lets the target node fetch the snapshot from the source node instead of the registry. Best-effort:
+ * a failed flag costs a registry pull, whereas blocking the delete would stall the migration.
+ */
+async function flagKeepSnapshot(pass: Pass, pod: Pod): Promise<void> {
+  try {
+    await patchPodFlag(pass, pod, ANN_KEEP_SNAPSHOT_ON_DELETE, true);
+  } catch (err) {
+    pass.deps.log.warn(
+      { pod: podKey(pod), err },
+      "migration: keep-snapshot-on-delete not set; the target will pull",
+    );
+  }
+}
+
+/** The restore-flagged main on the target; an image-rule drop leaves a fresh boot to step 11. */
+async function recreateFromSnapshot(pass: Pass, vmName: string): Promise<StepOutcome> {
+  const pod = buildMainPod(pass.cs, { restore: true });
+  const snapshot = await prepareSnapshotForCreate(pass, {
+    podName: agentPodName(pass.name, 0),
+    vmName,
+    image: pod.metadata.annotations?.[ANN_IMAGE] ?? "",
+    role: ROLE_MAIN,
+    wantRestore: true,
+  });
+  if (!snapshot.restore) return CONTINUE;
+  // The old main still terminating holds the name: wait for it.
+  if ((await createPod(pass, pod)) === "exists") return finish({ requeueAfterMs: REQUEUE_POLL_MS });
+  return markMigrating(pass);
+}
+
+/** Item 57: the scheduler has no seat for the restored main on its target. */
+function reportNoCapacity(pass: Pass, main: Pod): void {
+  const message = unschedulableMessage(main);
+  if (message === undefined) return;
+  migrateUnschedulableTotal.inc({ namespace: pass.namespace, cocoonset: pass.name });
+  setEvent(
+    pass,
+    "Warning",
+    EVENT_MIGRATE_NO_CAPACITY,
+    `main pod ${main.metadata.name ?? ""} unschedulable: ${message}`,
+  );
+}
+
+async function markMigrating(pass: Pass): Promise<StepOutcome> {
+  pass.phase = "Migrating";
+  await writeStatus(pass, "Migrating");
+  return finish({ requeueAfterMs: REQUEUE_POLL_MS });
 }
