@@ -1,0 +1,80 @@
+// Wires the CocoonHibernation reconciler into a manager (behaviours.md items 122–123): the
+// controller "cocoonhibernation" reconciles every CR event, and every pod event that matters maps to
+// the CRs in the pod's namespace whose spec.podRef.name names it, so a pod arriving after its CR,
+// or vk-cocoon's annotations moving on, re-runs the CR without waiting for the requeue.
+
+import { isDeepStrictEqual } from "node:util";
+import type { Pod } from "../apis/core.ts";
+import type { Clock } from "../clock.ts";
+import type { Client } from "../controller/client.ts";
+import { Controller, type Predicate } from "../controller/controller.ts";
+import type { EventRecorder } from "../controller/events.ts";
+import type { Manager } from "../controller/manager.ts";
+import type { Request } from "../controller/reconciler.ts";
+import type { SnapshotRegistry } from "../registry/index.ts";
+import { HibernationReconciler } from "./reconciler.ts";
+import { type HibernationInformers, informerView, POD_REF_INDEX, podRefIndexKey } from "./view.ts";
+
+export const HIBERNATION_CONTROLLER = "cocoonhibernation";
+
+export interface HibernationControllerOptions {
+  client: Client;
+  /** The CR informer must be created with `indexers: hibernationIndexers` (view.ts). */
+  informers: HibernationInformers;
+  registry: SnapshotRegistry;
+  events: EventRecorder;
+  clock: Clock;
+  /** Workers (HIBERNATION_CONCURRENCY, default 4); below 1 is a setup error. */
+  concurrency: number;
+}
+
+/**
+ * Pod creates and deletes pass, and updates that change annotations (the VM name arriving, vk's
+ * lifecycle and VM ID writes, the hibernate flag). Status-only churn is dropped: vk writes the
+ * lifecycle annotation after the status it reports, so no completion is missed.
+ */
+export const podAnnotationsChanged: Predicate<Pod> = {
+  update: (oldPod, newPod) =>
+    !isDeepStrictEqual(oldPod.metadata.annotations ?? {}, newPod.metadata.annotations ?? {}),
+};
+
+export function setupHibernationController(
+  manager: Manager,
+  options: HibernationControllerOptions,
+): Controller {
+  const { informers, concurrency } = options;
+  if (!Number.isInteger(concurrency) || concurrency < 1) {
+    throw new Error(`hibernation concurrency must be at least 1, got ${concurrency}`);
+  }
+  try {
+    informers.hibernations.byIndex(POD_REF_INDEX, "");
+  } catch {
+    throw new Error(
+      `the CocoonHibernation informer needs the index "${POD_REF_INDEX}" (pass hibernationIndexers)`,
+    );
+  }
+
+  const reconciler = new HibernationReconciler({
+    client: options.client,
+    view: informerView(informers),
+    registry: options.registry,
+    events: options.events,
+    clock: options.clock,
+  });
+  const controller = new Controller({
+    name: HIBERNATION_CONTROLLER,
+    reconciler,
+    maxConcurrentReconciles: concurrency,
+    clock: options.clock,
+  });
+  const targetingPod = (pod: Pod): Request[] =>
+    informers.hibernations
+      .byIndex(POD_REF_INDEX, podRefIndexKey(pod.metadata.namespace ?? "", pod.metadata.name ?? ""))
+      .map((ch) => ({ namespace: ch.metadata.namespace ?? "", name: ch.metadata.name ?? "" }));
+  controller.for(informers.hibernations).watches(informers.pods, targetingPod, podAnnotationsChanged);
+
+  manager.addInformer(informers.hibernations);
+  manager.addInformer(informers.pods);
+  manager.addController(controller);
+  return controller;
+}

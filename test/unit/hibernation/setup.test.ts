@@ -1,0 +1,166 @@
+// setupHibernationController: the worker-count guard (H29), the index guard, and the event wiring
+// (CR events by key, pod events to every CR targeting the pod, the pod predicate).
+
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import type { Pod } from "../../../src/apis/core.ts";
+import type { CocoonHibernation } from "../../../src/apis/v1/types.ts";
+import { FakeClock } from "../../../src/clock.ts";
+import type { EventHandler, Informer } from "../../../src/controller/cache.ts";
+import type { Controller } from "../../../src/controller/controller.ts";
+import { Manager } from "../../../src/controller/manager.ts";
+import { type IndexFunc, Store } from "../../../src/controller/store.ts";
+import {
+  type HibernationControllerOptions,
+  setupHibernationController,
+} from "../../../src/hibernation/setup.ts";
+import { hibernationIndexers } from "../../../src/hibernation/view.ts";
+import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
+import { FakeClient } from "../../support/fakeclient.ts";
+import { hibernationFixture, podFixture, RecordingEvents } from "./support.ts";
+
+/** An informer over an in-memory store; the test adds, updates and deletes objects by hand. */
+class MemoryInformer<T extends { metadata: { name?: string; namespace?: string } }> implements Informer<T> {
+  private readonly store: Store<T>;
+  private readonly handlers: EventHandler<T>[] = [];
+
+  constructor(indexers?: Record<string, IndexFunc<T>>) {
+    this.store = new Store<T>(indexers);
+  }
+
+  addEventHandler(h: EventHandler<T>): void {
+    this.handlers.push(h);
+  }
+  hasSynced(): boolean {
+    return true;
+  }
+  async waitForSync(): Promise<void> {}
+  get(namespace: string, name: string): T | undefined {
+    return this.store.get(namespace, name);
+  }
+  list(namespace?: string): T[] {
+    return this.store.list(namespace);
+  }
+  byIndex(index: string, value: string): T[] {
+    return this.store.byIndex(index, value);
+  }
+  start(): void {}
+  lastSyncResourceVersion(): string {
+    return "1";
+  }
+
+  add(obj: T): void {
+    this.store.upsert(obj);
+    for (const h of this.handlers) h.onAdd?.(obj);
+  }
+  update(obj: T): void {
+    const old = this.store.upsert(obj);
+    for (const h of this.handlers) if (old) h.onUpdate?.(old, obj);
+  }
+  delete(obj: T): void {
+    this.store.remove(`${obj.metadata.namespace}/${obj.metadata.name}`);
+    for (const h of this.handlers) h.onDelete?.(obj);
+  }
+}
+
+function options(overrides: Partial<HibernationControllerOptions> = {}) {
+  const hibernations = new MemoryInformer<CocoonHibernation>(hibernationIndexers);
+  const pods = new MemoryInformer<Pod>();
+  return {
+    hibernations,
+    pods,
+    options: {
+      client: new FakeClient(),
+      informers: { hibernations, pods },
+      registry: new FakeSnapshotRegistry(),
+      events: new RecordingEvents(),
+      clock: new FakeClock(),
+      concurrency: 4,
+      ...overrides,
+    },
+  };
+}
+
+/** Every key waiting in the controller's queue, drained. */
+async function drain(controller: Controller): Promise<string[]> {
+  const keys: string[] = [];
+  while (controller.queue.len() > 0) {
+    const key = await controller.queue.get();
+    if (key === undefined) break;
+    keys.push(key);
+    controller.queue.done(key);
+  }
+  return keys.sort();
+}
+
+describe("setupHibernationController", () => {
+  test("H29: concurrency 0 or -1 is a setup error", () => {
+    for (const concurrency of [0, -1]) {
+      assert.throws(
+        () => setupHibernationController(new Manager(), options({ concurrency }).options),
+        new RegExp(`hibernation concurrency must be at least 1, got ${concurrency}`),
+      );
+    }
+  });
+
+  test("a CR informer without the podRef index is a setup error", () => {
+    const { options: opts } = options();
+    const bare = new MemoryInformer<CocoonHibernation>();
+    assert.throws(
+      () =>
+        setupHibernationController(new Manager(), {
+          ...opts,
+          informers: { ...opts.informers, hibernations: bare },
+        }),
+      /needs the index "spec.podRef.name"/,
+    );
+  });
+
+  test("registers a controller named cocoonhibernation that reconciles CR events by key", async () => {
+    const { hibernations, options: opts } = options();
+    const controller = setupHibernationController(new Manager(), opts);
+    assert.equal(controller.name, "cocoonhibernation");
+
+    const ch = hibernationFixture({ name: "demo-0" });
+    hibernations.add(ch);
+    hibernations.update({ ...ch, status: { phase: "Pending" } });
+    assert.deepEqual(await drain(controller), ["ns/demo-0"]);
+  });
+
+  test("a pod event maps to every CR in its namespace whose podRef names it", async () => {
+    const { hibernations, pods, options: opts } = options();
+    const controller = setupHibernationController(new Manager(), opts);
+    hibernations.add(hibernationFixture({ name: "a", podRef: "demo-0" }));
+    hibernations.add(hibernationFixture({ name: "b", podRef: "demo-0" }));
+    hibernations.add(hibernationFixture({ name: "c", podRef: "demo-1" }));
+    hibernations.add({
+      ...hibernationFixture({ name: "d", podRef: "demo-0" }),
+      metadata: { name: "d", namespace: "other" },
+    });
+    await drain(controller);
+
+    pods.add(podFixture({ name: "demo-0" }));
+    assert.deepEqual(await drain(controller), ["ns/a", "ns/b"]);
+
+    pods.delete(podFixture({ name: "demo-0" }));
+    assert.deepEqual(await drain(controller), ["ns/a", "ns/b"]);
+  });
+
+  test("pod updates pass only when annotations change", async () => {
+    const { hibernations, pods, options: opts } = options();
+    const controller = setupHibernationController(new Manager(), opts);
+    hibernations.add(hibernationFixture({ name: "a" }));
+    const pod = podFixture();
+    pods.add(pod);
+    await drain(controller);
+
+    pods.update({ ...pod, status: { phase: "Running" } });
+    assert.deepEqual(await drain(controller), [], "status-only churn is dropped");
+
+    pods.update({
+      ...pod,
+      metadata: { ...pod.metadata, annotations: { ...pod.metadata.annotations, x: "y" } },
+    });
+    assert.deepEqual(await drain(controller), ["ns/a"]);
+  });
+});
