@@ -16,8 +16,6 @@ import {
 
 const repoRoot = resolve(import.meta.dirname, "../..");
 const buildScript = join(import.meta.dirname, "controlplane/build.sh");
-/** Used only when the CRD directory has no YAML yet (the generated CRDs are written by another task). */
-const referenceCrdsDir = "/work/shared/reference/crds";
 
 export interface ControlPlaneOptions {
   /** CRD manifests to install; default config/crd/bases. */
@@ -242,12 +240,7 @@ async function startScheduler(binDir: string, dir: string, kubeconfigPath: strin
 
 /** Server-side applies every CustomResourceDefinition in `crdsDir` and waits until each is Established. */
 async function installCrds(conn: ApiConnection, crdsDir: string): Promise<void> {
-  let manifests = yamlFiles(crdsDir);
-  if (manifests.length === 0) {
-    process.stderr.write(`testenv: no CRD YAML in ${crdsDir}; installing ${referenceCrdsDir} instead\n`);
-    manifests = yamlFiles(referenceCrdsDir);
-  }
-  const crds = manifests
+  const crds = yamlFiles(crdsDir)
     .flatMap((file) => parseAllDocuments(readFileSync(file, "utf8")).map((doc) => doc.toJS()))
     .filter((obj) => obj?.kind === "CustomResourceDefinition");
   if (crds.length === 0) throw new Error(`no CustomResourceDefinition found in ${crdsDir}`);

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { parse } from "yaml";
 import type { Pod } from "../../src/apis/core.ts";
@@ -31,8 +32,9 @@ import {
 import { OciClient, pushSnapshot, type Simulator, startSimulator } from "../env/simulator/index.ts";
 import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
 import { startTestOperator, type TestOperator } from "../support/operator.ts";
+import { referenceSamplesDir } from "../support/shared.ts";
 
-const SAMPLE = "/work/shared/reference/samples/test-cocoonset.yaml";
+const SAMPLE = join(referenceSamplesDir, "test-cocoonset.yaml");
 const env = testEnv();
 const oci = new OciClient(env.registry);
 const suffix = randomBytes(3).toString("hex");

@@ -1,10 +1,12 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { parse } from "yaml";
 import { startControlPlane } from "../env/controlplane.ts";
 import { apiRequest, createNamespace, type TestEnvInfo, testEnv, waitFor } from "../env/testenv.ts";
+import { referenceSamplesDir } from "../support/shared.ts";
 
 const crdBase = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 const providerTaint = { key: "virtual-kubelet.io/provider", value: "cocoon", effect: "NoSchedule" };
@@ -30,7 +32,7 @@ describe("test control plane", () => {
   });
 
   test("accepts the sample CocoonSet", async () => {
-    const sample = parse(readFileSync("/work/shared/reference/samples/test-cocoonset.yaml", "utf8"));
+    const sample = parse(readFileSync(join(referenceSamplesDir, "test-cocoonset.yaml"), "utf8"));
     sample.metadata.namespace = namespace;
     const res = await apiRequest(
       env,

@@ -2,13 +2,14 @@
 // rejected with its message, and every CocoonSet sample users apply is accepted.
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { before, describe, it } from "node:test";
 import { parseAllDocuments } from "yaml";
 import { type ApiResponse, apiRequest, createNamespace, type TestEnvInfo, testEnv } from "../env/testenv.ts";
 import { celCases } from "../fixtures/cel-cases.ts";
+import { referenceSamplesDir } from "../support/shared.ts";
 
-const samplesDir = resolve(import.meta.dirname, "../../../shared/reference/samples");
+const samplesDir = referenceSamplesDir;
 
 function collectionPath(ns: string, kind: string): string {
   const plural = kind === "CocoonSet" ? "cocoonsets" : "cocoonhibernations";

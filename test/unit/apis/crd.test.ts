@@ -7,9 +7,10 @@ import type { JSONSchemaProps, ValidationRule } from "../../../src/apis/v1/opena
 import { renderCRDs } from "../../../src/apis/v1/render.ts";
 import { cocoonHibernationCRD, cocoonSetCRD } from "../../../src/apis/v1/schema.ts";
 import type { CocoonHibernation, CocoonSet } from "../../../src/apis/v1/types.ts";
+import { referenceCrdsDir } from "../../support/shared.ts";
 
 const root = join(import.meta.dirname, "..", "..", "..");
-const referenceDir = "/work/shared/reference/crds";
+const referenceDir = referenceCrdsDir;
 
 /** Flattens a JSON value into path → leaf; x-kubernetes-validations become one entry per rule. */
 function flatten(value: unknown, path: string, out: Map<string, unknown>): Map<string, unknown> {
