@@ -1,0 +1,310 @@
+// The operator's command line and environment (behaviours.md §4), read the way the Go operator reads
+// them: every flag's default comes from its environment variable, so a flag given on the command line
+// overrides the variable; flags follow Go's `flag` package syntax. Pure: no I/O, no process access.
+
+import { levelFromEnv } from "./log.ts";
+
+export interface Config {
+  /** --metrics-bind-address / METRICS_ADDR; "0" switches the server off. */
+  metricsAddr: string;
+  /** --health-probe-bind-address / PROBE_ADDR; "0" switches the server off. */
+  probeAddr: string;
+  /** --leader-elect / LEADER_ELECT. */
+  leaderElect: boolean;
+  /** --cocoonset-concurrency / COCOONSET_CONCURRENCY; at least 1. */
+  cocoonSetConcurrency: number;
+  /** --hibernation-concurrency / HIBERNATION_CONCURRENCY; at least 1. */
+  hibernationConcurrency: number;
+  /** OCI_REGISTRY: the repository base snapshots live under; never empty. */
+  registryBase: string;
+  /** OPERATOR_LOG_LEVEL, normalised to debug | info | warn | error. */
+  logLevel: string;
+  /** --kubeconfig (controller-runtime registers it in the Go binary); "" = KUBECONFIG, in-cluster, ~/.kube/config. */
+  kubeconfig: string;
+}
+
+export interface LoadedConfig {
+  config: Config;
+  /** Environment values that were ignored in favour of the default (the Go operator ignores them silently). */
+  warnings: string[];
+}
+
+/**
+ * Why the operator cannot start. exitCode follows the Go binary: 2 for a command-line error (with the
+ * usage text), 0 for -h/--help (the usage text alone), 1 for a fatal configuration error.
+ */
+export class ConfigError extends Error {
+  readonly exitCode: 0 | 1 | 2;
+  constructor(message: string, exitCode: 0 | 1 | 2) {
+    super(message);
+    this.name = "ConfigError";
+    this.exitCode = exitCode;
+  }
+}
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+export const PROGRAM = "cocoon-operator";
+export const DEFAULT_METRICS_ADDR = ":8080";
+export const DEFAULT_PROBE_ADDR = ":8081";
+export const DEFAULT_CONCURRENCY = 4;
+/** Where every pod finds its own namespace (controller-runtime reads the same file). */
+export const IN_CLUSTER_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+
+type FlagKind = "string" | "bool" | "int";
+
+interface FlagDef {
+  name: string;
+  kind: FlagKind;
+  env?: string;
+  help: string;
+}
+
+const FLAGS: readonly FlagDef[] = [
+  {
+    name: "cocoonset-concurrency",
+    kind: "int",
+    env: "COCOONSET_CONCURRENCY",
+    help: "Maximum concurrent CocoonSet reconciles.",
+  },
+  {
+    name: "health-probe-bind-address",
+    kind: "string",
+    env: "PROBE_ADDR",
+    help: "The address the probe endpoint binds to.",
+  },
+  {
+    name: "hibernation-concurrency",
+    kind: "int",
+    env: "HIBERNATION_CONCURRENCY",
+    help: "Maximum concurrent CocoonHibernation reconciles.",
+  },
+  {
+    name: "kubeconfig",
+    kind: "string",
+    help: "Paths to a kubeconfig. Only required if out-of-cluster.",
+  },
+  {
+    name: "leader-elect",
+    kind: "bool",
+    env: "LEADER_ELECT",
+    help: "Enable leader election so only one operator instance reconciles at a time.",
+  },
+  {
+    name: "metrics-bind-address",
+    kind: "string",
+    env: "METRICS_ADDR",
+    help: "The address the metric endpoint binds to.",
+  },
+];
+
+/** strconv.ParseBool. */
+export function parseGoBool(value: string): boolean | undefined {
+  if (["1", "t", "T", "TRUE", "true", "True"].includes(value)) return true;
+  if (["0", "f", "F", "FALSE", "false", "False"].includes(value)) return false;
+  return undefined;
+}
+
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+
+function toInt64(value: bigint): number | "range" {
+  return value < INT64_MIN || value > INT64_MAX ? "range" : Number(value);
+}
+
+/** strconv.Atoi on a 64-bit platform: optional sign, decimal digits, nothing else. */
+export function parseGoAtoi(value: string): number | "syntax" | "range" {
+  if (!/^[+-]?\d+$/.test(value)) return "syntax";
+  return toInt64(BigInt(value.replace(/^\+/, "")));
+}
+
+/**
+ * strconv.ParseInt(value, 0, 64), which Go's flag package uses for int flags: an optional sign, then a
+ * 0x / 0o / 0b prefix, a leading 0 for octal, or decimal; underscores only between digits.
+ */
+export function parseGoFlagInt(value: string): number | "syntax" | "range" {
+  const match = /^([+-]?)(0[xX]|0[oO]|0[bB]|0(?=.)|)(.+)$/.exec(value);
+  if (!match) return "syntax";
+  const [, sign = "", prefix = "", digits = ""] = match;
+  const base = prefix === "" ? 10 : /[xX]/.test(prefix) ? 16 : /[bB]/.test(prefix) ? 2 : 8;
+  const digit = { 2: "[01]", 8: "[0-7]", 10: "[0-9]", 16: "[0-9a-fA-F]" }[base];
+  // A base prefix (0x, 0o, 0b, or the 0 of octal) may be followed by "_"; otherwise "_" sits between digits.
+  const underscores = prefix !== "" ? `^_?${digit}+(_${digit}+)*$` : `^${digit}+(_${digit}+)*$`;
+  if (!new RegExp(underscores).test(digits)) return "syntax";
+  const clean = digits.replaceAll("_", "");
+  const radixPrefix = base === 16 ? "0x" : base === 8 ? "0o" : base === 2 ? "0b" : "";
+  const magnitude = BigInt(`${radixPrefix}${clean}`);
+  return toInt64(sign === "-" ? -magnitude : magnitude);
+}
+
+interface Defaults {
+  values: Map<string, string | boolean | number>;
+  warnings: string[];
+}
+
+/** Each flag's default, taken from its environment variable the way the Go operator reads it. */
+function defaultsFromEnv(env: Env): Defaults {
+  const values = new Map<string, string | boolean | number>();
+  const warnings: string[] = [];
+  const ignored = (name: string, value: string, expected: string, fallback: unknown) =>
+    warnings.push(`ignoring ${name}=${JSON.stringify(value)}: not ${expected}; using ${fallback}`);
+
+  // EnvOrDefault: unset or empty → the default.
+  values.set("metrics-bind-address", env.METRICS_ADDR || DEFAULT_METRICS_ADDR);
+  values.set("health-probe-bind-address", env.PROBE_ADDR || DEFAULT_PROBE_ADDR);
+  values.set("kubeconfig", "");
+
+  // EnvBool: strconv.ParseBool; anything it rejects (including unset) → true.
+  const leader = env.LEADER_ELECT;
+  const parsedLeader = leader === undefined ? undefined : parseGoBool(leader);
+  if (leader !== undefined && leader !== "" && parsedLeader === undefined)
+    ignored("LEADER_ELECT", leader, "a boolean", true);
+  values.set("leader-elect", parsedLeader ?? true);
+
+  // strconv.Atoi; an error (including unset) → 4. Range is checked later, with the flag's value.
+  for (const [flag, name] of [
+    ["cocoonset-concurrency", "COCOONSET_CONCURRENCY"],
+    ["hibernation-concurrency", "HIBERNATION_CONCURRENCY"],
+  ] as const) {
+    const raw = env[name];
+    const parsed = raw === undefined ? "syntax" : parseGoAtoi(raw);
+    if (raw !== undefined && raw !== "" && typeof parsed !== "number") {
+      ignored(name, raw, "an integer", DEFAULT_CONCURRENCY);
+    }
+    values.set(flag, typeof parsed === "number" ? parsed : DEFAULT_CONCURRENCY);
+  }
+  return { values, warnings };
+}
+
+/** Go's PrintDefaults layout; the defaults shown are the effective ones (environment included). */
+export function usage(env: Env = {}): string {
+  const { values } = defaultsFromEnv(env);
+  const lines = [`Usage of ${PROGRAM}:`];
+  for (const flag of FLAGS) {
+    const type = flag.kind === "bool" ? "" : ` ${flag.kind === "int" ? "int" : "string"}`;
+    lines.push(`  -${flag.name}${type}`);
+    const value = values.get(flag.name);
+    let help = flag.help;
+    if (flag.env) help += ` (env ${flag.env})`;
+    if (value !== "" && value !== false) {
+      help += flag.kind === "string" ? ` (default ${JSON.stringify(value)})` : ` (default ${value})`;
+    }
+    lines.push(`    \t${help}`);
+  }
+  lines.push(
+    "Environment:",
+    "  OCI_REGISTRY        registry base for snapshots (required), e.g. REGION-docker.pkg.dev/PROJECT/REPO",
+    "  OPERATOR_LOG_LEVEL  debug | info | warn | error (default info)",
+    "  POD_NAMESPACE       leader-election namespace when not running in a pod",
+  );
+  return `${lines.join("\n")}\n`;
+}
+
+function usageError(message: string, env: Env): ConfigError {
+  return new ConfigError(`${message}\n${usage(env)}`, 2);
+}
+
+/**
+ * Parses argv the way Go's flag package does: "-name" or "--name", "=value" or (not for booleans) the
+ * next argument; parsing stops at "--" or the first non-flag argument, and what follows is ignored.
+ */
+function parseFlags(argv: readonly string[], env: Env, values: Map<string, string | boolean | number>): void {
+  const args = [...argv];
+  while (args.length > 0) {
+    const arg = args[0] ?? "";
+    if (arg.length < 2 || !arg.startsWith("-")) return;
+    args.shift();
+    let body = arg.slice(1);
+    if (body.startsWith("-")) {
+      body = body.slice(1);
+      if (body === "") return;
+    }
+    if (body === "" || body.startsWith("-") || body.startsWith("=")) {
+      throw usageError(`bad flag syntax: ${arg}`, env);
+    }
+    const eq = body.indexOf("=");
+    const name = eq < 0 ? body : body.slice(0, eq);
+    let value = eq < 0 ? undefined : body.slice(eq + 1);
+    const flag = FLAGS.find((f) => f.name === name);
+    if (!flag) {
+      if (name === "help" || name === "h") throw new ConfigError(usage(env), 0);
+      throw usageError(`flag provided but not defined: -${name}`, env);
+    }
+    if (flag.kind === "bool") {
+      const parsed = value === undefined ? true : parseGoBool(value);
+      if (parsed === undefined) {
+        throw usageError(`invalid boolean value ${JSON.stringify(value)} for -${name}: parse error`, env);
+      }
+      values.set(name, parsed);
+      continue;
+    }
+    if (value === undefined) {
+      if (args.length === 0) throw usageError(`flag needs an argument: -${name}`, env);
+      value = args.shift() ?? "";
+    }
+    if (flag.kind === "string") {
+      values.set(name, value);
+      continue;
+    }
+    const parsed = parseGoFlagInt(value);
+    if (typeof parsed !== "number") {
+      const why = parsed === "range" ? "value out of range" : "parse error";
+      throw usageError(`invalid value ${JSON.stringify(value)} for flag -${name}: ${why}`, env);
+    }
+    values.set(name, parsed);
+  }
+}
+
+/** Reads the command line (without the program name) and the environment into the operator's config. */
+export function loadConfig(argv: readonly string[], env: Env): LoadedConfig {
+  const { values, warnings } = defaultsFromEnv(env);
+  parseFlags(argv, env, values);
+
+  const registryBase = env.OCI_REGISTRY ?? "";
+  if (registryBase === "") throw new ConfigError("OCI_REGISTRY must be set", 1);
+
+  const concurrency = (flag: string, what: string): number => {
+    const n = values.get(flag) as number;
+    if (n < 1) throw new ConfigError(`${what} concurrency must be at least 1, got ${n}`, 1);
+    return n;
+  };
+
+  const rawLevel = env.OPERATOR_LOG_LEVEL ?? "";
+  const logLevel = levelFromEnv(rawLevel);
+  if (rawLevel.trim() !== "" && logLevel !== rawLevel.trim().toLowerCase()) {
+    warnings.push(
+      `ignoring OPERATOR_LOG_LEVEL=${JSON.stringify(rawLevel)}: not debug, info, warn or error; using info`,
+    );
+  }
+
+  return {
+    config: {
+      metricsAddr: values.get("metrics-bind-address") as string,
+      probeAddr: values.get("health-probe-bind-address") as string,
+      leaderElect: values.get("leader-elect") as boolean,
+      cocoonSetConcurrency: concurrency("cocoonset-concurrency", "cocoonset"),
+      hibernationConcurrency: concurrency("hibernation-concurrency", "hibernation"),
+      registryBase,
+      logLevel,
+      kubeconfig: values.get("kubeconfig") as string,
+    },
+    warnings,
+  };
+}
+
+/**
+ * The namespace of the leader-election Lease: the pod's own namespace (from its service-account
+ * mount, as controller-runtime does), else POD_NAMESPACE. controller-runtime refuses to start out of
+ * cluster without an explicit namespace; POD_NAMESPACE is that explicit namespace here.
+ */
+export function leaderElectionNamespace(inClusterNamespace: string | undefined, env: Env): string {
+  const fromFile = inClusterNamespace?.trim();
+  if (fromFile) return fromFile;
+  const fromEnv = env.POD_NAMESPACE?.trim();
+  if (fromEnv) return fromEnv;
+  throw new ConfigError(
+    "unable to find leader election namespace: not running in-cluster; set POD_NAMESPACE " +
+      "(e.g. POD_NAMESPACE=cocoon-system) or pass --leader-elect=false",
+    1,
+  );
+}

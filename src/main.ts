@@ -1,0 +1,135 @@
+// The operator process: flags and environment → one manager running the CocoonSet and
+// CocoonHibernation controllers, with metrics, health probes and leader election; a clean shutdown
+// on SIGTERM or SIGINT (stop taking work, let in-flight reconciles finish, release the lease, exit 0).
+
+import { existsSync, readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { KubeConfig } from "@kubernetes/client-node";
+import packageJson from "../package.json" with { type: "json" };
+import {
+  type Config,
+  ConfigError,
+  type Env,
+  IN_CLUSTER_NAMESPACE_FILE,
+  leaderElectionNamespace,
+  loadConfig,
+} from "./config.ts";
+import type { KubeClientConfig } from "./controller/client.ts";
+import { log } from "./log.ts";
+import { createOperator, type Operator } from "./operator.ts";
+
+/**
+ * In-flight reconciles get this long after a signal; releasing the lease (at most the 10 s renew
+ * deadline) follows, and both fit in Kubernetes' default 30 s termination grace period.
+ */
+const SHUTDOWN_DEADLINE_MS = 15_000;
+
+/**
+ * controller-runtime's order: --kubeconfig, KUBECONFIG, the in-cluster service account, then
+ * ~/.kube/config. (@kubernetes/client-node's loadFromDefault would try ~/.kube/config before the
+ * service account.)
+ */
+function loadKubeConfig(config: Config, env: Env): KubeClientConfig {
+  const kubeConfig = new KubeConfig();
+  const home = join(homedir(), ".kube", "config");
+  if (config.kubeconfig) {
+    kubeConfig.loadFromFile(config.kubeconfig);
+  } else if (env.KUBECONFIG) {
+    kubeConfig.loadFromDefault();
+  } else if (env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT) {
+    kubeConfig.loadFromCluster();
+  } else if (existsSync(home)) {
+    kubeConfig.loadFromFile(home);
+  } else {
+    throw new ConfigError(
+      "no Kubernetes configuration: not running in a pod, and neither --kubeconfig, KUBECONFIG nor ~/.kube/config is set",
+      1,
+    );
+  }
+  return { kubeConfig };
+}
+
+function inClusterNamespace(): string | undefined {
+  try {
+    return readFileSync(IN_CLUSTER_NAMESPACE_FILE, "utf8");
+  } catch {
+    return undefined;
+  }
+}
+
+function build(env: Env): { operator: Operator; config: Config } {
+  const { config, warnings } = loadConfig(process.argv.slice(2), env);
+  for (const warning of warnings) log.warn(warning);
+  const operator = createOperator({
+    kubeConfig: loadKubeConfig(config, env),
+    registryBase: config.registryBase,
+    metricsAddr: config.metricsAddr,
+    probeAddr: config.probeAddr,
+    leaderElect: config.leaderElect,
+    leaderElectionNamespace: config.leaderElect ? leaderElectionNamespace(inClusterNamespace(), env) : "",
+    cocoonSetConcurrency: config.cocoonSetConcurrency,
+    hibernationConcurrency: config.hibernationConcurrency,
+  });
+  return { operator, config };
+}
+
+/** Stops on the first SIGTERM or SIGINT; a second one exits at once, as controller-runtime does. */
+function stopOnSignals(operator: Operator): void {
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (stopping) {
+      log.warn({ signal }, "second signal, exiting without waiting");
+      process.exit(1);
+    }
+    stopping = true;
+    log.info({ signal, deadlineMs: SHUTDOWN_DEADLINE_MS }, "shutting down");
+    operator.stop(SHUTDOWN_DEADLINE_MS).then(
+      () => process.exit(0),
+      (err: unknown) => {
+        log.error({ err }, "shutdown failed");
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
+}
+
+async function main(): Promise<void> {
+  let built: { operator: Operator; config: Config };
+  try {
+    built = build(process.env);
+  } catch (err) {
+    if (err instanceof ConfigError && err.exitCode !== 1) {
+      // Command-line errors and --help print plain text, as Go's flag package does.
+      process.stderr.write(err.message.endsWith("\n") ? err.message : `${err.message}\n`);
+    } else {
+      log.fatal({ err: err instanceof ConfigError ? undefined : err }, (err as Error).message);
+    }
+    process.exit(err instanceof ConfigError ? err.exitCode : 1);
+  }
+  const { operator, config } = built;
+  stopOnSignals(operator);
+  log.info(
+    {
+      metrics: config.metricsAddr,
+      probe: config.probeAddr,
+      leaderElect: config.leaderElect,
+      cocoonSetConcurrency: config.cocoonSetConcurrency,
+      hibernationConcurrency: config.hibernationConcurrency,
+      registry: config.registryBase,
+      version: packageJson.version,
+    },
+    "starting cocoon-operator",
+  );
+  try {
+    await operator.start();
+  } catch (err) {
+    log.fatal({ err }, "starting the manager failed");
+    await operator.stop(0).catch(() => {});
+    process.exit(1);
+  }
+}
+
+await main();

@@ -1,0 +1,395 @@
+// The install manifests: config/default and config/overlays/sa-key render with kubectl's kustomize
+// into the objects behaviours.md §4 describes; the RBAC grants exactly the API calls src/ makes (a
+// new call without a rule fails here); and the real authorizer lets the service account make each
+// of them once the rendered RBAC is applied.
+
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { globSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { before, describe, it } from "node:test";
+import { parse, parseAllDocuments } from "yaml";
+import type { ResourceType } from "../../src/controller/resources.ts";
+import * as resources from "../../src/controller/resources.ts";
+import { controlPlaneBinDir } from "../env/controlplane.ts";
+import { apiRequest, testEnv } from "../env/testenv.ts";
+
+const repoRoot = resolve(import.meta.dirname, "../..");
+const GROUP = "cocoonset.cocoonstack.io";
+const SA_USER = "system:serviceaccount:cocoon-system:cocoon-operator";
+const IMAGE = "ghcr.io/cocoonstack/cocoon-operator-ts:latest";
+
+/** `group resource[/subresource] verb`, the unit RBAC grants. */
+type Grant = string;
+const grant = (group: string, resource: string, verb: string): Grant => `${group} ${resource} ${verb}`;
+
+/**
+ * Every API call the operator makes, and why. The ClusterRole (cluster-wide) and the leader-election
+ * Role (cocoon-system) must grant exactly these; the scan of src/ below must find exactly these.
+ */
+const API_CALLS: { group: string; resource: string; verbs: string[]; namespaced?: "cocoon-system" }[] = [
+  // CocoonSet informer; finalizer update; bookkeeping annotation patches.
+  { group: GROUP, resource: "cocoonsets", verbs: ["list", "watch", "update", "patch"] },
+  { group: GROUP, resource: "cocoonsets/status", verbs: ["patch"] },
+  // Pods are created with a blockOwnerDeletion ownerReference to their set.
+  { group: GROUP, resource: "cocoonsets/finalizers", verbs: ["update"] },
+  // CocoonHibernation informer; finalizer update.
+  { group: GROUP, resource: "cocoonhibernations", verbs: ["list", "watch", "update"] },
+  { group: GROUP, resource: "cocoonhibernations/status", verbs: ["patch"] },
+  // Pod informer; uncached reads (toolbox collision, wake liveness); creates; annotation patches; deletes.
+  { group: "", resource: "pods", verbs: ["get", "list", "watch", "create", "patch", "delete"] },
+  // The event recorder: new events, and count bumps on repeats.
+  { group: "", resource: "events", verbs: ["create", "patch"] },
+  // Leader election, in the operator's own namespace only.
+  {
+    group: "coordination.k8s.io",
+    resource: "leases",
+    verbs: ["get", "create", "update"],
+    namespaced: "cocoon-system",
+  },
+];
+
+function expectedGrants(scope: "cluster" | "cocoon-system"): Set<Grant> {
+  const out = new Set<Grant>();
+  for (const call of API_CALLS) {
+    if ((call.namespaced ?? "cluster") !== scope) continue;
+    for (const verb of call.verbs) out.add(grant(call.group, call.resource, verb));
+  }
+  return out;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: rendered manifests are arbitrary YAML
+type Obj = any;
+
+let kubectl: string;
+
+function render(dir: string): Obj[] {
+  const yaml = execFileSync(kubectl, ["kustomize", join(repoRoot, dir)], { encoding: "utf8" });
+  return parseAllDocuments(yaml).map((doc) => {
+    assert.deepEqual(doc.errors, [], `${dir} renders valid YAML`);
+    return doc.toJS();
+  });
+}
+
+function find(objs: Obj[], kind: string, name: string): Obj {
+  const obj = objs.find((o) => o.kind === kind && o.metadata?.name === name);
+  assert.ok(obj, `${kind} ${name} is rendered`);
+  return obj;
+}
+
+function grantsOf(rules: Obj[]): Set<Grant> {
+  const out = new Set<Grant>();
+  for (const rule of rules) {
+    for (const group of rule.apiGroups) {
+      for (const resource of rule.resources) {
+        for (const verb of rule.verbs) out.add(grant(group, resource, verb));
+      }
+    }
+  }
+  return out;
+}
+
+/** The ResourceType constants of src/controller/resources.ts, by identifier. */
+const resourceTypes = new Map<string, ResourceType>(
+  Object.entries(resources).filter(
+    (entry): entry is [string, ResourceType] => typeof entry[1] === "object" && "plural" in entry[1],
+  ),
+);
+
+/** The text of the call whose "(" is at `open`, up to its matching ")". */
+function callText(source: string, open: number): string {
+  let depth = 0;
+  for (let i = open; i < source.length; i++) {
+    if (source[i] === "(") depth++;
+    if (source[i] === ")" && --depth === 0) return source.slice(open, i + 1);
+  }
+  throw new Error("unbalanced call");
+}
+
+/**
+ * Every (group, resource, verb) that src/ asks the API server for: client.<verb>(RESOURCE, …) calls
+ * (with `subresource: "status"` when given), list+watch for every informer, and update on the
+ * owner's finalizers when pods are built with blockOwnerDeletion. The client itself and the
+ * reflector (generic over the informers' resource types) are the only places allowed to pass a
+ * resource that is not a constant.
+ */
+function scanSourceForApiCalls(): { cluster: Set<Grant>; leases: Set<Grant>; generic: string[] } {
+  const cluster = new Set<Grant>();
+  const leases = new Set<Grant>();
+  const generic: string[] = [];
+  const add = (rt: ResourceType, verb: string, subresource?: string): void => {
+    const resource = subresource ? `${rt.plural}/${subresource}` : rt.plural;
+    (rt.plural === "leases" ? leases : cluster).add(grant(rt.group, resource, verb));
+  };
+  const files = globSync("src/**/*.ts", { cwd: repoRoot }).filter((f) => f !== "src/controller/client.ts");
+  for (const file of files) {
+    const source = readFileSync(join(repoRoot, file), "utf8");
+    const calls = /\bclient\.(get|list|create|update|patch|delete|watch)\s*(?:<[^>(]*>)?\(/g;
+    for (const match of source.matchAll(calls)) {
+      const verb = match[1] ?? "";
+      const text = callText(source, match.index + match[0].length - 1);
+      const ident = /^\(\s*([A-Za-z_$][\w$]*)/.exec(text)?.[1] ?? "";
+      const rt = resourceTypes.get(ident);
+      if (!rt) {
+        generic.push(`${file}: client.${verb}(${ident}`);
+        continue;
+      }
+      add(rt, verb, /subresource:\s*"status"/.test(text) ? "status" : undefined);
+    }
+    for (const match of source.matchAll(/\bcreateInformer\s*(?:<[^>(]*>)?\(\s*\w+\s*,\s*([A-Z_]+)/g)) {
+      const rt = resourceTypes.get(match[1] ?? "");
+      assert.ok(rt, `${file}: informer on a known resource type (${match[1]})`);
+      add(rt, "list");
+      add(rt, "watch");
+    }
+    if (/blockOwnerDeletion:\s*true/.test(source)) {
+      assert.match(
+        source,
+        /KIND_COCOONSET|kind: "CocoonSet"/,
+        `${file}: blockOwnerDeletion owner is a CocoonSet`,
+      );
+      add(resources.COCOONSETS, "update", "finalizers");
+    }
+  }
+  return { cluster, leases, generic };
+}
+
+describe("install manifests", () => {
+  let defaults: Obj[];
+  let saKey: Obj[];
+
+  before(() => {
+    kubectl = join(controlPlaneBinDir(), "kubectl");
+    defaults = render("config/default");
+    saKey = render("config/overlays/sa-key");
+  });
+
+  it("config/default renders the namespace, both CRDs, RBAC and the Deployment", () => {
+    const names = defaults.map((o) => `${o.kind}/${o.metadata.name}`).sort();
+    assert.deepEqual(names, [
+      "ClusterRole/cocoon-operator",
+      "ClusterRoleBinding/cocoon-operator",
+      "CustomResourceDefinition/cocoonhibernations.cocoonset.cocoonstack.io",
+      "CustomResourceDefinition/cocoonsets.cocoonset.cocoonstack.io",
+      "Deployment/cocoon-operator",
+      "Namespace/cocoon-system",
+      "Role/cocoon-operator-leader-election",
+      "RoleBinding/cocoon-operator-leader-election",
+      "ServiceAccount/cocoon-operator",
+    ]);
+    for (const obj of defaults) {
+      const namespaced = ![
+        "Namespace",
+        "CustomResourceDefinition",
+        "ClusterRole",
+        "ClusterRoleBinding",
+      ].includes(obj.kind);
+      if (namespaced) assert.equal(obj.metadata.namespace, "cocoon-system", `${obj.kind} namespace`);
+    }
+  });
+
+  it("the CRDs are the generated bases, unchanged", () => {
+    for (const file of globSync("config/crd/bases/*.yaml", { cwd: repoRoot })) {
+      const base = parse(readFileSync(join(repoRoot, file), "utf8"));
+      assert.deepEqual(find(defaults, "CustomResourceDefinition", base.metadata.name), base, file);
+    }
+  });
+
+  it("the Deployment matches behaviours.md §4, hardened", () => {
+    const deploy = find(defaults, "Deployment", "cocoon-operator");
+    const labels = {
+      "app.kubernetes.io/name": "cocoon-operator",
+      "app.kubernetes.io/component": "controller",
+    };
+    assert.deepEqual(deploy.metadata.labels, labels);
+    assert.equal(deploy.spec.replicas, 1);
+    assert.deepEqual(deploy.spec.selector.matchLabels, { "app.kubernetes.io/name": "cocoon-operator" });
+    const pod = deploy.spec.template.spec;
+    assert.deepEqual(deploy.spec.template.metadata.labels, labels);
+    assert.equal(pod.serviceAccountName, "cocoon-operator");
+    assert.deepEqual(pod.securityContext, {
+      runAsNonRoot: true,
+      runAsUser: 1000,
+      runAsGroup: 1000,
+      seccompProfile: { type: "RuntimeDefault" },
+    });
+    assert.equal(pod.containers.length, 1);
+    const c = pod.containers[0];
+    assert.equal(c.name, "manager");
+    assert.equal(c.image, IMAGE);
+    assert.equal(c.imagePullPolicy, "IfNotPresent");
+    assert.deepEqual(c.args, [
+      "--metrics-bind-address=:8080",
+      "--health-probe-bind-address=:8081",
+      "--leader-elect=true",
+    ]);
+    assert.deepEqual(c.env, [
+      { name: "OPERATOR_LOG_LEVEL", value: "info" },
+      { name: "OCI_REGISTRY", value: "" },
+    ]);
+    assert.deepEqual(c.ports, [
+      { name: "metrics", containerPort: 8080, protocol: "TCP" },
+      { name: "probe", containerPort: 8081, protocol: "TCP" },
+    ]);
+    assert.deepEqual(c.livenessProbe, {
+      httpGet: { path: "/healthz", port: "probe" },
+      initialDelaySeconds: 15,
+      periodSeconds: 20,
+    });
+    assert.deepEqual(c.readinessProbe, {
+      httpGet: { path: "/readyz", port: "probe" },
+      initialDelaySeconds: 5,
+      periodSeconds: 10,
+    });
+    assert.deepEqual(c.resources, {
+      requests: { cpu: "100m", memory: "128Mi" },
+      limits: { cpu: "1", memory: "512Mi" },
+    });
+    assert.deepEqual(c.securityContext, {
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ["ALL"] },
+    });
+  });
+
+  it("the sa-key overlay adds only the key Secret mount and GOOGLE_APPLICATION_CREDENTIALS", () => {
+    const withoutDeployment = (objs: Obj[]) => objs.filter((o) => o.kind !== "Deployment");
+    assert.deepEqual(withoutDeployment(saKey), withoutDeployment(defaults));
+    const base = find(defaults, "Deployment", "cocoon-operator");
+    const patched = find(saKey, "Deployment", "cocoon-operator");
+    const c = patched.spec.template.spec.containers[0];
+    // A strategic merge patch puts its list items first; order does not matter for env.
+    const byName = (env: Obj[]) => [...env].sort((a, b) => a.name.localeCompare(b.name));
+    assert.deepEqual(
+      byName(c.env),
+      byName([
+        ...base.spec.template.spec.containers[0].env,
+        { name: "GOOGLE_APPLICATION_CREDENTIALS", value: "/var/run/secrets/gcp/key.json" },
+      ]),
+    );
+    assert.deepEqual(c.volumeMounts, [
+      { name: "gcp-ar-writer-key", mountPath: "/var/run/secrets/gcp", readOnly: true },
+    ]);
+    assert.deepEqual(patched.spec.template.spec.volumes, [
+      { name: "gcp-ar-writer-key", secret: { secretName: "cocoon-ar-writer-key" } },
+    ]);
+    // Everything else in the Deployment is the base's.
+    const strip = (d: Obj) => {
+      const copy = structuredClone(d);
+      delete copy.spec.template.spec.volumes;
+      delete copy.spec.template.spec.containers[0].volumeMounts;
+      copy.spec.template.spec.containers[0].env = copy.spec.template.spec.containers[0].env.filter(
+        (e: Obj) => e.name !== "GOOGLE_APPLICATION_CREDENTIALS",
+      );
+      return copy;
+    };
+    assert.deepEqual(strip(patched), base);
+  });
+
+  it("the bindings tie both roles to the cocoon-operator service account in cocoon-system", () => {
+    const subjects = [{ kind: "ServiceAccount", name: "cocoon-operator", namespace: "cocoon-system" }];
+    const crb = find(defaults, "ClusterRoleBinding", "cocoon-operator");
+    assert.deepEqual(crb.roleRef, {
+      apiGroup: "rbac.authorization.k8s.io",
+      kind: "ClusterRole",
+      name: "cocoon-operator",
+    });
+    assert.deepEqual(crb.subjects, subjects);
+    const rb = find(defaults, "RoleBinding", "cocoon-operator-leader-election");
+    assert.deepEqual(rb.roleRef, {
+      apiGroup: "rbac.authorization.k8s.io",
+      kind: "Role",
+      name: "cocoon-operator-leader-election",
+    });
+    assert.deepEqual(rb.subjects, subjects);
+  });
+
+  it("the roles grant exactly the table of API calls, with no wildcards", () => {
+    const clusterRole = find(defaults, "ClusterRole", "cocoon-operator");
+    const role = find(defaults, "Role", "cocoon-operator-leader-election");
+    for (const rule of [...clusterRole.rules, ...role.rules]) {
+      for (const list of [rule.apiGroups, rule.resources, rule.verbs]) assert.ok(!list.includes("*"));
+    }
+    assert.deepEqual([...grantsOf(clusterRole.rules)].sort(), [...expectedGrants("cluster")].sort());
+    assert.deepEqual([...grantsOf(role.rules)].sort(), [...expectedGrants("cocoon-system")].sort());
+  });
+
+  it("the table is exactly the API calls src/ makes", () => {
+    const scanned = scanSourceForApiCalls();
+    assert.deepEqual(scanned.generic.map((g) => g.split(":")[0]).sort(), [
+      "src/controller/reflector.ts",
+      "src/controller/reflector.ts",
+    ]);
+    assert.deepEqual(
+      [...scanned.cluster].sort(),
+      [...expectedGrants("cluster")].sort(),
+      "a call in src/ without a row in API_CALLS (and a rule in config/rbac), or a row nothing calls",
+    );
+    assert.deepEqual([...scanned.leases].sort(), [...expectedGrants("cocoon-system")].sort());
+  });
+});
+
+describe("the rendered RBAC on a real API server", () => {
+  const env = testEnv();
+
+  async function allowed(attrs: Record<string, string>): Promise<boolean> {
+    const res = await apiRequest(env, "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", {
+      apiVersion: "authorization.k8s.io/v1",
+      kind: "SubjectAccessReview",
+      spec: {
+        user: SA_USER,
+        groups: ["system:serviceaccounts", "system:serviceaccounts:cocoon-system", "system:authenticated"],
+        resourceAttributes: attrs,
+      },
+    });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    return res.body.status.allowed === true;
+  }
+
+  function attributes(group: string, resource: string, verb: string, namespace: string) {
+    const [plural = "", subresource] = resource.split("/");
+    return { group, resource: plural, verb, namespace, ...(subresource ? { subresource } : {}) };
+  }
+
+  before(() => {
+    kubectl ??= join(controlPlaneBinDir(), "kubectl");
+    const run = (...args: string[]) =>
+      execFileSync(kubectl, ["--kubeconfig", env.kubeconfigPath, ...args], { encoding: "utf8" });
+    // Idempotent, so a second run against a sandbox is fine.
+    run("apply", "-f", join(repoRoot, "config/default/namespace.yaml"));
+    run("apply", "-k", join(repoRoot, "config/rbac"));
+  });
+
+  it("the service account may make every call in the table", async () => {
+    for (const call of API_CALLS) {
+      for (const verb of call.verbs) {
+        const namespace = call.namespaced ?? "some-tenant";
+        assert.ok(
+          await allowed(attributes(call.group, call.resource, verb, namespace)),
+          `${SA_USER} may ${verb} ${call.resource} in ${namespace}`,
+        );
+      }
+    }
+  });
+
+  it("and nothing beyond it", async () => {
+    const denied = [
+      attributes(GROUP, "cocoonsets", "delete", "some-tenant"),
+      attributes(GROUP, "cocoonsets", "create", "some-tenant"),
+      attributes(GROUP, "cocoonhibernations", "patch", "some-tenant"),
+      attributes("", "pods", "update", "some-tenant"),
+      attributes("", "pods/status", "patch", "some-tenant"),
+      attributes("", "secrets", "get", "cocoon-system"),
+      attributes("", "configmaps", "create", "cocoon-system"),
+      attributes("coordination.k8s.io", "leases", "update", "some-tenant"),
+      attributes("coordination.k8s.io", "leases", "delete", "cocoon-system"),
+    ];
+    for (const attrs of denied) {
+      assert.equal(
+        await allowed(attrs),
+        false,
+        `${attrs.verb} ${attrs.resource} in ${attrs.namespace} is denied`,
+      );
+    }
+  });
+});
