@@ -318,19 +318,28 @@ export class KubeClient implements Client, WatchClient {
     name: string | undefined,
     opts: { query?: URLSearchParams; body?: unknown; contentType?: string; subresource?: string } = {},
   ): Promise<unknown> {
-    const { req, res } = await this.send(method, verb, rt, namespace, name, {
-      ...opts,
-      timeoutMs: this.requestTimeoutMs,
-    });
-    let text: string;
-    try {
-      text = await readBody(res);
-    } finally {
-      req.setTimeout(0);
+    for (let attempt = 0; ; attempt++) {
+      const { req, res } = await this.send(method, verb, rt, namespace, name, {
+        ...opts,
+        timeoutMs: this.requestTimeoutMs,
+      });
+      let text: string;
+      try {
+        text = await readBody(res);
+      } finally {
+        req.setTimeout(0);
+      }
+      const status = res.statusCode ?? 0;
+      // client-go's checkWait: a 429 or 5xx carrying Retry-After is retried after that many seconds,
+      // at most MAX_RETRY_AFTER_RETRIES times, before the error reaches the caller.
+      const retryAfter = retryAfterSeconds(status, res.headers["retry-after"]);
+      if (retryAfter !== undefined && attempt < MAX_RETRY_AFTER_RETRIES) {
+        await this.clock.sleep(retryAfter * 1000);
+        continue;
+      }
+      if (status >= 400) throw apiErrorFromResponse(status, text);
+      return text ? JSON.parse(text) : undefined;
     }
-    const status = res.statusCode ?? 0;
-    if (status >= 400) throw apiErrorFromResponse(status, text);
-    return text ? JSON.parse(text) : undefined;
   }
 
   /** Sends one request and resolves with the response once its headers arrive. */
@@ -446,6 +455,17 @@ export class KubeClient implements Client, WatchClient {
     }
     return { agent: this.agent, headers: this.authHeaders };
   }
+}
+
+/** client-go's rest client retries a Retry-After answer up to 10 times. */
+export const MAX_RETRY_AFTER_RETRIES = 10;
+
+/** The Retry-After delay of a 429 or 5xx answer, in whole seconds (client-go reads integers only). */
+export function retryAfterSeconds(status: number, header: string | string[] | undefined): number | undefined {
+  if (status !== 429 && status < 500) return undefined;
+  const value = Array.isArray(header) ? header[0] : header;
+  if (value === undefined || !/^\s*\d+\s*$/.test(value)) return undefined;
+  return Number(value);
 }
 
 function readBody(res: http.IncomingMessage): Promise<string> {

@@ -65,7 +65,7 @@ export class Session {
     const baseScope = `repository:${repoPath}:${action}`;
     const scopes = [baseScope, ...(this.#learnedScopes.get(baseScope) ?? [])];
     const url = `${origin}${path}`;
-    let auth = await this.#authorization(this.#challenge, scopes, false, call);
+    let auth = await this.#authorizationOrForget(this.#challenge, scopes, false, call);
     const result = await this.#send(method, url, { ...headers, ...auth }, call);
     if (result.status !== 401) return result;
     const challenge = parseChallenge(result.headers.get("www-authenticate"));
@@ -78,7 +78,7 @@ export class Session {
       scopes.push(wanted);
       this.#learnedScopes.set(baseScope, scopes.slice(1));
     }
-    auth = await this.#authorization(challenge, scopes, true, call);
+    auth = await this.#authorizationOrForget(challenge, scopes, true, call);
     if (Object.keys(auth).length === 0) return result;
     return this.#send(method, url, { ...headers, ...auth }, call);
   }
@@ -121,6 +121,25 @@ export class Session {
       }
     }
     throw lastError;
+  }
+
+  /**
+   * #authorization, forgetting the challenge when no token can be had for it: otherwise a single 401
+   * whose realm is unreachable would keep every later call away from the registry for good, even
+   * once the registry serves anonymously again. The next call then asks the registry afresh.
+   */
+  async #authorizationOrForget(
+    challenge: Challenge | undefined,
+    scopes: string[],
+    fresh: boolean,
+    call: CallSignal,
+  ): Promise<Record<string, string>> {
+    try {
+      return await this.#authorization(challenge, scopes, fresh, call);
+    } catch (err) {
+      if (this.#challenge === challenge) this.#challenge = undefined;
+      throw err;
+    }
   }
 
   async #authorization(

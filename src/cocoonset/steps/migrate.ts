@@ -14,6 +14,8 @@ import {
 } from "../../contract/keys.ts";
 import { podKey, unschedulableMessage } from "../../contract/pod.ts";
 import { agentPodName, agentVMName } from "../../contract/vmname.ts";
+import { isNotFound } from "../../controller/errors.ts";
+import { PODS } from "../../controller/resources.ts";
 import { migrateUnschedulableTotal } from "../../metrics/cocoon.ts";
 import { createPod } from "../create.ts";
 import { prepareSnapshotForCreate } from "../imagerule.ts";
@@ -22,6 +24,7 @@ import {
   decideMigration,
   hibernationClaimsPod,
   isMigrating,
+  leftoverTagUnread,
   migrationEngaged,
   migrationTarget,
   settledWithoutProbe,
@@ -62,6 +65,10 @@ export async function reconcileMigration(pass: Pass): Promise<StepOutcome> {
       await patchPodFlag(pass, action.main, ANN_HIBERNATE, true);
       return finish({ requeueAfterMs: REQUEUE_POLL_MS });
     case "drop-leftover-tag":
+      // The cached main may predate this controller's own quiesce, whose snapshot the probe just saw:
+      // the drop is irreversible, so it needs the main as the API server holds it after the probe.
+      if (!main || !(await leftoverConfirmed(pass, main, target)))
+        return finish({ requeueAfterMs: REQUEUE_POLL_MS });
       log.warn("migration: dropping a :hibernate tag this controller never asked for");
       await registry.deleteManifest(vmName, TAG_HIBERNATE, pass.signal);
       return markMigrating(pass);
@@ -87,6 +94,18 @@ export async function reconcileMigration(pass: Pass): Promise<StepOutcome> {
       await registry.deleteManifest(vmName, TAG_HIBERNATE, pass.signal);
       return markMigrating(pass);
   }
+}
+
+/** The leftover rule re-checked on an uncached read of the main (the same pod, still unquiesced and live). */
+async function leftoverConfirmed(pass: Pass, cached: Pod, target: string): Promise<boolean> {
+  let fresh: Pod;
+  try {
+    fresh = await pass.deps.client.get<Pod>(PODS, pass.namespace, cached.metadata.name ?? "");
+  } catch (err) {
+    if (isNotFound(err)) return false;
+    throw err;
+  }
+  return fresh.metadata.uid === cached.metadata.uid && leftoverTagUnread(fresh, target);
 }
 
 /**

@@ -1,0 +1,85 @@
+// Finding of the reliability suite (api-faults.test.ts, dropped watches and 410s making the informer
+// lag): a migration pass probed the registry, found the snapshot its own quiesce had just produced, and
+// judged it a leftover from a cached main that did not yet show that quiesce (unquiesced, VM live), so
+// it deleted the only copy of the VM's state. The leftover drop now re-reads the main uncached after
+// the probe (src/cocoonset/steps/migrate.ts).
+
+import assert from "node:assert/strict";
+import { it } from "node:test";
+import { pino } from "pino";
+import type { Pod } from "../../src/apis/core.ts";
+import type { CocoonSet } from "../../src/apis/v1/types.ts";
+import { FakeClock } from "../../src/clock.ts";
+import { classifyPods } from "../../src/cocoonset/classify.ts";
+import { Pass } from "../../src/cocoonset/pass.ts";
+import { buildMainPod } from "../../src/cocoonset/pods.ts";
+import { reconcileMigration } from "../../src/cocoonset/steps/migrate.ts";
+import { ANN_HIBERNATE, ANN_VM_ID } from "../../src/contract/keys.ts";
+import { COCOONSETS, PODS } from "../../src/controller/resources.ts";
+import { FakeSnapshotRegistry } from "../env/registry-fake.ts";
+import { FakeClient } from "../support/fakeclient.ts";
+
+const NS = "ns";
+const IMAGE = "ubuntu-dev-base";
+const VM = "vk-ns-demo-0";
+
+function setup(quiescedInApi: boolean) {
+  const cs: CocoonSet = {
+    apiVersion: "cocoonset.cocoonstack.io/v1",
+    kind: "CocoonSet",
+    metadata: { name: "demo", namespace: NS, uid: "test-uid", generation: 2 },
+    spec: { nodePool: "p", nodeName: "node-b", agent: { image: IMAGE, replicas: 0 } },
+    status: { phase: "Migrating", readyAgents: 1, desiredAgents: 1, readyToolboxes: 0, desiredToolboxes: 0 },
+  };
+  const client = new FakeClient();
+  const storedSet = client.seed(COCOONSETS, cs);
+  // The main live on node-a; the API server holds it quiesced (this controller's patch)...
+  const live = buildMainPod(cs);
+  live.spec.nodeName = "node-a";
+  live.metadata.annotations = { ...live.metadata.annotations, [ANN_VM_ID]: "vm-1" };
+  live.status = {
+    phase: "Running",
+    conditions: [{ type: "Ready", status: "True" }],
+    containerStatuses: [{ name: "agent", ready: true, restartCount: 0, state: { running: {} } }],
+  };
+  const stored = client.seed(PODS, live);
+  const cached = structuredClone(stored);
+  if (quiescedInApi) {
+    stored.metadata.annotations = { ...stored.metadata.annotations, [ANN_HIBERNATE]: "true" };
+    client.seed(PODS, stored);
+  }
+  // ...vk-cocoon pushed the snapshot; the informer still serves the main from before the quiesce.
+  const registry = new FakeSnapshotRegistry();
+  registry.put(VM, "hibernate", IMAGE);
+  const view = {
+    getCocoonSet: () => storedSet,
+    listSetPods: (): Pod[] => [cached],
+    listHibernations: () => [],
+  };
+  const pass = new Pass(
+    storedSet,
+    classifyPods([cached], { name: "demo", uid: "test-uid" }),
+    {
+      client,
+      view,
+      registry,
+      events: { event: () => {} },
+      clock: new FakeClock(Date.parse("2026-01-01T00:00:00Z")),
+      log: pino({ level: "silent" }),
+    },
+    new AbortController().signal,
+  );
+  return { pass, registry };
+}
+
+it("keeps the snapshot of its own quiesce when the cache lags behind it", async () => {
+  const { pass, registry } = setup(true);
+  await reconcileMigration(pass);
+  assert.equal(await registry.hasManifest(VM, "hibernate"), true, "the fresh snapshot survives");
+});
+
+it("still drops a real leftover (the main is unquiesced and live in the API too)", async () => {
+  const { pass, registry } = setup(false);
+  await reconcileMigration(pass);
+  assert.equal(await registry.hasManifest(VM, "hibernate"), false, "the leftover is dropped");
+});

@@ -1,0 +1,161 @@
+// The suite's own parts, shown able to fail, and the client fix it led to:
+//  - the invariant checker flags a live destroy (a), a premature tag delete (b) and a refusal (c);
+//  - the namespace scoping of the API proxy;
+//  - finding: the API client surfaced a 429 at once instead of waiting Retry-After and retrying as
+//    client-go does; src/controller/client.ts now retries (up to 10 times).
+
+import assert from "node:assert/strict";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { it } from "node:test";
+import { KubeConfig } from "@kubernetes/client-node";
+import type { Clock } from "../../src/clock.ts";
+import { KubeClient, MAX_RETRY_AFTER_RETRIES } from "../../src/controller/client.ts";
+import { isTooManyRequests } from "../../src/controller/errors.ts";
+import { COCOONSETS } from "../../src/controller/resources.ts";
+import { type VmEvent, VmRecord } from "../env/simulator/index.ts";
+import { type RegistryProxy, type RegistryRequest, scopePath } from "../support/faultproxy.ts";
+import { InvariantChecker } from "../support/invariants.ts";
+
+function fakeRegistry(): RegistryProxy & { emit(r: Partial<RegistryRequest>): void } {
+  const listeners: ((r: RegistryRequest) => void)[] = [];
+  return {
+    host: "fake",
+    requests: [],
+    fault: "none",
+    setFault: async () => {},
+    onRequest: (l) => listeners.push(l),
+    stop: async () => {},
+    emit(r) {
+      for (const l of listeners) l({ time: Date.now(), method: "DELETE", path: "/", status: 202, ...r });
+    },
+  };
+}
+
+function vmEvent(kind: VmEvent["kind"], vmID: string, detail?: string): VmEvent {
+  return {
+    time: Date.now(),
+    kind,
+    vmName: "vk-ns-s-0",
+    namespace: "ns",
+    podName: "s-0",
+    podUID: "u1",
+    node: "n",
+    vmID,
+    ...(detail ? { detail } : {}),
+  };
+}
+
+it("the checker flags a live VM destroyed outside teardown (a)", () => {
+  const record = new VmRecord();
+  const checker = new InvariantChecker({ record, registry: fakeRegistry() });
+  record.append(vmEvent("boot", "id1"));
+  record.append(vmEvent("destroy", "id1", "pod deleted"));
+  assert.throws(() => checker.check(), /invariant \(a\).*live VM vk-ns-s-0/s);
+});
+
+it("the checker accepts hibernate → delete → restore → tag drop, and flags a drop before the restore (b)", () => {
+  const record = new VmRecord();
+  const registry = fakeRegistry();
+  const checker = new InvariantChecker({ record, registry });
+  record.append(vmEvent("boot", "id1"));
+  record.append(vmEvent("hibernate", "id1"));
+  record.append(vmEvent("destroy", ""));
+  record.append(vmEvent("restore", "id2"));
+  registry.emit({ path: "/v2/vk-ns-s-0/manifests/sha256:abc" });
+  checker.check();
+  record.append(vmEvent("hibernate", "id2"));
+  registry.emit({ path: "/v2/vk-ns-s-0/manifests/sha256:def" });
+  assert.throws(() => checker.check(), /invariant \(b\)/);
+});
+
+it("the checker flags a refusal (c) and allows teardown", () => {
+  const record = new VmRecord();
+  const checker = new InvariantChecker({ record, registry: fakeRegistry() });
+  checker.teardown("vk-ns-s-");
+  record.append(vmEvent("boot", "id1"));
+  record.append(vmEvent("destroy", "id1", "pod deleted"));
+  checker.check();
+  record.append(vmEvent("refuse", "", "HibernateEvidenceFailed: came from image"));
+  assert.throws(() => checker.check(), /invariant \(c\)/);
+});
+
+it("the API proxy scopes cluster-wide paths to its namespace", () => {
+  assert.equal(scopePath("/api/v1/pods?watch=true", "ns"), "/api/v1/namespaces/ns/pods?watch=true");
+  assert.equal(
+    scopePath("/apis/cocoonset.cocoonstack.io/v1/cocoonsets", "ns"),
+    "/apis/cocoonset.cocoonstack.io/v1/namespaces/ns/cocoonsets",
+  );
+  assert.equal(scopePath("/api/v1/namespaces/other/pods/x", "ns"), undefined);
+  assert.equal(scopePath("/api/v1/namespaces/ns/pods/x", "ns"), "/api/v1/namespaces/ns/pods/x");
+});
+
+async function fakeApiserver(
+  answers: number[],
+): Promise<{ url: string; seen: () => number; close: () => void }> {
+  let seen = 0;
+  const server = http.createServer((req, res) => {
+    req.resume();
+    const status = answers[Math.min(seen, answers.length - 1)] ?? 200;
+    seen++;
+    if (status === 429) {
+      res.writeHead(429, { "content-type": "application/json", "retry-after": "1" });
+      res.end(JSON.stringify({ kind: "Status", code: 429, reason: "TooManyRequests", message: "slow down" }));
+      return;
+    }
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ metadata: { name: "s", namespace: "ns" } }));
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    seen: () => seen,
+    close: () => server.close(),
+  };
+}
+
+function clientFor(url: string, sleeps: number[]): KubeClient {
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromOptions({
+    clusters: [{ name: "c", server: url, skipTLSVerify: true }],
+    users: [{ name: "u" }],
+    contexts: [{ name: "x", cluster: "c", user: "u" }],
+    currentContext: "x",
+  });
+  const clock: Clock = {
+    now: () => Date.now(),
+    sleep: async (ms) => {
+      sleeps.push(ms);
+    },
+  };
+  return new KubeClient({ kubeConfig, clock });
+}
+
+it("the API client waits Retry-After and retries a 429 (finding, fixed)", async () => {
+  const server = await fakeApiserver([429, 429, 200]);
+  const sleeps: number[] = [];
+  const client = clientFor(server.url, sleeps);
+  try {
+    const got = await client.get<{ metadata: { name: string } }>(COCOONSETS, "ns", "s");
+    assert.equal(got.metadata.name, "s");
+    assert.deepEqual(sleeps, [1000, 1000]);
+    assert.equal(server.seen(), 3);
+  } finally {
+    client.close();
+    server.close();
+  }
+});
+
+it("the API client gives up after the retry budget and surfaces TooManyRequests", async () => {
+  const server = await fakeApiserver([429]);
+  const sleeps: number[] = [];
+  const client = clientFor(server.url, sleeps);
+  try {
+    await assert.rejects(client.patch(COCOONSETS, "ns", "s", {}), (err) => isTooManyRequests(err));
+    assert.equal(sleeps.length, MAX_RETRY_AFTER_RETRIES);
+    assert.equal(server.seen(), MAX_RETRY_AFTER_RETRIES + 1);
+  } finally {
+    client.close();
+    server.close();
+  }
+});

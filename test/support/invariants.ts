@@ -1,0 +1,215 @@
+// The invariant checker of the reliability suite. It listens to the simulator's VM record (every boot,
+// restore, fork, hibernate, wake, destroy and refusal, in order) and to the registry proxy in front of
+// the operator (every manifest DELETE the operator made), keeps one timeline of those plus the test
+// driver's notes (spec edits, operator kills), and fails on the first violation of:
+//  (a) a VM holding live state is destroyed only after it hibernated (its :hibernate manifest exists,
+//      and the hibernate was asked for by a pod annotation this operator wrote) — except in teardown;
+//  (b) a :hibernate tag is deleted by the operator only while the VM restored or woken from it (after
+//      its last hibernate) runs — except in teardown or where the test declares an image change;
+//  (c) vk-cocoon never refuses a pod: no pod over a tag recorded from another image, no fork-from or
+//      restore-marked pod it cannot serve.
+// (d), convergence, is checked by the driver once the chaos stops.
+
+import type { VmEvent, VmRecord } from "../env/simulator/index.ts";
+import type { RegistryProxy, RegistryRequest } from "./faultproxy.ts";
+
+export interface TimelineEntry {
+  time: number;
+  source: "vm" | "registry" | "driver";
+  text: string;
+  vmName?: string;
+}
+
+interface VmState {
+  /** A VM of this name is live (on any node). */
+  live: boolean;
+  /** How the live VM started. */
+  liveKind?: VmEvent["kind"];
+  /** Sequence number of the last hibernate event. */
+  lastHibernate?: number;
+  /** Sequence number of the last start (boot/restore/fork/wake). */
+  lastStart?: number;
+  /** The :hibernate tag exists, as far as the simulator's pushes and the operator's deletes say. */
+  tag: boolean;
+}
+
+export class InvariantViolation extends Error {}
+
+export class InvariantChecker {
+  readonly timeline: TimelineEntry[] = [];
+  readonly violations: string[] = [];
+  /** Counts by kind, for the report. */
+  readonly counts = { vmEvents: 0, tagDeletes: 0, liveDestroys: 0, hibernatedDestroys: 0 };
+  private readonly vms = new Map<string, VmState>();
+  private readonly teardownPrefixes: string[] = [];
+  private readonly imageChanged = new Set<string>();
+  private readonly repoPrefix: string;
+  private rejectFailed: (err: Error) => void = () => {};
+  /** Rejects on the first violation; race it against the driver's waits. */
+  readonly failed: Promise<never>;
+
+  constructor(opts: { record: VmRecord; registry: RegistryProxy; repoPrefix?: string }) {
+    this.repoPrefix = opts.repoPrefix ?? "";
+    this.failed = new Promise<never>((_, reject) => {
+      this.rejectFailed = reject;
+    });
+    this.failed.catch(() => {});
+    const record = opts.record;
+    const append = record.append.bind(record);
+    record.append = (event: VmEvent) => {
+      append(event);
+      this.onVm(event);
+    };
+    opts.registry.onRequest((r) => this.onRegistry(r));
+  }
+
+  /** A driver action, kept in the timeline. */
+  note(text: string, vmName?: string): void {
+    this.timeline.push({ time: Date.now(), source: "driver", text, ...(vmName ? { vmName } : {}) });
+  }
+
+  /** VMs whose name starts with `vmPrefix` belong to a set being deleted: destroys and deletes are expected. */
+  teardown(vmPrefix: string): void {
+    this.teardownPrefixes.push(vmPrefix);
+    this.note(`teardown of ${vmPrefix}*`);
+  }
+
+  /** The test changed this VM's image: the image rule may drop its tag. */
+  allowImageDrop(vmName: string): void {
+    this.imageChanged.add(vmName);
+  }
+
+  /** Throws the first violation with the history that led to it. */
+  check(): void {
+    if (this.violations.length > 0) throw new InvariantViolation(this.violations[0]);
+  }
+
+  /** Live VMs as the checker tracks them. */
+  liveVms(): string[] {
+    return [...this.vms].filter(([, s]) => s.live).map(([name]) => name);
+  }
+
+  private state(vmName: string): VmState {
+    let s = this.vms.get(vmName);
+    if (!s) {
+      s = { live: false, tag: false };
+      this.vms.set(vmName, s);
+    }
+    return s;
+  }
+
+  private inTeardown(vmName: string): boolean {
+    return this.teardownPrefixes.some((p) => vmName.startsWith(p));
+  }
+
+  private onVm(e: VmEvent): void {
+    this.counts.vmEvents++;
+    const seq = this.counts.vmEvents;
+    const detail = e.detail ? ` (${e.detail})` : "";
+    this.timeline.push({
+      time: e.time,
+      source: "vm",
+      vmName: e.vmName,
+      text: `${e.kind} ${e.vmName} pod=${e.podName}/${e.podUID.slice(0, 8)} node=${e.node} vm=${e.vmID.slice(0, 8)}${e.source ? ` source=${e.source}` : ""}${detail}`,
+    });
+    const s = this.state(e.vmName);
+    switch (e.kind) {
+      case "boot":
+      case "restore":
+      case "fork":
+      case "wake":
+        s.live = true;
+        s.liveKind = e.kind;
+        s.lastStart = seq;
+        return;
+      case "hibernate":
+        s.live = false;
+        s.lastHibernate = seq;
+        s.tag = true;
+        return;
+      case "destroy":
+        if (e.vmID !== "") {
+          // A live VM went with its pod: its state is lost unless the set is being deleted.
+          this.counts.liveDestroys++;
+          s.live = false;
+          if (!this.inTeardown(e.vmName)) {
+            this.violate(
+              "a",
+              e.vmName,
+              `live VM ${e.vmName} (${e.vmID}) of pod ${e.podName} destroyed without a hibernate: its state is lost`,
+            );
+          }
+        } else {
+          this.counts.hibernatedDestroys++;
+          if (!this.inTeardown(e.vmName) && !s.tag && s.lastHibernate !== undefined) {
+            this.violate(
+              "a",
+              e.vmName,
+              `pod ${e.podName} of hibernated VM ${e.vmName} deleted while its :hibernate manifest is gone`,
+            );
+          }
+        }
+        return;
+      case "refuse":
+        this.violate("c", e.vmName, `vk-cocoon refused pod ${e.podName}: ${e.detail ?? ""}`);
+        return;
+      default:
+        return;
+    }
+  }
+
+  private onRegistry(r: RegistryRequest): void {
+    const m = /^\/v2\/(.+)\/manifests\/([^/?]+)/.exec(r.path);
+    if (!m) return;
+    const repo = m[1] ?? "";
+    const vmName =
+      this.repoPrefix && repo.startsWith(`${this.repoPrefix}/`)
+        ? repo.slice(this.repoPrefix.length + 1)
+        : repo;
+    const fault = r.fault ? ` [injected ${r.fault}]` : "";
+    if (r.method !== "DELETE" && r.status < 400 && !r.fault) return;
+    this.timeline.push({
+      time: r.time,
+      source: "registry",
+      vmName,
+      text: `operator ${r.method} ${repo}:${m[2]} → ${r.status}${fault}`,
+    });
+    if (r.method !== "DELETE" || r.status !== 202) return;
+    this.counts.tagDeletes++;
+    const s = this.state(vmName);
+    const restoredSinceHibernate =
+      s.live &&
+      (s.liveKind === "wake" || s.liveKind === "restore") &&
+      s.lastStart !== undefined &&
+      (s.lastHibernate === undefined || s.lastStart > s.lastHibernate);
+    // Deleting a tag no VM was ever hibernated into (a stale or foreign tag) loses nothing we track.
+    const ok = this.inTeardown(vmName) || this.imageChanged.has(vmName) || restoredSinceHibernate || !s.tag;
+    s.tag = false;
+    if (!ok) {
+      this.violate(
+        "b",
+        vmName,
+        `the operator deleted ${repo}:${m[2]} while no VM restored from it runs (live=${s.live}, started as ${s.liveKind ?? "-"})`,
+      );
+    }
+  }
+
+  private violate(invariant: string, vmName: string, message: string): void {
+    const text = `invariant (${invariant}) violated: ${message}`;
+    this.timeline.push({ time: Date.now(), source: "driver", text: `VIOLATION ${text}`, vmName });
+    this.violations.push(`${text}\n${this.history(vmName)}`);
+    if (this.violations.length === 1) this.rejectFailed(new InvariantViolation(this.violations[0]));
+  }
+
+  /** The timeline that led here: everything about this VM, and the driver's notes, oldest first. */
+  history(vmName?: string, limit = 80): string {
+    const relevant = this.timeline.filter(
+      (t) => vmName === undefined || t.vmName === vmName || (t.source === "driver" && t.vmName === undefined),
+    );
+    const start = relevant[0]?.time ?? 0;
+    return relevant
+      .slice(-limit)
+      .map((t) => `  +${String(t.time - start).padStart(7)} ms ${t.source.padEnd(8)} ${t.text}`)
+      .join("\n");
+  }
+}
