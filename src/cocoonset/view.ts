@@ -14,8 +14,6 @@ import type { CocoonSetView } from "./pass.ts";
 
 /** Pods by `<namespace>/<cocoonset name label>`. */
 export const POD_BY_COCOONSET_INDEX = "cocoonset";
-/** CocoonHibernations by `<namespace>/<spec.podRef.name>`. */
-export const HIBERNATION_BY_POD_INDEX = "podRef";
 
 export interface OperatorInformers {
   cocoonSets: Informer<CocoonSet>;
@@ -51,14 +49,8 @@ export function createOperatorInformers(
       namespace,
       transform: stripManagedFields,
       clock,
-      indexers: {
-        // The CocoonHibernation controller shares this informer and maps pod events through its index.
-        ...hibernationIndexers,
-        [HIBERNATION_BY_POD_INDEX]: (ch) => {
-          const podName = ch.spec?.podRef?.name;
-          return podName ? [`${ch.metadata.namespace ?? ""}/${podName}`] : [];
-        },
-      },
+      // The CocoonHibernation controller shares this informer and maps pod events through its index.
+      indexers: hibernationIndexers,
     }),
   };
 }
