@@ -22,3 +22,14 @@ sandbox-up: deps testenv
 
 sandbox-down: deps
 	npm run sandbox -- down
+
+# The five benchmarks one after another (about 10 minutes); each rewrites its section of BENCHMARKS.md.
+# Benchmarks 3-5 measure another operator binary with
+#   make bench BENCH_OPERATOR_ARGS='--operator-command "/path/to/cocoon-operator" --label go'
+BENCH_OPERATOR_ARGS ?=
+bench: deps testenv
+	npm run bench:settled
+	npm run bench:throughput
+	npm run bench:scaleup -- $(BENCH_OPERATOR_ARGS)
+	npm run bench:memory -- $(BENCH_OPERATOR_ARGS)
+	npm run bench:suspend -- $(BENCH_OPERATOR_ARGS)

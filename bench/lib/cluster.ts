@@ -1,0 +1,131 @@
+// The real environment for benchmarks: control plane + registry (test/env), the vk-cocoon simulator,
+// and the few API helpers the benchmarks share. Everything started here stops at teardown.
+
+import { randomBytes } from "node:crypto";
+import type { CocoonSet, CocoonSetSpec } from "../../src/apis/v1/types.ts";
+import { type Environment, startEnvironment } from "../../test/env/environment.ts";
+import { type SimTimings, type Simulator, startSimulator } from "../../test/env/simulator/index.ts";
+import { type ApiConnection, apiRequest, createNamespace } from "../../test/env/testenv.ts";
+import { onTeardown } from "./lifecycle.ts";
+
+export { apiRequest, createNamespace };
+
+export interface Cluster {
+  env: Environment;
+  stop(): Promise<void>;
+}
+
+export async function startCluster(): Promise<Cluster> {
+  const env = await startEnvironment();
+  const stop = onTeardown(() => env.stop());
+  return { env, stop };
+}
+
+export interface SimulatorHandle {
+  sim: Simulator;
+  pool: string;
+  stop(): Promise<void>;
+}
+
+/** `count` simulated nodes of `pods` seats each in a pool of their own. */
+export async function startPool(
+  conn: Environment["info"],
+  count: number,
+  opts: { pods?: number; timings?: Partial<SimTimings> } = {},
+): Promise<SimulatorHandle> {
+  const suffix = randomBytes(3).toString("hex");
+  const pool = `bench-${suffix}`;
+  const sim = await startSimulator({
+    ...conn,
+    nodes: Array.from({ length: count }, (_, i) => ({
+      name: `bench-${suffix}-${i}`,
+      pool,
+      pods: opts.pods ?? 110,
+    })),
+    timings: opts.timings,
+  });
+  const stop = onTeardown(() => sim.stop({ removeNodes: true }));
+  return { sim, pool, stop };
+}
+
+export const IMAGE = "ubuntu-dev-base";
+
+export function cocoonSet(namespace: string, name: string, spec: Partial<CocoonSetSpec>): CocoonSet {
+  return {
+    apiVersion: "cocoonset.cocoonstack.io/v1",
+    kind: "CocoonSet",
+    metadata: { name, namespace },
+    spec: { agent: { image: IMAGE, replicas: 0, mode: "clone" }, ...spec },
+  };
+}
+
+export const setsPath = (ns: string) => `/apis/cocoonset.cocoonstack.io/v1/namespaces/${ns}/cocoonsets`;
+
+/** Runs `fn` over `items` with at most `limit` in flight. */
+export async function mapLimit<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T) => Promise<R>,
+): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
+
+export async function createSets(conn: ApiConnection, sets: readonly CocoonSet[], limit = 16): Promise<void> {
+  await mapLimit(sets, limit, async (cs) => {
+    const res = await apiRequest(conn, "POST", setsPath(cs.metadata.namespace ?? ""), cs);
+    if (res.status !== 201)
+      throw new Error(`create ${cs.metadata.name}: ${res.status} ${JSON.stringify(res.body)}`);
+  });
+}
+
+export async function listSets(conn: ApiConnection, ns: string): Promise<CocoonSet[]> {
+  const res = await apiRequest(conn, "GET", setsPath(ns));
+  if (res.status !== 200) throw new Error(`list cocoonsets: ${res.status}`);
+  return res.body.items as CocoonSet[];
+}
+
+/** Running with every agent and toolbox Ready at the current generation. */
+export function isRunning(cs: CocoonSet, agents: number, toolboxes = 0): boolean {
+  const s = cs.status;
+  return (
+    s?.phase === "Running" &&
+    s.readyAgents === agents &&
+    s.desiredAgents === agents &&
+    (s.readyToolboxes ?? 0) === toolboxes &&
+    s.observedGeneration === cs.metadata.generation
+  );
+}
+
+/** Polls until `done(sets)`; returns the time it first held. */
+export async function pollSets(
+  conn: ApiConnection,
+  ns: string,
+  done: (sets: CocoonSet[]) => boolean,
+  opts: { intervalMs?: number; timeoutMs?: number; what?: string } = {},
+): Promise<number> {
+  const deadline = Date.now() + (opts.timeoutMs ?? 300_000);
+  for (;;) {
+    const sets = await listSets(conn, ns);
+    if (done(sets)) return performance.now();
+    if (Date.now() > deadline) {
+      const phases: Record<string, number> = {};
+      for (const cs of sets)
+        phases[cs.status?.phase ?? "none"] = (phases[cs.status?.phase ?? "none"] ?? 0) + 1;
+      throw new Error(`timed out waiting for ${opts.what ?? "sets"}; phases ${JSON.stringify(phases)}`);
+    }
+    await new Promise((r) => setTimeout(r, opts.intervalMs ?? 250));
+  }
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

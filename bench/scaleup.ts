@@ -1,0 +1,217 @@
+// Benchmark 3: scale-up on the real environment. Each run starts a fresh control plane + registry,
+// simulated nodes in a pool of their own (fast vk-cocoon timings) and the operator as a separate
+// process, applies S sets × (1 main + 7 sub-agents) at once and measures the time until every set is
+// Running with all agents Ready, the operator's API requests by method and code (its own /metrics
+// rest_client_requests_total, before/after), the 429s among them, and the operator process's peak
+// RSS and CPU time over the run.
+//
+//   npm run bench:scaleup [-- --sets 100 --runs 5 --operator-command "<cmd>" --label <name>]
+
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  cocoonSet,
+  createNamespace,
+  createSets,
+  IMAGE,
+  isRunning,
+  pollSets,
+  sleep,
+  startCluster,
+  startPool,
+} from "./lib/cluster.ts";
+import { diffProxyCounts, type ProxyCounts, startCountingProxy } from "./lib/countingproxy.ts";
+import { parseArgs, runBenchmark } from "./lib/lifecycle.ts";
+import { diffTotals, operatorCommand, type RequestTotals, startOperatorProcess } from "./lib/operator.ts";
+import {
+  commandLine,
+  fmt,
+  machine,
+  machineLine,
+  printSummary,
+  progress,
+  spread,
+  table,
+  writeSection,
+} from "./lib/report.ts";
+
+const TIMINGS = { bootMs: 20, readyMs: 20, hibernateMs: 50, wakeMs: 20, deleteMs: 20 };
+const SUBS = 7;
+
+interface Run {
+  seconds: number;
+  /** The operator's own rest_client_requests_total, after − before. */
+  requests: RequestTotals;
+  /** The counting proxy between the operator and the API server, same window. */
+  proxied: ProxyCounts;
+  peakRssMiB: number;
+  cpuSeconds: number;
+}
+
+async function runOnce(command: string, sets: number, nodes: number, logFile: string): Promise<Run> {
+  const cluster = await startCluster();
+  const { info } = cluster.env;
+  const pool = await startPool(info, nodes, { pods: 110, timings: TIMINGS });
+  const ns = await createNamespace(info, "bench-scaleup");
+  const proxy = await startCountingProxy(info, `${logFile}.kubeconfig`);
+  const operator = await startOperatorProcess({
+    command,
+    kubeconfigPath: proxy.kubeconfigPath,
+    registry: info.registry,
+    logFile,
+  });
+  try {
+    await operator.waitReady();
+    await sleep(2_000); // informers synced and the start-up lists done before the "before" scrape
+    const before = await operator.requests();
+    const proxiedBefore = proxy.counts();
+    const cpuBefore = operator.proc()?.cpuSeconds ?? 0;
+    const stopSampling = operator.sampleRss(100);
+    const t0 = performance.now();
+    await createSets(
+      info,
+      Array.from({ length: sets }, (_, i) =>
+        cocoonSet(ns, `scale-${i}`, {
+          nodePool: pool.pool,
+          agent: {
+            image: IMAGE,
+            replicas: SUBS,
+            mode: "clone",
+            // Requests let the scheduler spread the mains (sub-agents follow their main's node).
+            resources: { requests: { cpu: "500m", memory: "512Mi" } },
+          },
+        }),
+      ),
+      32,
+    );
+    const t1 = await pollSets(
+      info,
+      ns,
+      (all) => all.length === sets && all.every((cs) => isRunning(cs, SUBS + 1)),
+      {
+        what: "every set Running",
+        intervalMs: 200,
+        timeoutMs: 600_000,
+      },
+    );
+    const after = await operator.requests();
+    const proxiedAfter = proxy.counts();
+    const cpuAfter = operator.proc()?.cpuSeconds ?? 0;
+    const { peakRssKiB } = stopSampling();
+    return {
+      seconds: (t1 - t0) / 1000,
+      requests: diffTotals(after, before),
+      proxied: diffProxyCounts(proxiedAfter, proxiedBefore),
+      peakRssMiB: peakRssKiB / 1024,
+      cpuSeconds: cpuAfter - cpuBefore,
+    };
+  } finally {
+    await operator.stop();
+    await proxy.stop();
+    await pool.stop();
+    await cluster.stop();
+  }
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs();
+  const sets = args.int("sets", 100);
+  const runs = args.int("runs", 5);
+  const nodes = args.int("nodes", 10);
+  const { command, label } = operatorCommand(args);
+  const logDir = tmpdir();
+
+  const results: Run[] = [];
+  for (let r = 0; r < runs; r++) {
+    progress(`run ${r + 1}/${runs}: ${sets} sets × ${SUBS + 1} pods, operator ${label}`);
+    const run = await runOnce(
+      command,
+      sets,
+      nodes,
+      join(logDir, `bench-scaleup-${label}-${process.pid}-${r}.log`),
+    );
+    results.push(run);
+    progress(
+      `run ${r + 1}: ${run.seconds.toFixed(2)} s, proxy ${JSON.stringify(run.proxied.byVerb)} ` +
+        `codes ${JSON.stringify(run.proxied.byCode)}; /metrics ${JSON.stringify(run.requests.byMethod)} ` +
+        `codes ${JSON.stringify(run.requests.byCode)}, peak RSS ${run.peakRssMiB.toFixed(1)} MiB, CPU ${run.cpuSeconds.toFixed(2)} s`,
+    );
+  }
+
+  const seconds = spread(results.map((r) => r.seconds));
+  const rss = spread(results.map((r) => r.peakRssMiB));
+  const cpu = spread(results.map((r) => r.cpuSeconds));
+  const total = spread(results.map((r) => r.proxied.total));
+  const metricsTotal = spread(results.map((r) => r.requests.total));
+  const throttled = spread(results.map((r) => r.proxied.byCode["429"] ?? 0));
+  const metrics429 = spread(results.map((r) => r.requests.byCode["429"] ?? 0));
+  const keys = (pick: (r: Run) => Record<string, number>) =>
+    [...new Set(results.flatMap((r) => Object.keys(pick(r))))].sort();
+  const row = (name: string, pick: (r: Run) => Record<string, number>, key: string) => [
+    name,
+    fmt(spread(results.map((r) => pick(r)[key] ?? 0)), 0),
+  ];
+  const verbs = keys((r) => r.proxied.byVerb);
+  const codes = keys((r) => r.proxied.byCode);
+  const methods = keys((r) => r.requests.byMethod);
+  const metricCodes = keys((r) => r.requests.byCode);
+
+  writeSection(
+    `3-scaleup:${label}`,
+    `3. Scale-up, ${sets} sets × (1 main + ${SUBS} sub-agents) — operator \`${label}\``,
+    `Machine: ${machineLine(machine())}
+Command: \`${commandLine("bench:scaleup")}\`
+Operator command: \`${command}\` (plus \`--leader-elect=false --metrics-bind-address=127.0.0.1:<port> --health-probe-bind-address=127.0.0.1:<port>\`)
+
+Each run: a fresh control plane + registry, ${nodes} simulated nodes × 110 pods in a pool of their own
+(simulator timings ${JSON.stringify(TIMINGS)}), the operator process started and ready; then ${sets} sets
+(${sets * (SUBS + 1)} pods; agent requests 500m CPU / 512Mi) are created 32 at a time, and the clock stops
+when every set reports Running with ${SUBS + 1}/${SUBS + 1} agents Ready at its generation. The operator
+reaches the API server through a counting proxy of the benchmark (plain HTTP on loopback, so it counts
+whatever the operator exports): "(proxy)" rows count by Kubernetes verb and response code; "(/metrics)"
+rows are the operator's own \`rest_client_requests_total\`, after minus before. CPU = utime + stime of the
+operator process over the same window; peak RSS = the highest VmRSS sampled every 100 ms. ${runs} runs.
+
+${table(
+  ["metric", "median (min–max)"],
+  [
+    ["time until all Running (s)", fmt(seconds, 2)],
+    ["API requests, total (proxy)", fmt(total, 0)],
+    ...verbs.map((v) => row(`API requests, ${v} (proxy)`, (r) => r.proxied.byVerb, v)),
+    ...codes.map((c) => row(`responses with code ${c} (proxy)`, (r) => r.proxied.byCode, c)),
+    ["429s seen (proxy)", fmt(throttled, 0)],
+    [
+      "rest_client_requests_total, total (/metrics)",
+      metricsTotal.max === 0 ? "no samples exported" : fmt(metricsTotal, 0),
+    ],
+    ...methods.map((m) => row(`rest_client_requests_total, ${m} (/metrics)`, (r) => r.requests.byMethod, m)),
+    ...metricCodes.map((c) =>
+      row(`rest_client_requests_total, code ${c} (/metrics)`, (r) => r.requests.byCode, c),
+    ),
+    ["429s seen (/metrics)", metricsTotal.max === 0 ? "n/a" : fmt(metrics429, 0)],
+    ["operator peak RSS (MiB)", fmt(rss, 1)],
+    ["operator CPU time (s)", fmt(cpu, 2)],
+  ],
+)}`,
+  );
+  printSummary({
+    bench: "scaleup",
+    operator: label,
+    sets,
+    pods: sets * (SUBS + 1),
+    runs,
+    secondsMedian: +seconds.median.toFixed(3),
+    secondsMin: +seconds.min.toFixed(3),
+    secondsMax: +seconds.max.toFixed(3),
+    requestsMedian: total.median,
+    byVerbMedian: Object.fromEntries(
+      verbs.map((v) => [v, spread(results.map((r) => r.proxied.byVerb[v] ?? 0)).median]),
+    ),
+    throttled429Max: throttled.max,
+    metricsRequestsMedian: metricsTotal.median,
+    peakRssMiBMedian: +rss.median.toFixed(1),
+    cpuSecondsMedian: +cpu.median.toFixed(2),
+  });
+}
+
+runBenchmark(main);

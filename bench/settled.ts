@@ -1,0 +1,237 @@
+// Benchmark 1: the settled pass, on the real environment. The operator runs in-process (createOperator:
+// real KubeClient, informers and controllers; a real registry client whose every HTTP exchange is
+// counted), N sets (main + 2 sub-agents + 1 toolbox each) come up and settle with the simulator, then
+// each run reconciles every set once through the CocoonSet reconciler over the operator's own cached
+// view, counting API requests by verb (KubeClient.onRequest), registry HTTP requests and
+// CocoonHibernation lists of the view. Target: 0 writes, 0 registry calls, 0 CocoonHibernation lists.
+//
+//   npm run bench:settled [-- --sets 20 --runs 5]
+
+import "./lib/quiet.ts";
+import { systemClock } from "../src/clock.ts";
+import { CocoonSetReconciler } from "../src/cocoonset/reconciler.ts";
+import { InformerCocoonSetView } from "../src/cocoonset/view.ts";
+import { kubeConfigFromFile, type RequestInfo } from "../src/controller/client.ts";
+import type { EventRecorder } from "../src/controller/events.ts";
+import { log } from "../src/log.ts";
+import { createOperator } from "../src/operator.ts";
+import { createRegistryClient } from "../src/registry/index.ts";
+import {
+  cocoonSet,
+  createNamespace,
+  createSets,
+  IMAGE,
+  isRunning,
+  pollSets,
+  sleep,
+  startCluster,
+  startPool,
+} from "./lib/cluster.ts";
+import { onTeardown, parseArgs, runBenchmark } from "./lib/lifecycle.ts";
+import {
+  commandLine,
+  fmt,
+  machine,
+  machineLine,
+  printSummary,
+  progress,
+  spread,
+  table,
+  writeSection,
+} from "./lib/report.ts";
+
+const WRITE_VERBS = new Set(["create", "update", "patch", "delete", "deletecollection"]);
+const QUIET_MS = 3_000;
+
+async function main(): Promise<void> {
+  const args = parseArgs();
+  const setCount = args.int("sets", 20);
+  const runs = args.int("runs", 5);
+
+  progress("starting control plane, registry and simulator");
+  const cluster = await startCluster();
+  const { info } = cluster.env;
+  const pool = await startPool(info, 2, { pods: 110 });
+  const ns = await createNamespace(info, "bench-settled");
+
+  let registryRequests = 0;
+  const registryByMethod: Record<string, number> = {};
+  const registry = createRegistryClient(info.registry, {
+    logger: log,
+    onRequest: (method) => {
+      registryRequests++;
+      registryByMethod[method] = (registryByMethod[method] ?? 0) + 1;
+    },
+  });
+  const operator = createOperator({
+    kubeConfig: kubeConfigFromFile(info.kubeconfigPath),
+    registryBase: info.registry,
+    registry,
+    metricsAddr: "0",
+    probeAddr: "0",
+    leaderElect: false,
+    leaderElectionNamespace: "",
+    cocoonSetConcurrency: 4,
+    hibernationConcurrency: 4,
+    watchNamespace: ns,
+  });
+  onTeardown(() => operator.stop(5_000));
+  await operator.start();
+  const { cocoonSets, pods, hibernations } = operator.informers;
+  await Promise.all([cocoonSets.waitForSync(), pods.waitForSync(), hibernations.waitForSync()]);
+
+  // CocoonHibernation lists of the cached view (the CocoonSet view lists; the CH controller indexes).
+  let chLists = 0;
+  const list = hibernations.list.bind(hibernations);
+  hibernations.list = (...a: Parameters<typeof list>) => {
+    chLists++;
+    return list(...a);
+  };
+  let lastRequestAt = performance.now();
+  const window: RequestInfo[] = [];
+  let recording = false;
+  operator.client.onRequest((req) => {
+    if (req.verb !== "watch") lastRequestAt = performance.now();
+    if (recording) window.push(req);
+  });
+
+  progress(`creating ${setCount} sets (main + 2 sub-agents + 1 toolbox) in ${ns}`);
+  const t0 = performance.now();
+  await createSets(
+    info,
+    Array.from({ length: setCount }, (_, i) =>
+      cocoonSet(ns, `settled-${i}`, {
+        nodePool: pool.pool,
+        agent: { image: IMAGE, replicas: 2, mode: "clone" },
+        toolboxes: [{ name: "tb", image: IMAGE, mode: "run" }],
+      }),
+    ),
+  );
+  await pollSets(info, ns, (sets) => sets.length === setCount && sets.every((cs) => isRunning(cs, 3, 1)), {
+    what: "every set Running",
+  });
+  progress(`all Running after ${((performance.now() - t0) / 1000).toFixed(1)} s; waiting for quiet`);
+  // Steady state: no API request (watches aside) and no registry request for QUIET_MS.
+  for (let lastRegistry = registryRequests; ; ) {
+    await sleep(500);
+    const quiet = performance.now() - lastRequestAt > QUIET_MS && registryRequests === lastRegistry;
+    lastRegistry = registryRequests;
+    if (quiet) break;
+  }
+
+  let events = 0;
+  const recorder: EventRecorder = { event: () => void events++ };
+  const reconciler = new CocoonSetReconciler({
+    client: operator.client,
+    view: new InformerCocoonSetView(operator.informers),
+    registry,
+    events: recorder,
+    clock: systemClock,
+    log: log.child({ controller: "bench-settled" }),
+  });
+
+  interface Run {
+    requests: Record<string, number>;
+    writes: number;
+    registry: number;
+    chLists: number;
+    events: number;
+    passMs: number[];
+    results: string[];
+  }
+  const results: Run[] = [];
+  for (let r = 0; r < runs; r++) {
+    window.length = 0;
+    const registryBefore = registryRequests;
+    const chBefore = chLists;
+    const eventsBefore = events;
+    const passMs: number[] = [];
+    const outcomes: string[] = [];
+    recording = true;
+    for (let i = 0; i < setCount; i++) {
+      const p0 = performance.now();
+      const result = await reconciler.reconcile(
+        { namespace: ns, name: `settled-${i}` },
+        new AbortController().signal,
+      );
+      passMs.push(performance.now() - p0);
+      outcomes.push(JSON.stringify(result));
+    }
+    // Anything the pass set off (a watch event → the operator's own controller) lands in this window too.
+    await sleep(1_000);
+    recording = false;
+    const requests: Record<string, number> = {};
+    for (const req of window) {
+      const key = `${req.verb} ${req.resource}`;
+      requests[key] = (requests[key] ?? 0) + 1;
+    }
+    const run: Run = {
+      requests,
+      writes: window.filter((req) => WRITE_VERBS.has(req.verb)).length,
+      registry: registryRequests - registryBefore,
+      chLists: chLists - chBefore,
+      events: events - eventsBefore,
+      passMs,
+      results: [...new Set(outcomes)],
+    };
+    results.push(run);
+    progress(
+      `run ${r + 1}: ${JSON.stringify(requests)} writes ${run.writes}, registry ${run.registry}, ` +
+        `CH lists ${run.chLists}, events ${run.events}, results ${run.results.join(" ")}`,
+    );
+  }
+
+  const passAll = results.flatMap((r) => r.passMs);
+  const reads = (r: Run) =>
+    Object.entries(r.requests)
+      .filter(([k]) => !WRITE_VERBS.has(k.split(" ")[0] ?? "") && !k.startsWith("watch "))
+      .reduce((s, [, v]) => s + v, 0);
+  const writes = spread(results.map((r) => r.writes));
+  const registryCalls = spread(results.map((r) => r.registry));
+  const ch = spread(results.map((r) => r.chLists));
+  const readSpread = spread(results.map(reads));
+  const pass = writes.max === 0 && registryCalls.max === 0 && ch.max === 0;
+  const byVerb = new Map<string, number[]>();
+  for (const r of results) for (const k of Object.keys(r.requests)) byVerb.set(k, []);
+  for (const r of results) for (const [k, v] of byVerb) v.push(r.requests[k] ?? 0);
+
+  writeSection(
+    "1-settled:ts",
+    "1. Settled pass (real environment)",
+    `Machine: ${machineLine(machine())}
+Command: \`${commandLine("bench:settled")}\`
+
+${setCount} sets (main + 2 sub-agents + 1 toolbox each, ${setCount * 4} pods) brought up by the in-process
+operator (createOperator: real KubeClient, informers, controllers, a real registry client with every HTTP
+exchange counted) on the real control plane, registry and vk-cocoon simulator; then, after ${QUIET_MS / 1000} s
+without a request, ${runs} runs each reconcile every set once through \`CocoonSetReconciler\` over the
+operator's cached view. Counted per run (all ${setCount} passes, plus 1 s for anything they set off):
+API requests by verb (\`KubeClient.onRequest\`), registry HTTP requests, CocoonHibernation lists of the view.
+
+${table(
+  ["per run (all sets)", "median (min–max)", "target", "result"],
+  [
+    ["API writes (create/update/patch/delete)", fmt(writes, 0), "0", writes.max === 0 ? "pass" : "FAIL"],
+    ["API reads (get/list)", fmt(readSpread, 0), "—", ""],
+    ["registry HTTP requests", fmt(registryCalls, 0), "0", registryCalls.max === 0 ? "pass" : "FAIL"],
+    ["CocoonHibernation lists", fmt(ch, 0), "0", ch.max === 0 ? "pass" : "FAIL"],
+    ...[...byVerb].map(([k, v]) => [`requests: ${k}`, fmt(spread(v), 0), "", ""]),
+  ],
+)}
+
+Settled pass wall time per set (${passAll.length} passes): ${fmt(spread(passAll), 3)} ms.`,
+  );
+  printSummary({
+    bench: "settled",
+    sets: setCount,
+    runs,
+    pass,
+    writes: writes.max,
+    registryCalls: registryCalls.max,
+    chLists: ch.max,
+    readsMedian: readSpread.median,
+    passMsMedian: +spread(passAll).median.toFixed(3),
+  });
+}
+
+runBenchmark(main);
