@@ -10,6 +10,7 @@ import { KubeClient, type KubeClientConfig } from "./controller/client.ts";
 import { KubeEventRecorder } from "./controller/events.ts";
 import { DEFAULT_LEASE_NAME, LeaderElector } from "./controller/leaderelection.ts";
 import { Manager } from "./controller/manager.ts";
+import { recordRestRequest } from "./controller/metrics.ts";
 import { setupHibernationController } from "./hibernation/setup.ts";
 import { log } from "./log.ts";
 // Registers the cocoon_operator_* collectors, so /metrics lists them before their first sample.
@@ -50,6 +51,9 @@ export interface Operator {
 export function createOperator(config: OperatorConfig): Operator {
   const clock = config.clock ?? systemClock;
   const client = new KubeClient({ ...config.kubeConfig, clock });
+  client.onRequest((request) =>
+    recordRestRequest({ verb: request.method, code: request.code, host: request.host }),
+  );
   const informers = createOperatorInformers(client, { clock, namespace: config.watchNamespace });
   const events = new KubeEventRecorder({ client, component: "cocoon-operator", clock });
   const registry =
