@@ -2,10 +2,7 @@
 // CocoonHibernation controllers, with metrics, health probes and leader election; a clean shutdown
 // on SIGTERM or SIGINT (stop taking work, let in-flight reconciles finish, release the lease, exit 0).
 
-import { existsSync, readFileSync } from "node:fs";
-import { homedir } from "node:os";
-import { join } from "node:path";
-import { KubeConfig } from "@kubernetes/client-node";
+import { readFileSync } from "node:fs";
 import packageJson from "../package.json" with { type: "json" };
 import {
   type Config,
@@ -16,6 +13,7 @@ import {
   loadConfig,
 } from "./config.ts";
 import type { KubeClientConfig } from "./controller/client.ts";
+import { loadRestConfig } from "./controller/kubeconfig.ts";
 import { log } from "./log.ts";
 import { createOperator, type Operator } from "./operator.ts";
 
@@ -25,23 +23,10 @@ import { createOperator, type Operator } from "./operator.ts";
  */
 const SHUTDOWN_DEADLINE_MS = 15_000;
 
-/**
- * controller-runtime's order: --kubeconfig, KUBECONFIG, the in-cluster service account, then
- * ~/.kube/config. (@kubernetes/client-node's loadFromDefault would try ~/.kube/config before the
- * service account.)
- */
+/** controller-runtime's order: --kubeconfig, KUBECONFIG, the in-cluster service account, then ~/.kube/config. */
 function loadKubeConfig(config: Config, env: Env): KubeClientConfig {
-  const kubeConfig = new KubeConfig();
-  const home = join(homedir(), ".kube", "config");
-  if (config.kubeconfig) {
-    kubeConfig.loadFromFile(config.kubeconfig);
-  } else if (env.KUBECONFIG) {
-    kubeConfig.loadFromDefault();
-  } else if (env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT) {
-    kubeConfig.loadFromCluster();
-  } else if (existsSync(home)) {
-    kubeConfig.loadFromFile(home);
-  } else {
+  const kubeConfig = loadRestConfig({ explicitPath: config.kubeconfig || undefined, env });
+  if (!kubeConfig) {
     throw new ConfigError(
       "no Kubernetes configuration: not running in a pod, and neither --kubeconfig, KUBECONFIG nor ~/.kube/config is set",
       1,

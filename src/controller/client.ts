@@ -1,13 +1,18 @@
-// The operator's API client: kubeconfig loading and auth from @kubernetes/client-node, raw JSON REST
-// over keep-alive connections for everything else (plain objects, string timestamps), plus streaming
-// watches. Every request is counted and reported to listeners (metrics, "a settled pass makes no
-// writes" assertions).
+// The operator's API client: server, TLS and credentials from ./kubeconfig.ts; raw JSON REST over
+// keep-alive connections (plain objects, string timestamps), plus streaming watches. Every request
+// is counted and reported to listeners (metrics, "a settled pass makes no writes" assertions).
 
 import http from "node:http";
 import https from "node:https";
-import { KubeConfig } from "@kubernetes/client-node";
+import type { Socket } from "node:net";
 import { type Clock, systemClock } from "../clock.ts";
 import { apiErrorFromResponse, apiErrorFromStatus } from "./errors.ts";
+import {
+  type Credentials,
+  type RestConfig,
+  readKubeconfigFile,
+  restConfigFromKubeconfig,
+} from "./kubeconfig.ts";
 import { TokenBucket } from "./ratelimit.ts";
 import { type ResourceType, resourcePath } from "./resources.ts";
 
@@ -96,7 +101,8 @@ export interface RequestInfo {
 }
 
 export interface KubeClientConfig {
-  kubeConfig: KubeConfig;
+  /** Server, TLS and credentials (src/controller/kubeconfig.ts). */
+  kubeConfig: RestConfig;
   /**
    * Client-side rate limit. controller-runtime disables it by default (QPS -1) and relies on the
    * server's priority and fairness; so do we. A positive qps installs a token bucket.
@@ -109,28 +115,18 @@ export interface KubeClientConfig {
   clock?: Clock;
 }
 
-/** KUBECONFIG (a path list, merged) → ~/.kube/config → in-cluster service account. */
-export function loadKubeConfig(): KubeClientConfig {
-  const kubeConfig = new KubeConfig();
-  kubeConfig.loadFromDefault();
-  return { kubeConfig };
-}
-
+/** The current context of one kubeconfig file. */
 export function kubeConfigFromFile(path: string): KubeClientConfig {
-  const kubeConfig = new KubeConfig();
-  kubeConfig.loadFromFile(path);
-  return { kubeConfig };
+  return { kubeConfig: restConfigFromKubeconfig(readKubeconfigFile(path)) };
 }
 
 interface Connection {
   agent: http.Agent;
-  headers: Record<string, string>;
+  credentials: Credentials;
 }
 
-const AUTH_CACHE_MS = 30_000;
-
 export class KubeClient implements Client, WatchClient {
-  private readonly kubeConfig: KubeConfig;
+  private readonly kubeConfig: RestConfig;
   private readonly server: URL;
   private readonly basePath: string;
   private readonly limiter: TokenBucket | undefined;
@@ -140,14 +136,12 @@ export class KubeClient implements Client, WatchClient {
   private readonly counts = new Map<string, number>();
   private readonly listeners = new Set<(info: RequestInfo) => void>();
   private agent: http.Agent | undefined;
-  private authHeaders: Record<string, string> | undefined;
-  private authFetchedAt = 0;
+  /** The client certificate the agent presents (exec plugins may rotate it). */
+  private agentCert: string | undefined;
 
   constructor(config: KubeClientConfig) {
     this.kubeConfig = config.kubeConfig;
-    const cluster = this.kubeConfig.getCurrentCluster();
-    if (!cluster) throw new Error("kubeconfig has no current cluster");
-    this.server = new URL(cluster.server);
+    this.server = new URL(this.kubeConfig.server);
     this.basePath = this.server.pathname.replace(/\/+$/, "");
     this.clock = config.clock ?? systemClock;
     const qps = config.qps ?? -1;
@@ -365,10 +359,10 @@ export class KubeClient implements Client, WatchClient {
       this.basePath + resourcePath(rt, namespace, name, opts.subresource) + (query ? `?${query}` : "");
     const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
     const headers: Record<string, string> = {
-      ...conn.headers,
       Accept: "application/json",
       "User-Agent": this.userAgent,
     };
+    if (conn.credentials.authorization) headers.Authorization = conn.credentials.authorization;
     if (payload !== undefined) {
       headers["Content-Type"] = opts.contentType ?? "application/json";
       headers["Content-Length"] = String(Buffer.byteLength(payload));
@@ -409,7 +403,7 @@ export class KubeClient implements Client, WatchClient {
       req.once("response", (res) => {
         responded = true;
         report(String(res.statusCode ?? 0));
-        if (res.statusCode === 401) this.authHeaders = undefined;
+        if (res.statusCode === 401) this.kubeConfig.unauthorized(conn.credentials);
         resolve({ req, res });
       });
       // Stays attached: a request destroyed mid-stream may emit more errors, which the reader handles.
@@ -423,38 +417,38 @@ export class KubeClient implements Client, WatchClient {
     });
   }
 
-  /** TLS settings and auth headers from the kubeconfig; headers are re-read now and then (rotating tokens). */
+  /**
+   * The current credentials (the kubeconfig caches them: token files re-read every minute, exec
+   * plugins re-run at expiry or after a 401) and a keep-alive agent presenting their client certificate.
+   */
   private async connection(): Promise<Connection> {
-    const now = this.clock.now();
-    if (!this.agent || !this.authHeaders || now - this.authFetchedAt > AUTH_CACHE_MS) {
-      const opts: https.RequestOptions = {};
-      await this.kubeConfig.applyToHTTPSOptions(opts);
-      const headers: Record<string, string> = {};
-      for (const [k, v] of Object.entries(opts.headers ?? {})) {
-        if (v !== undefined) headers[k] = String(v);
-      }
-      if (opts.auth) headers.Authorization = `Basic ${Buffer.from(opts.auth).toString("base64")}`;
-      this.authHeaders = headers;
-      this.authFetchedAt = now;
-      if (!this.agent) {
-        const agentOptions: https.AgentOptions = {
-          keepAlive: true,
-          keepAliveMsecs: 30_000,
-          maxFreeSockets: 16,
-          ca: opts.ca,
-          cert: opts.cert,
-          key: opts.key,
-          pfx: opts.pfx,
-          passphrase: opts.passphrase,
-          servername: opts.servername,
-        };
-        if (opts.rejectUnauthorized !== undefined) agentOptions.rejectUnauthorized = opts.rejectUnauthorized;
-        this.agent =
-          this.server.protocol === "http:" ? new http.Agent(agentOptions) : new https.Agent(agentOptions);
-      }
+    const credentials = await this.kubeConfig.credentials();
+    const cert = credentials.cert && `${credentials.cert}\n${credentials.key ?? ""}`;
+    if (!this.agent || cert !== this.agentCert) {
+      if (this.agent) retire(this.agent);
+      const agentOptions: https.AgentOptions = {
+        keepAlive: true,
+        keepAliveMsecs: 30_000,
+        maxFreeSockets: 16,
+        ca: this.kubeConfig.ca,
+        cert: credentials.cert,
+        key: credentials.key,
+        servername: this.kubeConfig.tlsServerName,
+        rejectUnauthorized: !this.kubeConfig.insecureSkipTLSVerify,
+      };
+      this.agent =
+        this.server.protocol === "http:" ? new http.Agent(agentOptions) : new https.Agent(agentOptions);
+      this.agentCert = cert;
     }
-    return { agent: this.agent, headers: this.authHeaders };
+    return { agent: this.agent, credentials };
   }
+}
+
+/** An agent whose client certificate was replaced: idle sockets close now, busy ones when they finish. */
+function retire(agent: http.Agent): void {
+  for (const sockets of Object.values(agent.freeSockets))
+    for (const socket of sockets ?? []) socket.destroy();
+  agent.on("free", (socket: Socket) => socket.destroy());
 }
 
 /** client-go's rest client retries a Retry-After answer up to 10 times. */

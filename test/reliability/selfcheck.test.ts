@@ -8,10 +8,10 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { it } from "node:test";
-import { KubeConfig } from "@kubernetes/client-node";
 import type { Clock } from "../../src/clock.ts";
 import { KubeClient, MAX_RETRY_AFTER_RETRIES } from "../../src/controller/client.ts";
 import { isTooManyRequests } from "../../src/controller/errors.ts";
+import { kubeconfigFromDocument, restConfigFromKubeconfig } from "../../src/controller/kubeconfig.ts";
 import { COCOONSETS } from "../../src/controller/resources.ts";
 import { type VmEvent, VmRecord } from "../env/simulator/index.ts";
 import { type RegistryProxy, type RegistryRequest, scopePath } from "../support/faultproxy.ts";
@@ -115,13 +115,17 @@ async function fakeApiserver(
 }
 
 function clientFor(url: string, sleeps: number[]): KubeClient {
-  const kubeConfig = new KubeConfig();
-  kubeConfig.loadFromOptions({
-    clusters: [{ name: "c", server: url, skipTLSVerify: true }],
-    users: [{ name: "u" }],
-    contexts: [{ name: "x", cluster: "c", user: "u" }],
-    currentContext: "x",
-  });
+  const kubeConfig = restConfigFromKubeconfig(
+    kubeconfigFromDocument(
+      {
+        clusters: [{ name: "c", cluster: { server: url } }],
+        users: [{ name: "u" }],
+        contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
+        "current-context": "x",
+      },
+      process.cwd(),
+    ),
+  );
   const clock: Clock = {
     now: () => Date.now(),
     sleep: async (ms) => {
