@@ -295,6 +295,7 @@ export async function startApiProxy(
   const sockets = new Set<Duplex>();
   const timers = new Set<NodeJS.Timeout>();
   const state = { faults: { ...NO_FAULTS, ...opts.faults } };
+  let watchDropForced = false;
 
   const server = https.createServer(
     { key: readFileSync(keyFile), cert: readFileSync(certFile) },
@@ -315,7 +316,13 @@ export async function startApiProxy(
       const url = new URL(scoped, "https://proxy");
       const isWatch = url.searchParams.get("watch") === "true" || url.searchParams.get("watch") === "1";
       const f = state.faults;
-      if (isWatch && url.searchParams.get("resourceVersion") && random() < f.goneOnResume) {
+      // The first watch resume (and, below, the first watch stream) gets its fault whenever that fault
+      // is on, so a run that asks for a fault kind exercises it whatever the seed.
+      if (
+        isWatch &&
+        url.searchParams.get("resourceVersion") &&
+        ((f.goneOnResume > 0 && counts.gones === 0) || random() < f.goneOnResume)
+      ) {
         counts.gones++;
         send(410, status(410, "Expired", "too old resource version (injected)"));
         return;
@@ -357,7 +364,12 @@ export async function startApiProxy(
         (upRes) => {
           res.writeHead(upRes.statusCode ?? 502, upRes.headers);
           upRes.pipe(res);
-          if (isWatch && upRes.statusCode === 200 && random() < f.dropWatch) {
+          if (
+            isWatch &&
+            upRes.statusCode === 200 &&
+            ((f.dropWatch > 0 && !watchDropForced) || random() < f.dropWatch)
+          ) {
+            watchDropForced = true;
             const timer = setTimeout(
               () => {
                 timers.delete(timer);
