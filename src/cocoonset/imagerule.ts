@@ -5,9 +5,8 @@
 // whether the tag is restored from, or dropped so the pod boots fresh (decisions #3; items 77–78,
 // 82–83, 124–128). Static toolboxes are unmanaged: vk never reads a tag for them, so they skip this.
 
-import type { CocoonHibernation } from "../apis/v1/types.ts";
 import { ROLE_SUB_AGENT, type Role, TAG_HIBERNATE } from "../contract/keys.ts";
-import type { Pass } from "./pass.ts";
+import type { CachedHibernation, Pass } from "./pass.ts";
 import { dropVM, owesRestore, type ReclaimRecord } from "./reclaim.ts";
 import { persistReclaim, reclaimRecord } from "./writes.ts";
 
@@ -57,7 +56,7 @@ export function snapshotVerdict(
 }
 
 /** CocoonHibernation phases in which a recreated pod must restore: the snapshot is the VM's state. */
-export function restoredByHibernation(hibernations: readonly CocoonHibernation[], podName: string): boolean {
+export function restoredByHibernation(hibernations: readonly CachedHibernation[], podName: string): boolean {
   return hibernations.some(
     (ch) =>
       ch.spec.podRef.name === podName && (ch.status?.phase === "Hibernated" || ch.status?.phase === "Waking"),

@@ -4,9 +4,10 @@
 // has its own predicate below, so the safety condition is stated, and tested, once.
 
 import type { Pod } from "../apis/core.ts";
-import type { CocoonHibernation, CocoonSet } from "../apis/v1/types.ts";
+import type { CocoonSet } from "../apis/v1/types.ts";
 import { LABEL_HOSTNAME } from "../contract/keys.ts";
 import { isVMLive, readHibernateState } from "../contract/pod.ts";
+import type { CachedHibernation } from "./pass.ts";
 
 /** spec.nodeName: the node the main is pinned to, "" when unpinned. */
 export function migrationTarget(cs: CocoonSet): string {
@@ -60,7 +61,7 @@ export function settledWithoutProbe(main: Pod | undefined, target: string, migra
  * The skip rule a clear of the hibernate annotation shares with step 10: a CocoonHibernation that
  * wants the pod hibernated (desire=Hibernate) or is hibernating it owns the annotation.
  */
-export function hibernationOwnsPod(hibernations: readonly CocoonHibernation[], podName: string): boolean {
+export function hibernationOwnsPod(hibernations: readonly CachedHibernation[], podName: string): boolean {
   return hibernations.some(
     (ch) =>
       ch.spec.podRef.name === podName &&
@@ -73,7 +74,7 @@ export function hibernationOwnsPod(hibernations: readonly CocoonHibernation[], p
  * without having settled Active (a wake in flight, or a failed wake retrying that still needs the
  * snapshot). The migration hands back rather than race it.
  */
-export function hibernationClaimsPod(hibernations: readonly CocoonHibernation[], podName: string): boolean {
+export function hibernationClaimsPod(hibernations: readonly CachedHibernation[], podName: string): boolean {
   return (
     hibernationOwnsPod(hibernations, podName) ||
     hibernations.some((ch) => ch.spec.podRef.name === podName && ch.status?.phase !== "Active")

@@ -12,12 +12,24 @@ import type { Logger } from "../log.ts";
 import type { SnapshotRegistry } from "../registry/index.ts";
 import type { Classification } from "./classify.ts";
 
+/** T with every property, nested object and array read-only. */
+export type DeepReadonly<T> = T extends (infer E)[]
+  ? readonly DeepReadonly<E>[]
+  : T extends object
+    ? { readonly [K in keyof T]: DeepReadonly<T[K]> }
+    : T;
+
+/** A CocoonHibernation as the cache holds it: the cache's own object, handed out uncopied. */
+export type CachedHibernation = DeepReadonly<CocoonHibernation>;
+
 /** Cached reads. Every call here is free of API traffic; listHibernations is counted per pass. */
 export interface CocoonSetView {
+  /** A copy: the pass updates it to keep its own writes in step. */
   getCocoonSet(namespace: string, name: string): CocoonSet | undefined;
-  /** Pods in the namespace carrying label cocoonset.cocoonstack.io/name=<setName>. */
+  /** Pods in the namespace carrying label cocoonset.cocoonstack.io/name=<setName>; copies. */
   listSetPods(namespace: string, setName: string): Pod[];
-  listHibernations(namespace: string): CocoonHibernation[];
+  /** The cache's own objects, not copies (a pass only reads them): never write to them. */
+  listHibernations(namespace: string): readonly CachedHibernation[];
 }
 
 export interface CocoonSetDeps {
@@ -53,7 +65,7 @@ export class Pass {
   changed = false;
   /** The smallest rebuild backoff still pending; the pass requeues after it. */
   requeueAfterMs: number | undefined;
-  private hibernations: CocoonHibernation[] | undefined;
+  private hibernations: readonly CachedHibernation[] | undefined;
 
   constructor(cs: CocoonSet, pods: Classification, deps: CocoonSetDeps, signal: AbortSignal) {
     this.cs = cs;
@@ -77,7 +89,7 @@ export class Pass {
   }
 
   /** The namespace's CocoonHibernations, listed lazily and at most once per pass. */
-  hibernationsInNamespace(): CocoonHibernation[] {
+  hibernationsInNamespace(): readonly CachedHibernation[] {
     this.hibernations ??= this.deps.view.listHibernations(this.namespace);
     return this.hibernations;
   }

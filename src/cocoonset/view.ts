@@ -10,10 +10,44 @@ import { createInformer, type Informer, stripManagedFields } from "../controller
 import type { WatchClient } from "../controller/client.ts";
 import { COCOONHIBERNATIONS, COCOONSETS, PODS } from "../controller/resources.ts";
 import { hibernationIndexers } from "../hibernation/view.ts";
-import type { CocoonSetView } from "./pass.ts";
+import type { CachedHibernation, CocoonSetView } from "./pass.ts";
 
 /** Pods by `<namespace>/<cocoonset name label>`. */
 export const POD_BY_COCOONSET_INDEX = "cocoonset";
+
+/**
+ * The pods informer's transform. Besides managedFields it drops pod fields that nothing in the
+ * operator reads (the Pod type in src/apis/core.ts declares none of them except imageID, and no code
+ * reads that; the pod predicates read phase, conditions, labels, annotations and deletionTimestamp;
+ * of containerStatuses only state.running is read, in src/contract/pod.ts). Cached pods are never
+ * written back whole (pods are only created, merge-patched and deleted), so nothing dropped here can
+ * be lost on the server. Dropped:
+ * - spec.volumes and spec.containers[].volumeMounts (in a real cluster, the service-account token volume);
+ * - status.containerStatuses[]: imageID, containerID, lastState, volumeMounts, allocatedResources,
+ *   resources, user.
+ */
+export function stripUnreadPodFields(pod: Pod): Pod {
+  stripManagedFields(pod);
+  const spec = pod.spec as { volumes?: unknown; containers?: { volumeMounts?: unknown }[] } | undefined;
+  if (spec) {
+    delete spec.volumes;
+    for (const container of spec.containers ?? []) delete container.volumeMounts;
+  }
+  for (const cs of (pod.status?.containerStatuses ?? []) as unknown as Record<string, unknown>[]) {
+    for (const field of UNREAD_CONTAINER_STATUS_FIELDS) delete cs[field];
+  }
+  return pod;
+}
+
+const UNREAD_CONTAINER_STATUS_FIELDS = [
+  "imageID",
+  "containerID",
+  "lastState",
+  "volumeMounts",
+  "allocatedResources",
+  "resources",
+  "user",
+] as const;
 
 export interface OperatorInformers {
   cocoonSets: Informer<CocoonSet>;
@@ -36,7 +70,7 @@ export function createOperatorInformers(
     pods: createInformer<Pod>(client, PODS, {
       namespace,
       labelSelector: LABEL_COCOONSET,
-      transform: stripManagedFields,
+      transform: stripUnreadPodFields,
       clock,
       indexers: {
         [POD_BY_COCOONSET_INDEX]: (pod) => {
@@ -56,8 +90,9 @@ export function createOperatorInformers(
 }
 
 /**
- * Cached reads for the CocoonSet reconciler. Objects are handed out as copies: a pass keeps its own
- * writes in step by updating the objects it holds, and those must never be the cache's.
+ * Cached reads for the CocoonSet reconciler. The set and its pods are handed out as copies: a pass
+ * keeps its own writes in step by updating the objects it holds, and those must never be the cache's.
+ * CocoonHibernations are only read, so they are handed out as the cache holds them, typed read-only.
  */
 export class InformerCocoonSetView implements CocoonSetView {
   private readonly informers: OperatorInformers;
@@ -77,7 +112,7 @@ export class InformerCocoonSetView implements CocoonSetView {
       .map((pod) => structuredClone(pod));
   }
 
-  listHibernations(namespace: string): CocoonHibernation[] {
-    return this.informers.hibernations.list(namespace).map((ch) => structuredClone(ch));
+  listHibernations(namespace: string): readonly CachedHibernation[] {
+    return this.informers.hibernations.list(namespace);
   }
 }

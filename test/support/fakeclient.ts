@@ -10,7 +10,7 @@
 
 import type { Pod } from "../../src/apis/core.ts";
 import type { CocoonHibernation, CocoonSet } from "../../src/apis/v1/types.ts";
-import type { CocoonSetView } from "../../src/cocoonset/pass.ts";
+import type { CachedHibernation, CocoonSetView } from "../../src/cocoonset/pass.ts";
 import type { Client, DeleteOptions, ListOptions, ListResult } from "../../src/controller/client.ts";
 import { AlreadyExistsError, ApiError, ConflictError, NotFoundError } from "../../src/controller/errors.ts";
 import { COCOONHIBERNATIONS, COCOONSETS, PODS, type ResourceType } from "../../src/controller/resources.ts";
@@ -54,6 +54,13 @@ export function applyMergePatch(target: unknown, patch: unknown): unknown {
   return result;
 }
 
+function deepFreeze<T>(value: T): T {
+  if (value === null || typeof value !== "object" || Object.isFrozen(value)) return value;
+  Object.freeze(value);
+  for (const child of Object.values(value)) deepFreeze(child);
+  return value;
+}
+
 function selectorMatches(selector: string | undefined, labels: Record<string, string> = {}): boolean {
   if (!selector) return true;
   return selector.split(",").every((term) => {
@@ -73,13 +80,19 @@ export class FakeClient implements Client {
 
   /** Puts an object in the store directly (no call recorded), filling the metadata a server fills. */
   seed<T>(rt: ResourceType, obj: T): T {
-    const copy = structuredClone(obj) as StoredObject;
-    copy.metadata.uid ??= `uid-${++this.uidCounter}`;
-    copy.metadata.resourceVersion = String(++this.version);
-    copy.metadata.generation ??= 1;
-    copy.metadata.creationTimestamp ??= this.now();
-    this.objects.set(this.key(rt, copy.metadata.namespace ?? "", copy.metadata.name ?? ""), copy);
-    return structuredClone(copy) as T;
+    return structuredClone(this.insert(rt, structuredClone(obj) as StoredObject)) as T;
+  }
+
+  /**
+   * The stored objects of one namespace themselves, uncopied, as an informer's cache hands them out.
+   * They are deep-frozen (the store replaces objects, never edits them), so a test whose code under
+   * test writes to one fails with a TypeError instead of silently changing the store.
+   */
+  cached<T>(rt: ResourceType, namespace: string): readonly T[] {
+    const prefix = `${rt.plural}/${namespace}/`;
+    const out: T[] = [];
+    for (const [key, obj] of this.objects) if (key.startsWith(prefix)) out.push(deepFreeze(obj) as T);
+    return out;
   }
 
   /** The stored object, or undefined; never recorded as a call. */
@@ -137,7 +150,7 @@ export class FakeClient implements Client {
       throw new AlreadyExistsError(409, "AlreadyExists", `${rt.plural} "${name}" already exists`);
     }
     copy.metadata.namespace = namespace;
-    return this.seed(rt, copy) as T;
+    return structuredClone(this.insert(rt, copy)) as T;
   }
 
   async update<T>(
@@ -195,15 +208,32 @@ export class FakeClient implements Client {
     const graceful = bound && opts?.gracePeriodSeconds !== 0;
     if ((current.metadata.finalizers?.length ?? 0) > 0 || graceful) {
       if (!current.metadata.deletionTimestamp) {
-        current.metadata.deletionTimestamp = this.now();
-        current.metadata.resourceVersion = String(++this.version);
+        // A new stored object, never an edit of one: cached() hands stored objects out uncopied.
+        const metadata = {
+          ...current.metadata,
+          deletionTimestamp: this.now(),
+          resourceVersion: String(++this.version),
+        };
+        this.objects.set(key, { ...current, metadata });
       }
       return;
     }
     this.objects.delete(key);
   }
 
+  /** Stores obj itself (a private copy), filling the metadata a server fills. */
+  private insert(rt: ResourceType, obj: StoredObject): StoredObject {
+    obj.metadata.uid ??= `uid-${++this.uidCounter}`;
+    obj.metadata.resourceVersion = String(++this.version);
+    obj.metadata.generation ??= 1;
+    obj.metadata.creationTimestamp ??= this.now();
+    this.objects.set(this.key(rt, obj.metadata.namespace ?? "", obj.metadata.name ?? ""), obj);
+    return obj;
+  }
+
   private store(rt: ResourceType, current: StoredObject, next: StoredObject): StoredObject {
+    // A merge patch that leaves metadata alone shares current's: copy it before writing to it.
+    next.metadata = { ...next.metadata };
     next.metadata.uid = current.metadata.uid;
     next.metadata.creationTimestamp = current.metadata.creationTimestamp;
     next.metadata.deletionTimestamp = current.metadata.deletionTimestamp;
@@ -259,8 +289,9 @@ export class FakeView implements CocoonSetView {
       .filter((p) => p.metadata.labels?.["cocoonset.cocoonstack.io/name"] === setName);
   }
 
-  listHibernations(namespace: string): CocoonHibernation[] {
+  /** The stored objects uncopied, as the operator's view hands out the cache's. */
+  listHibernations(namespace: string): readonly CachedHibernation[] {
     this.hibernationLists++;
-    return this.client.all<CocoonHibernation>(COCOONHIBERNATIONS, namespace);
+    return this.client.cached<CocoonHibernation>(COCOONHIBERNATIONS, namespace);
   }
 }

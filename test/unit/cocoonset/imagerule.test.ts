@@ -228,4 +228,18 @@ describe("prepareSnapshotForCreate", () => {
     await prepareSnapshotForCreate(pass, subRequest);
     assert.equal(h.view.hibernationLists, 1);
   });
+
+  it("reads the cached CocoonHibernations uncopied, and they refuse writes", async () => {
+    const h = scalingHarness(scalingSet());
+    h.client.seed(COCOONHIBERNATIONS, hibernation("demo-0", "Hibernated"));
+    h.registry.put(MAIN_VM, "hibernate", IMAGE);
+    const pass = h.pass();
+    assert.deepEqual(await prepareSnapshotForCreate(pass, mainRequest), { restore: true, dropped: false });
+    const [ch] = pass.hibernationsInNamespace();
+    assert.ok(ch);
+    assert.equal(h.view.listHibernations("ns")[0], ch, "the view hands out the stored object itself");
+    assert.throws(() => {
+      (ch.status as { phase?: string }).phase = "Active";
+    }, TypeError);
+  });
 });
