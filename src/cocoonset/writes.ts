@@ -81,6 +81,21 @@ export async function deletePod(pass: Pass, pod: Pod): Promise<void> {
   }
 }
 
+/**
+ * The pod as the API server holds it now, or undefined when it is gone or replaced (another uid).
+ * An irreversible step (dropping a snapshot tag) re-checks its safety predicate on this: the cache
+ * may predate this controller's own latest write, such as the hibernate request of a quiesce.
+ */
+export async function readPodFromServer(pass: Pass, cached: Pod): Promise<Pod | undefined> {
+  try {
+    const fresh = await pass.deps.client.get<Pod>(PODS, pass.namespace, cached.metadata.name ?? "");
+    return fresh.metadata.uid === cached.metadata.uid ? fresh : undefined;
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
+}
+
 /** The set's reclaim record; an unreadable annotation reads as empty, with a warning. */
 export function reclaimRecord(pass: Pass): ReclaimRecord {
   const decoded = readReclaim(pass.cs.metadata.annotations?.[ANN_HIBERNATE_RECLAIM]);

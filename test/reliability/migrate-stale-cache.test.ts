@@ -2,7 +2,11 @@
 // lag): a migration pass probed the registry, found the snapshot its own quiesce had just produced, and
 // judged it a leftover from a cached main that did not yet show that quiesce (unquiesced, VM live), so
 // it deleted the only copy of the VM's state. The leftover drop now re-reads the main uncached after
-// the probe (src/cocoonset/steps/migrate.ts).
+// the probe (src/cocoonset/steps/migrate.ts). The same suite then found the twin: after a re-target
+// back to the node the main runs on (its quiesce for the first target already pushed), a cached main
+// from before that quiesce looked like "the new VM runs on its target", and the snapshot was dropped
+// with the VM hibernated, so vk-cocoon's wake found no tag (CHAOS_SEED=2050015511). Every drop of a
+// snapshot tag now re-checks its predicate on the pod as the API server holds it.
 
 import assert from "node:assert/strict";
 import { it } from "node:test";
@@ -23,7 +27,7 @@ const NS = "ns";
 const IMAGE = "ubuntu-dev-base";
 const VM = "vk-ns-demo-0";
 
-function setup(quiescedInApi: boolean) {
+function setup(quiescedInApi: boolean, mainNode = "node-a") {
   const cs: CocoonSet = {
     apiVersion: "cocoonset.cocoonstack.io/v1",
     kind: "CocoonSet",
@@ -33,9 +37,9 @@ function setup(quiescedInApi: boolean) {
   };
   const client = new FakeClient();
   const storedSet = client.seed(COCOONSETS, cs);
-  // The main live on node-a; the API server holds it quiesced (this controller's patch)...
+  // The main live on mainNode; the API server holds it quiesced (this controller's patch)...
   const live = buildMainPod(cs);
-  live.spec.nodeName = "node-a";
+  live.spec.nodeName = mainNode;
   live.metadata.annotations = { ...live.metadata.annotations, [ANN_VM_ID]: "vm-1" };
   live.status = {
     phase: "Running",
@@ -82,4 +86,16 @@ it("still drops a real leftover (the main is unquiesced and live in the API too)
   const { pass, registry } = setup(false);
   await reconcileMigration(pass);
   assert.equal(await registry.hasManifest(VM, "hibernate"), false, "the leftover is dropped");
+});
+
+it("keeps the snapshot of a re-target's quiesce when the cached main on the target predates it", async () => {
+  const { pass, registry } = setup(true, "node-b");
+  await reconcileMigration(pass);
+  assert.equal(await registry.hasManifest(VM, "hibernate"), true, "the only copy of the VM's state survives");
+});
+
+it("drops the snapshot once the main runs on its target in the API too", async () => {
+  const { pass, registry } = setup(false, "node-b");
+  await reconcileMigration(pass);
+  assert.equal(await registry.hasManifest(VM, "hibernate"), false, "the restored VM runs: the tag goes");
 });

@@ -14,8 +14,6 @@ import {
 } from "../../contract/keys.ts";
 import { podKey, unschedulableMessage } from "../../contract/pod.ts";
 import { agentPodName, agentVMName } from "../../contract/vmname.ts";
-import { isNotFound } from "../../controller/errors.ts";
-import { PODS } from "../../controller/resources.ts";
 import { migrateUnschedulableTotal } from "../../metrics/cocoon.ts";
 import { createPod } from "../create.ts";
 import { prepareSnapshotForCreate } from "../imagerule.ts";
@@ -27,11 +25,12 @@ import {
   leftoverTagUnread,
   migrationEngaged,
   migrationTarget,
+  newVMRuns,
   settledWithoutProbe,
 } from "../migration.ts";
 import { CONTINUE, finish, type Pass, REQUEUE_POLL_MS, type StepOutcome } from "../pass.ts";
 import { buildMainPod } from "../pods.ts";
-import { deletePod, patchPodFlag, setEvent } from "../writes.ts";
+import { deletePod, patchPodFlag, readPodFromServer, setEvent } from "../writes.ts";
 import { writeStatus } from "./status.ts";
 
 export const EVENT_MIGRATE_NO_CAPACITY = "MigrateNoCapacity";
@@ -64,14 +63,15 @@ export async function reconcileMigration(pass: Pass): Promise<StepOutcome> {
       await writeStatus(pass, "Migrating");
       await patchPodFlag(pass, action.main, ANN_HIBERNATE, true);
       return finish({ requeueAfterMs: REQUEUE_POLL_MS });
-    case "drop-leftover-tag":
+    case "drop-leftover-tag": {
       // The cached main may predate this controller's own quiesce, whose snapshot the probe just saw:
       // the drop is irreversible, so it needs the main as the API server holds it after the probe.
-      if (!main || !(await leftoverConfirmed(pass, main, target)))
-        return finish({ requeueAfterMs: REQUEUE_POLL_MS });
+      const fresh = main && (await readPodFromServer(pass, main));
+      if (!leftoverTagUnread(fresh, target)) return finish({ requeueAfterMs: REQUEUE_POLL_MS });
       log.warn("migration: dropping a :hibernate tag this controller never asked for");
       await registry.deleteManifest(vmName, TAG_HIBERNATE, pass.signal);
       return markMigrating(pass);
+    }
     case "delete-old-main":
       await flagKeepSnapshot(pass, action.main);
       log.info(
@@ -89,23 +89,15 @@ export async function reconcileMigration(pass: Pass): Promise<StepOutcome> {
     case "await-restore":
       reportNoCapacity(pass, action.main);
       return markMigrating(pass);
-    case "drop-snapshot":
+    case "drop-snapshot": {
+      // As above: a cached main that predates a re-target's quiesce would look like the new VM running.
+      const fresh = main && (await readPodFromServer(pass, main));
+      if (!newVMRuns(fresh, target)) return finish({ requeueAfterMs: REQUEUE_POLL_MS });
       log.info("migration: the new VM runs, dropping the snapshot");
       await registry.deleteManifest(vmName, TAG_HIBERNATE, pass.signal);
       return markMigrating(pass);
+    }
   }
-}
-
-/** The leftover rule re-checked on an uncached read of the main (the same pod, still unquiesced and live). */
-async function leftoverConfirmed(pass: Pass, cached: Pod, target: string): Promise<boolean> {
-  let fresh: Pod;
-  try {
-    fresh = await pass.deps.client.get<Pod>(PODS, pass.namespace, cached.metadata.name ?? "");
-  } catch (err) {
-    if (isNotFound(err)) return false;
-    throw err;
-  }
-  return fresh.metadata.uid === cached.metadata.uid && leftoverTagUnread(fresh, target);
 }
 
 /**

@@ -5,7 +5,7 @@
 
 import type { Pod } from "../../apis/core.ts";
 import { ANN_HIBERNATE, TAG_HIBERNATE } from "../../contract/keys.ts";
-import { readHibernateState } from "../../contract/pod.ts";
+import { readHibernateState, vmNameOf } from "../../contract/pod.ts";
 import { presentVMNames } from "../classify.ts";
 import { CONTINUE, type Pass, type StepOutcome } from "../pass.ts";
 import {
@@ -17,7 +17,7 @@ import {
   wokenRecordedVMs,
 } from "../reclaim.ts";
 import { managedVMNames, sortByName } from "../suspendgate.ts";
-import { patchPodFlag, persistReclaim, reclaimRecord } from "../writes.ts";
+import { patchPodFlag, persistReclaim, readPodFromServer, reclaimRecord } from "../writes.ts";
 
 export async function reconcileUnsuspend(pass: Pass): Promise<StepOutcome> {
   const clearedNow = await settleUnsuspend(pass);
@@ -76,6 +76,10 @@ async function dropWokenSnapshots(pass: Pass, clearedNow: ReadonlySet<Pod>): Pro
   if (!registry) return;
   const observed = [...pass.pods.all.values()].filter((pod) => !clearedNow.has(pod));
   for (const vm of wokenRecordedVMs(reclaimRecord(pass), observed)) {
+    // Irreversible: the pod must have woken as the API server holds it, not only as cached.
+    const cached = observed.find((pod) => vmNameOf(pod) === vm);
+    const fresh = cached && (await readPodFromServer(pass, cached));
+    if (!fresh || !wokenRecordedVMs(reclaimRecord(pass), [fresh]).includes(vm)) continue;
     await registry.deleteManifest(vm, TAG_HIBERNATE, pass.signal);
     await persistReclaim(pass, dropVM(reclaimRecord(pass), vm));
   }

@@ -22,7 +22,7 @@ import { prepareSnapshotForCreate } from "../imagerule.ts";
 import { CONTINUE, finish, type Pass, REQUEUE_POLL_MS, type StepOutcome } from "../pass.ts";
 import { buildMainPod } from "../pods.ts";
 import { mayDropWakeSnapshot, wakeEngagement, wakePlacement } from "../slotrelease.ts";
-import { patchSetAnnotations, setEvent } from "../writes.ts";
+import { patchSetAnnotations, readPodFromServer, setEvent } from "../writes.ts";
 import { writeStatus } from "./status.ts";
 
 export const REASON_WAKE_NO_CAPACITY = "WakeNoCapacity";
@@ -105,6 +105,9 @@ async function completeWake(
   main: Pod,
   hint: string,
 ): Promise<StepOutcome> {
+  // The drop is irreversible: the woken main must run as the API server holds it, not only as cached.
+  const fresh = await readPodFromServer(pass, main);
+  if (!fresh || !mayDropWakeSnapshot(fresh)) return finish({ requeueAfterMs: REQUEUE_POLL_MS });
   const vm = vmNameOf(main) || agentVMName(pass.namespace, pass.name, 0);
   await registry.deleteManifest(vm, TAG_HIBERNATE, pass.signal);
   if (hint !== "") {

@@ -198,7 +198,8 @@ describe("step 10: dropping the tags of woken VMs", () => {
     h.registry.put(VM1, "hibernate", IMAGE);
     const calls = timeline(h);
     await run(h);
-    assert.deepEqual(calls.slice(0, 2), [
+    assert.deepEqual(calls.slice(0, 3), [
+      "get pods/demo-0",
       `registry deleteManifest ${VM0}:hibernate`,
       `patch cocoonsets/demo hibernate-reclaim={"generation":4,"vms":["${VM1}"]}`,
     ]);

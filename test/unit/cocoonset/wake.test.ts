@@ -251,6 +251,7 @@ describe("step 9: Waking", () => {
     const calls = timeline(h);
     assert.deepEqual(await run(h), { done: true, result: { requeue: true } });
     assert.deepEqual(calls, [
+      "get pods/demo-0",
       `registry deleteManifest ${VM0}:hibernate`,
       "patch cocoonsets/demo hibernated-on-node-",
       "patch cocoonsets/demo status phase=Running",
