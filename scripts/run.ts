@@ -24,6 +24,8 @@ const sandboxKubeconfig = join(sandboxDir, "kubeconfig");
 const operatorLog = join(sandboxDir, "operator.log");
 const samplePath = join(repoRoot, "config/samples/test-cocoonset.yaml");
 const mainScript = join(repoRoot, "src/main.ts");
+/** The Node flags the image and `npm start` run the operator with (see the Dockerfile). */
+const OPERATOR_NODE_FLAGS = ["--max-semi-space-size=1"];
 const PHASE_TIMEOUT_MS = 180_000;
 const POLL_MS = 200;
 /** The operator's own shutdown deadline plus the lease release, with room to spare. */
@@ -52,7 +54,7 @@ function currentContext(env: NodeJS.ProcessEnv): { files: string[]; context: str
  */
 function startOperator(args: string[], env: NodeJS.ProcessEnv, logFile?: string): ChildProcess {
   const out = logFile ? openSync(logFile, "w") : "inherit";
-  const child = spawn(process.execPath, [mainScript, ...args], {
+  const child = spawn(process.execPath, [...OPERATOR_NODE_FLAGS, mainScript, ...args], {
     cwd: repoRoot,
     env,
     detached: true,
