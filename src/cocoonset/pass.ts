@@ -11,6 +11,7 @@ import type { Result } from "../controller/reconciler.ts";
 import type { Logger } from "../log.ts";
 import type { SnapshotRegistry } from "../registry/index.ts";
 import type { Classification } from "./classify.ts";
+import type { PodCreateExpectations } from "./expectations.ts";
 
 /** T with every property, nested object and array read-only. */
 export type DeepReadonly<T> = T extends (infer E)[]
@@ -41,6 +42,11 @@ export interface CocoonSetDeps {
   events: EventRecorder;
   clock: Clock;
   log: Logger;
+  /**
+   * Pods this process created that the cache has not shown yet (one per controller, shared with the
+   * pods informer's handler). Absent: every pass trusts the cache alone.
+   */
+  expectations?: PodCreateExpectations;
 }
 
 export type StepOutcome = { readonly done: false } | { readonly done: true; readonly result: Result };
@@ -51,7 +57,20 @@ export function finish(result: Result = {}): StepOutcome {
   return { done: true, result };
 }
 
+/** Ends a pass that waits for the cache to show a pod it created (after awaitingCreate said so). */
+export function awaitCreated(pass: Pass): StepOutcome {
+  return finish({ requeueAfterMs: pass.requeueAfterMs ?? CREATE_PENDING_POLL_MS });
+}
+
 export const REQUEUE_POLL_MS = 5_000;
+
+const NONE_EXPECTED: ReadonlyMap<string, number> = new Map();
+
+/**
+ * A pass waiting for the cache to show a pod it created looks again after this at the latest; the
+ * pod's add event normally wakes the set much sooner.
+ */
+export const CREATE_PENDING_POLL_MS = 1_000;
 
 export class Pass {
   readonly cs: CocoonSet;
@@ -65,7 +84,17 @@ export class Pass {
   changed = false;
   /** The smallest rebuild backoff still pending; the pass requeues after it. */
   requeueAfterMs: number | undefined;
+  /**
+   * A pod this pass would create is still expected from an earlier create: the classification is
+   * stale, so step 14 requeues (within the poll) instead of patching the status.
+   */
+  awaitingCreates = false;
   private hibernations: readonly CachedHibernation[] | undefined;
+  /**
+   * Pods created by earlier passes that this pass's list did not show, with the time each lapses;
+   * taken when the pass is made, right after its pods were listed (expectations.ts).
+   */
+  private readonly expectedCreates: ReadonlyMap<string, number>;
 
   constructor(cs: CocoonSet, pods: Classification, deps: CocoonSetDeps, signal: AbortSignal) {
     this.cs = cs;
@@ -74,6 +103,8 @@ export class Pass {
     this.signal = signal;
     this.phase = undefined;
     this.requeueAfterMs = undefined;
+    this.expectedCreates =
+      deps.expectations?.pendingForSet(cs.metadata.namespace ?? "", cs.metadata.name ?? "") ?? NONE_EXPECTED;
   }
 
   get namespace(): string {
@@ -92,6 +123,27 @@ export class Pass {
   hibernationsInNamespace(): readonly CachedHibernation[] {
     this.hibernations ??= this.deps.view.listHibernations(this.namespace);
     return this.hibernations;
+  }
+
+  /**
+   * True when this process already created the pod `podName` and the pass's list of pods did not
+   * show it: the caller must not create it (nor read the registry for it). The pass is marked as
+   * waiting for it and requeues within CREATE_PENDING_POLL_MS (or when the expectation lapses).
+   */
+  awaitingCreate(podName: string): boolean {
+    const expiresAt = this.expectedCreates.get(podName);
+    if (expiresAt === undefined) return false;
+    const left = expiresAt - this.deps.clock.now();
+    if (left <= 0) return false;
+    this.awaitingCreates = true;
+    this.requeueWithin(Math.min(CREATE_PENDING_POLL_MS, left));
+    return true;
+  }
+
+  /** Whether any pod of this set is still expected from an earlier create (see awaitingCreate). */
+  awaitingAnyCreate(): boolean {
+    for (const name of this.expectedCreates.keys()) if (this.awaitingCreate(name)) return true;
+    return false;
   }
 
   /** Lowers the pass's requeue-after to ms when that is sooner. */

@@ -49,7 +49,11 @@ export class CocoonSetReconciler implements Reconciler {
     if (cs.metadata.deletionTimestamp) return teardown(cs, this.deps, signal);
     // 4. One classification of the owned pods for the whole pass.
     const owner = { name: cs.metadata.name ?? "", uid: cs.metadata.uid ?? "" };
-    const pods = classifyPods(this.deps.view.listSetPods(req.namespace, req.name), owner);
+    const listed = this.deps.view.listSetPods(req.namespace, req.name);
+    // Pods created by earlier passes that the cache now shows are no longer expected; the pass takes
+    // the rest as it is made, with no await in between.
+    this.deps.expectations?.observeAll(listed);
+    const pods = classifyPods(listed, owner);
     const pass = new Pass(cs, pods, this.deps, signal);
     for (const step of STEPS) {
       const outcome = await step(pass);

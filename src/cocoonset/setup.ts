@@ -13,6 +13,7 @@ import { generationChangedOrStatusChanged, podRelevantChange } from "../controll
 import type { Request } from "../controller/reconciler.ts";
 import { type Logger, log } from "../log.ts";
 import type { SnapshotRegistry } from "../registry/index.ts";
+import { PodCreateExpectations } from "./expectations.ts";
 import { CocoonSetReconciler } from "./reconciler.ts";
 import { InformerCocoonSetView, type OperatorInformers } from "./view.ts";
 
@@ -28,11 +29,21 @@ export interface CocoonSetControllerOptions {
   /** Sets reconciled in parallel (COCOONSET_CONCURRENCY); below 1 is a setup error. */
   concurrency?: number;
   log?: Logger;
+  /** Created-pod expectations; default a fresh one for this controller. */
+  expectations?: PodCreateExpectations;
 }
 
 export function setupCocoonSetController(manager: Manager, options: CocoonSetControllerOptions): Controller {
   const { informers } = options;
   const clock = options.clock ?? systemClock;
+  const expectations = options.expectations ?? new PodCreateExpectations(clock);
+  // Registered before the controller's own handler: a pod's add event ends its expectation before
+  // the set it wakes is reconciled.
+  informers.pods.addEventHandler({
+    onAdd: (pod) => expectations.observe(pod),
+    onUpdate: (_oldPod, pod) => expectations.observe(pod),
+    onDelete: (pod) => expectations.observeDeleted(pod),
+  });
   const reconciler = new CocoonSetReconciler({
     client: options.client,
     view: new InformerCocoonSetView(informers),
@@ -40,6 +51,7 @@ export function setupCocoonSetController(manager: Manager, options: CocoonSetCon
     events: options.events,
     clock,
     log: (options.log ?? log).child({ controller: COCOONSET_CONTROLLER }),
+    expectations,
   });
   const controller = new Controller({
     name: COCOONSET_CONTROLLER,

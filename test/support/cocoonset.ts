@@ -5,6 +5,7 @@ import { pino } from "pino";
 import type { Pod } from "../../src/apis/core.ts";
 import type { CocoonSet, CocoonSetSpec } from "../../src/apis/v1/types.ts";
 import { FakeClock } from "../../src/clock.ts";
+import { PodCreateExpectations } from "../../src/cocoonset/expectations.ts";
 import type { CocoonSetDeps } from "../../src/cocoonset/pass.ts";
 import { cocoonSetOwnerReference } from "../../src/cocoonset/pods.ts";
 import { FINALIZER_COCOONSET, LABEL_COCOONSET, LABEL_ROLE, LABEL_SLOT } from "../../src/contract/keys.ts";
@@ -95,6 +96,7 @@ export function harness(opts: { withRegistry?: boolean } = {}): Harness {
     events,
     clock,
     log: pino({ level: "silent" }),
+    expectations: new PodCreateExpectations(clock),
   };
   return { client, view, registry, events, clock, deps };
 }

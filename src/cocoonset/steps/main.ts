@@ -6,7 +6,7 @@ import { isPodReady } from "../../contract/pod.ts";
 import { agentPodName } from "../../contract/vmname.ts";
 import { createManagedPod } from "../create.ts";
 import { agentDriftReason } from "../drift.ts";
-import { CONTINUE, finish, type Pass, REQUEUE_POLL_MS, type StepOutcome } from "../pass.ts";
+import { awaitCreated, CONTINUE, finish, type Pass, REQUEUE_POLL_MS, type StepOutcome } from "../pass.ts";
 import { buildMainPod } from "../pods.ts";
 import { isMissingPodParked, spendRebuildBudget } from "../rebuildbudget.ts";
 import { writeStatus } from "./status.ts";
@@ -25,6 +25,8 @@ export async function reconcileMain(pass: Pass): Promise<StepOutcome> {
       wantRestore: false,
       build: (restore) => buildMainPod(pass.cs, { restore }),
     });
+    // Pending: created by an earlier pass, not in the cache yet; its add event wakes the set.
+    if (outcome === "pending") return awaitCreated(pass);
     // AlreadyExists: the old main is still terminating.
     return finish(outcome === "created" ? { requeue: true } : { requeueAfterMs: REQUEUE_POLL_MS });
   }

@@ -28,7 +28,7 @@ import {
   newVMRuns,
   settledWithoutProbe,
 } from "../migration.ts";
-import { CONTINUE, finish, type Pass, REQUEUE_POLL_MS, type StepOutcome } from "../pass.ts";
+import { awaitCreated, CONTINUE, finish, type Pass, REQUEUE_POLL_MS, type StepOutcome } from "../pass.ts";
 import { buildMainPod } from "../pods.ts";
 import { deletePod, patchPodFlag, readPodFromServer, setEvent } from "../writes.ts";
 import { writeStatus } from "./status.ts";
@@ -46,6 +46,8 @@ export async function reconcileMigration(pass: Pass): Promise<StepOutcome> {
   if (!registry || !migrationEngaged(target, migrating)) return CONTINUE;
   if (settledWithoutProbe(main, target, migrating)) return CONTINUE;
   if (main && hibernationClaimsPod(pass.hibernationsInNamespace(), main.metadata.name ?? "")) return CONTINUE;
+  // The restored main created by an earlier pass, not in the cache yet: no probe until it shows.
+  if (!main && pass.awaitingCreate(agentPodName(pass.name, 0))) return awaitCreated(pass);
 
   const vmName = agentVMName(pass.namespace, pass.name, 0);
   // A probe error fails the pass: the normal flow would clear the quiesce or fresh-boot over the tag.

@@ -1,13 +1,16 @@
 // Step 14: /status is computed from the classification of step 4 and patched only when it differs,
 // so a settled pass writes nothing. A pass in which steps 12–13 wrote requeues at once instead: its
-// classification is already stale.
+// classification is already stale; so is that of a pass still waiting for pods created earlier to show
+// in the cache (expectations.ts), which requeues within the poll.
 import type { CocoonSet, CocoonSetPhase, CocoonSetStatus } from "../../apis/v1/types.ts";
 import { COCOONSETS } from "../../controller/resources.ts";
-import { finish, type Pass, type StepOutcome } from "../pass.ts";
+import { awaitCreated, finish, type Pass, type StepOutcome } from "../pass.ts";
 import { computeStatus, statusEqual } from "../status.ts";
 
 export async function patchStatus(pass: Pass): Promise<StepOutcome> {
   if (pass.changed) return finish({ requeue: true });
+  // Pods created by an earlier pass are not in the cache yet: the classification is as stale.
+  if (pass.awaitingCreates) return awaitCreated(pass);
   await writeStatus(pass);
   const requeueAfterMs = pass.requeueAfterMs ?? 0;
   return requeueAfterMs > 0 ? finish({ requeueAfterMs }) : finish({});

@@ -39,7 +39,8 @@ export async function reconcileSubAgents(pass: Pass): Promise<StepOutcome> {
       wantRestore: false,
       build: (restore) => buildSubAgentPod(pass.cs, slot, mainNode, { restore, mainVMName }),
     });
-    // AlreadyExists: the slot's old pod is still terminating; a later pass creates it.
+    // AlreadyExists: the slot's old pod is still terminating; a later pass creates it. Pending: an
+    // earlier pass created it and the cache does not show it yet; the pass waits for it.
     if (outcome === "created") pass.changed = true;
   });
 

@@ -6,7 +6,7 @@
 import { DEFAULT_HIBERNATE_POLICY } from "../../apis/v1/types.ts";
 import { ANN_HIBERNATE, ANN_SUSPENDING_SINCE, ROLE_MAIN, TAG_HIBERNATE } from "../../contract/keys.ts";
 import { createManagedPod } from "../create.ts";
-import { CONTINUE, finish, type Pass, REQUEUE_POLL_MS, type StepOutcome } from "../pass.ts";
+import { awaitCreated, CONTINUE, finish, type Pass, REQUEUE_POLL_MS, type StepOutcome } from "../pass.ts";
 import { buildMainPod } from "../pods.ts";
 import { recordSuspend } from "../reclaim.ts";
 import { releaseSeats } from "../slotrelease.ts";
@@ -26,8 +26,10 @@ export async function reconcileSuspend(pass: Pass): Promise<StepOutcome> {
         `hibernatePolicy=release on ${pass.namespace}/${pass.name} requires a configured registry`,
       );
     }
-    // Seats already released, or suspended before the first boot: nothing left to snapshot.
+    // Seats already released, or suspended before the first boot: nothing left to snapshot — unless
+    // a pod created by an earlier pass is not in the cache yet.
     if (pass.pods.all.size === 0) {
+      if (pass.awaitingAnyCreate()) return awaitCreated(pass);
       await settleSuspended(pass);
       return finish();
     }
@@ -58,7 +60,9 @@ async function createMainBeforeSuspend(pass: Pass): Promise<StepOutcome> {
     wantRestore: true,
     build: (restore) => buildMainPod(pass.cs, { restore }),
   });
-  // "exists": the old main is still terminating; look again shortly.
+  // "pending": created by an earlier pass, not in the cache yet. "exists": the old main is still
+  // terminating; look again shortly.
+  if (outcome === "pending") return awaitCreated(pass);
   return outcome === "created" ? finish({ requeue: true }) : finish({ requeueAfterMs: REQUEUE_POLL_MS });
 }
 

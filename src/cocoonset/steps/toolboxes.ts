@@ -77,6 +77,8 @@ async function createToolbox(pass: Pass, toolbox: ToolboxSpec): Promise<void> {
     pass.changed = true;
     return;
   }
+  // Created by an earlier pass and not in the cache yet: the pass waits for it.
+  if (outcome === "pending") return;
   // The cache did not show the pod: read the API server to tell our toolbox from a stranger.
   const podName = toolboxPodName(pass.name, toolbox.name);
   const existing = await pass.deps.client.get<Pod>(PODS, pass.namespace, podName);

@@ -19,7 +19,7 @@ import { slotReleaseWakeTotal, slotReleaseWakeUnschedulableTotal } from "../../m
 import type { SnapshotRegistry } from "../../registry/index.ts";
 import { createPod } from "../create.ts";
 import { prepareSnapshotForCreate } from "../imagerule.ts";
-import { CONTINUE, finish, type Pass, REQUEUE_POLL_MS, type StepOutcome } from "../pass.ts";
+import { awaitCreated, CONTINUE, finish, type Pass, REQUEUE_POLL_MS, type StepOutcome } from "../pass.ts";
 import { buildMainPod } from "../pods.ts";
 import { mayDropWakeSnapshot, wakeEngagement, wakePlacement } from "../slotrelease.ts";
 import { patchSetAnnotations, readPodFromServer, setEvent } from "../writes.ts";
@@ -56,6 +56,8 @@ async function startReleasedWake(pass: Pass, hint: string): Promise<StepOutcome>
     return finish({ requeueAfterMs: REQUEUE_POLL_MS });
   }
   const fresh = buildMainPod(pass.cs, { wakeHintNode: hint });
+  // The restore pod created by an earlier pass, not in the cache yet: no second read, no second create.
+  if (pass.awaitingCreate(fresh.metadata.name ?? "")) return awaitCreated(pass);
   const snapshot = await prepareSnapshotForCreate(pass, {
     podName: fresh.metadata.name ?? "",
     vmName: vmNameOf(fresh),
