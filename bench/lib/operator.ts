@@ -13,7 +13,7 @@ import { repoRoot } from "./report.ts";
 
 /** This operator, run by the Node 24 that runs the benchmark. */
 /** This operator as the image and `npm start` run it (the Dockerfile's Node flags included). */
-export const DEFAULT_OPERATOR_COMMAND = `${process.execPath} --max-semi-space-size=1 ${join(repoRoot, "src/main.ts")}`;
+export const DEFAULT_OPERATOR_COMMAND = `${process.execPath} --max-semi-space-size=4 ${join(repoRoot, "src/main.ts")}`;
 
 export interface OperatorCommand {
   command: string;
