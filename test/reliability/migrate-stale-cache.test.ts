@@ -6,7 +6,10 @@
 // back to the node the main runs on (its quiesce for the first target already pushed), a cached main
 // from before that quiesce looked like "the new VM runs on its target", and the snapshot was dropped
 // with the VM hibernated, so vk-cocoon's wake found no tag (CHAOS_SEED=2050015511). Every drop of a
-// snapshot tag now re-checks its predicate on the pod as the API server holds it.
+// snapshot tag now re-checks its predicate on the pod as the API server holds it. A third: item 58's
+// "a main still unscheduled under a pin spec.nodeName no longer names has no VM, delete it" read a
+// cache that had not seen the binding, and a running VM was deleted without a hibernate (api-faults,
+// a CI run); the delete now re-checks on the server too.
 
 import assert from "node:assert/strict";
 import { it } from "node:test";
@@ -99,3 +102,54 @@ it("drops the snapshot once the main runs on its target in the API too", async (
   await reconcileMigration(pass);
   assert.equal(await registry.hasManifest(VM, "hibernate"), false, "the restored VM runs: the tag goes");
 });
+
+it("item 58 never deletes a main the cache shows unscheduled but the API server has running", async () => {
+  const { pass, registry, client } = setupRepin();
+  await reconcileMigration(pass);
+  assert.ok(client.peek<Pod>(PODS, NS, "demo-0"), "the running main is not deleted");
+  assert.equal(await registry.hasManifest(VM, "hibernate"), false, "nothing pushed or dropped");
+});
+
+/** Pin moved to node-c; the main was built for node-b, is bound and live there, but cached unbound. */
+function setupRepin() {
+  const cs: CocoonSet = {
+    apiVersion: "cocoonset.cocoonstack.io/v1",
+    kind: "CocoonSet",
+    metadata: { name: "demo", namespace: NS, uid: "test-uid", generation: 3 },
+    spec: { nodePool: "p", nodeName: "node-b", agent: { image: IMAGE, replicas: 0 } },
+    status: { phase: "Migrating", readyAgents: 0, desiredAgents: 1, readyToolboxes: 0, desiredToolboxes: 0 },
+  };
+  const client = new FakeClient();
+  const builtForB = buildMainPod(cs, { restore: true });
+  const storedSet = client.seed(COCOONSETS, { ...cs, spec: { ...cs.spec, nodeName: "node-c" } });
+  const cached = client.seed(PODS, builtForB);
+  const running = structuredClone(cached);
+  running.spec.nodeName = "node-b";
+  running.metadata.annotations = { ...running.metadata.annotations, [ANN_VM_ID]: "vm-1" };
+  running.status = {
+    phase: "Running",
+    conditions: [{ type: "Ready", status: "True" }],
+    containerStatuses: [{ name: "agent", ready: true, restartCount: 0, state: { running: {} } }],
+  };
+  client.seed(PODS, running);
+  const registry = new FakeSnapshotRegistry();
+  const view = {
+    getCocoonSet: () => storedSet,
+    listSetPods: (): Pod[] => [cached],
+    listHibernations: () => [],
+  };
+  const pass = new Pass(
+    storedSet,
+    classifyPods([cached], { name: "demo", uid: "test-uid" }),
+    {
+      client,
+      view,
+      registry,
+      events: { event: () => {} },
+      clock: new FakeClock(Date.parse("2026-01-01T00:00:00Z")),
+      log: pino({ level: "silent" }),
+    },
+    new AbortController().signal,
+  );
+  return { pass, registry, client };
+}

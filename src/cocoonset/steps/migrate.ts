@@ -107,6 +107,10 @@ export async function reconcileMigration(pass: Pass): Promise<StepOutcome> {
  * current pin (this step from the snapshot when one exists, else step 9 or 11).
  */
 async function recreateUnderCurrentPin(pass: Pass, main: Pod, target: string): Promise<StepOutcome> {
+  // "No VM yet" is only true of the pod as the API server holds it: a cache that has not seen the
+  // binding would have a running VM deleted (reliability suite, api-faults).
+  const fresh = await readPodFromServer(pass, main);
+  if (!fresh || !awaitsNodeNoLongerPinned(fresh, target)) return finish({ requeueAfterMs: REQUEUE_POLL_MS });
   pass.deps.log.info(
     { cocoonset: `${pass.namespace}/${pass.name}`, pod: main.metadata.name, target: target || "(any node)" },
     "main waits for a node it is no longer pinned to; recreating it",

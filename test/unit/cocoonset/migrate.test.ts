@@ -589,7 +589,7 @@ describe("step 8: a main waiting for a node it is no longer pinned to (item 58)"
     ]);
     h.pushTag();
     assert.deepEqual(await h.run(), { done: true, result: { requeue: true } });
-    assert.deepEqual(h.journal, ["delete pods demo-0"]);
+    assert.deepEqual(h.journal, ["get pods demo-0", "delete pods demo-0"]);
     assert.equal(h.pod(), undefined);
   });
 
@@ -613,7 +613,7 @@ describe("step 8: a main waiting for a node it is no longer pinned to (item 58)"
     const h = new Harness(cocoonSet({ phase: "Pending" }), [mainPod({ builtFor: "node-b" })]);
     h.withRegistry = false;
     assert.deepEqual(await h.run(), { done: true, result: { requeue: true } });
-    assert.deepEqual(h.journal, ["delete pods demo-0"]);
+    assert.deepEqual(h.journal, ["get pods demo-0", "delete pods demo-0"]);
   });
 
   it("a pod pending under the current pin is left alone", async () => {
