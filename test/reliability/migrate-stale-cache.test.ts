@@ -106,7 +106,12 @@ it("drops the snapshot once the main runs on its target in the API too", async (
 it("item 58 never deletes a main the cache shows unscheduled but the API server has running", async () => {
   const { pass, registry, client } = setupRepin();
   await reconcileMigration(pass);
-  assert.ok(client.peek<Pod>(PODS, NS, "demo-0"), "the running main is not deleted");
+  assert.deepEqual(
+    client.writes().filter((c) => c.verb === "delete"),
+    [],
+    "the running main is not deleted",
+  );
+  assert.equal(client.peek<Pod>(PODS, NS, "demo-0")?.metadata.deletionTimestamp, undefined);
   assert.equal(await registry.hasManifest(VM, "hibernate"), false, "nothing pushed or dropped");
 });
 
