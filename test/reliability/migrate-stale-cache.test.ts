@@ -9,7 +9,8 @@
 // snapshot tag now re-checks its predicate on the pod as the API server holds it. A third: item 58's
 // "a main still unscheduled under a pin spec.nodeName no longer names has no VM, delete it" read a
 // cache that had not seen the binding, and a running VM was deleted without a hibernate (api-faults,
-// a CI run); the delete now re-checks on the server too.
+// a CI run); the delete now re-checks on the server too, as does the delete of the quiesced old main
+// (a cached quiesce that a wake in place has since cleared must not delete the woken VM).
 
 import assert from "node:assert/strict";
 import { it } from "node:test";
@@ -30,7 +31,7 @@ const NS = "ns";
 const IMAGE = "ubuntu-dev-base";
 const VM = "vk-ns-demo-0";
 
-function setup(quiescedInApi: boolean, mainNode = "node-a") {
+function setup(quiescedInApi: boolean, mainNode = "node-a", quiescedInCache = false) {
   const cs: CocoonSet = {
     apiVersion: "cocoonset.cocoonstack.io/v1",
     kind: "CocoonSet",
@@ -51,6 +52,9 @@ function setup(quiescedInApi: boolean, mainNode = "node-a") {
   };
   const stored = client.seed(PODS, live);
   const cached = structuredClone(stored);
+  if (quiescedInCache) {
+    cached.metadata.annotations = { ...cached.metadata.annotations, [ANN_HIBERNATE]: "true" };
+  }
   if (quiescedInApi) {
     stored.metadata.annotations = { ...stored.metadata.annotations, [ANN_HIBERNATE]: "true" };
     client.seed(PODS, stored);
@@ -76,7 +80,7 @@ function setup(quiescedInApi: boolean, mainNode = "node-a") {
     },
     new AbortController().signal,
   );
-  return { pass, registry };
+  return { pass, registry, client };
 }
 
 it("keeps the snapshot of its own quiesce when the cache lags behind it", async () => {
@@ -158,3 +162,13 @@ function setupRepin() {
   );
   return { pass, registry, client };
 }
+
+it("never deletes the old main whose cached quiesce a wake in place has cleared on the server", async () => {
+  const { pass, client } = setup(false, "node-a", true);
+  await reconcileMigration(pass);
+  assert.deepEqual(
+    client.writes().filter((c) => c.verb === "delete"),
+    [],
+    "the woken main is not deleted",
+  );
+});

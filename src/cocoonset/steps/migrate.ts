@@ -27,6 +27,7 @@ import {
   migrationTarget,
   newVMRuns,
   settledWithoutProbe,
+  snapshotExistsAndWeQuiesced,
 } from "../migration.ts";
 import { awaitCreated, CONTINUE, finish, type Pass, REQUEUE_POLL_MS, type StepOutcome } from "../pass.ts";
 import { buildMainPod } from "../pods.ts";
@@ -74,7 +75,12 @@ export async function reconcileMigration(pass: Pass): Promise<StepOutcome> {
       await registry.deleteManifest(vmName, TAG_HIBERNATE, pass.signal);
       return markMigrating(pass);
     }
-    case "delete-old-main":
+    case "delete-old-main": {
+      // The quiesce must hold on the server: a cached annotation that a wake in place has since
+      // cleared would have the woken VM deleted.
+      const fresh = await readPodFromServer(pass, action.main);
+      if (!snapshotExistsAndWeQuiesced(fresh, target, true))
+        return finish({ requeueAfterMs: REQUEUE_POLL_MS });
       await flagKeepSnapshot(pass, action.main);
       log.info(
         { from: action.main.spec.nodeName },
@@ -82,6 +88,7 @@ export async function reconcileMigration(pass: Pass): Promise<StepOutcome> {
       );
       await deletePod(pass, action.main);
       return markMigrating(pass);
+    }
     case "recreate-from-snapshot":
       return recreateFromSnapshot(pass, vmName);
     case "wake-in-place":

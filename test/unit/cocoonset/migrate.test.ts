@@ -403,6 +403,7 @@ describe("step 8: retiring the old main (items 50, 51)", () => {
     assert.deepEqual(await h.run(), POLL);
     assert.deepEqual(h.journal, [
       `hasManifest ${TAG}`,
+      "get pods demo-0",
       "patch pods demo-0",
       "delete pods demo-0",
       "patch cocoonsets/status demo",
@@ -653,7 +654,12 @@ describe("step 8: live state is never lost across a whole migration (item 60)", 
     h.pushTag();
     h.journal.length = 0;
     assert.deepEqual(await h.run(), POLL);
-    assert.deepEqual(h.journal, [`hasManifest ${TAG}`, "patch pods demo-0", "delete pods demo-0"]);
+    assert.deepEqual(h.journal, [
+      `hasManifest ${TAG}`,
+      "get pods demo-0",
+      "patch pods demo-0",
+      "delete pods demo-0",
+    ]);
 
     // Pass 4: the kubelet finished the delete: the main comes back restore-flagged on node-b.
     h.client.finishPodDeletion(NS, "demo-0");
