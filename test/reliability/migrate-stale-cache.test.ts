@@ -30,26 +30,59 @@ import { FakeClient } from "../support/fakeclient.ts";
 const NS = "ns";
 const IMAGE = "ubuntu-dev-base";
 const VM = "vk-ns-demo-0";
+const RUNNING: Pod["status"] = {
+  phase: "Running",
+  conditions: [{ type: "Ready", status: "True" }],
+  containerStatuses: [{ name: "agent", ready: true, restartCount: 0, state: { running: {} } }],
+};
 
-function setup(quiescedInApi: boolean, mainNode = "node-a", quiescedInCache = false) {
-  const cs: CocoonSet = {
+/** A set pinned to node-b, mid-migration. */
+function migratingSet(generation: number): CocoonSet {
+  return {
     apiVersion: "cocoonset.cocoonstack.io/v1",
     kind: "CocoonSet",
-    metadata: { name: "demo", namespace: NS, uid: "test-uid", generation: 2 },
+    metadata: { name: "demo", namespace: NS, uid: "test-uid", generation },
     spec: { nodePool: "p", nodeName: "node-b", agent: { image: IMAGE, replicas: 0 } },
-    status: { phase: "Migrating", readyAgents: 1, desiredAgents: 1, readyToolboxes: 0, desiredToolboxes: 0 },
+    status: { phase: "Migrating", readyAgents: 0, desiredAgents: 1, readyToolboxes: 0, desiredToolboxes: 0 },
   };
+}
+
+/** A pass whose cache serves `cached` while the API server (the fake client) holds newer state. */
+function passOverStaleCache(
+  client: FakeClient,
+  cs: CocoonSet,
+  cached: Pod,
+  registry: FakeSnapshotRegistry,
+): Pass {
+  const view = {
+    getCocoonSet: () => cs,
+    listSetPods: (): Pod[] => [cached],
+    listHibernations: () => [],
+  };
+  return new Pass(
+    cs,
+    classifyPods([cached], { name: "demo", uid: "test-uid" }),
+    {
+      client,
+      view,
+      registry,
+      events: { event: () => {} },
+      clock: new FakeClock(Date.parse("2026-01-01T00:00:00Z")),
+      log: pino({ level: "silent" }),
+    },
+    new AbortController().signal,
+  );
+}
+
+function setup(quiescedInApi: boolean, mainNode = "node-a", quiescedInCache = false) {
+  const cs = migratingSet(2);
   const client = new FakeClient();
   const storedSet = client.seed(COCOONSETS, cs);
   // The main live on mainNode; the API server holds it quiesced (this controller's patch)...
   const live = buildMainPod(cs);
   live.spec.nodeName = mainNode;
   live.metadata.annotations = { ...live.metadata.annotations, [ANN_VM_ID]: "vm-1" };
-  live.status = {
-    phase: "Running",
-    conditions: [{ type: "Ready", status: "True" }],
-    containerStatuses: [{ name: "agent", ready: true, restartCount: 0, state: { running: {} } }],
-  };
+  live.status = RUNNING;
   const stored = client.seed(PODS, live);
   const cached = structuredClone(stored);
   if (quiescedInCache) {
@@ -62,25 +95,7 @@ function setup(quiescedInApi: boolean, mainNode = "node-a", quiescedInCache = fa
   // ...vk-cocoon pushed the snapshot; the informer still serves the main from before the quiesce.
   const registry = new FakeSnapshotRegistry();
   registry.put(VM, "hibernate", IMAGE);
-  const view = {
-    getCocoonSet: () => storedSet,
-    listSetPods: (): Pod[] => [cached],
-    listHibernations: () => [],
-  };
-  const pass = new Pass(
-    storedSet,
-    classifyPods([cached], { name: "demo", uid: "test-uid" }),
-    {
-      client,
-      view,
-      registry,
-      events: { event: () => {} },
-      clock: new FakeClock(Date.parse("2026-01-01T00:00:00Z")),
-      log: pino({ level: "silent" }),
-    },
-    new AbortController().signal,
-  );
-  return { pass, registry, client };
+  return { pass: passOverStaleCache(client, storedSet, cached, registry), registry, client };
 }
 
 it("keeps the snapshot of its own quiesce when the cache lags behind it", async () => {
@@ -121,13 +136,7 @@ it("item 58 never deletes a main the cache shows unscheduled but the API server 
 
 /** Pin moved to node-c; the main was built for node-b, is bound and live there, but cached unbound. */
 function setupRepin() {
-  const cs: CocoonSet = {
-    apiVersion: "cocoonset.cocoonstack.io/v1",
-    kind: "CocoonSet",
-    metadata: { name: "demo", namespace: NS, uid: "test-uid", generation: 3 },
-    spec: { nodePool: "p", nodeName: "node-b", agent: { image: IMAGE, replicas: 0 } },
-    status: { phase: "Migrating", readyAgents: 0, desiredAgents: 1, readyToolboxes: 0, desiredToolboxes: 0 },
-  };
+  const cs = migratingSet(3);
   const client = new FakeClient();
   const builtForB = buildMainPod(cs, { restore: true });
   const storedSet = client.seed(COCOONSETS, { ...cs, spec: { ...cs.spec, nodeName: "node-c" } });
@@ -135,32 +144,10 @@ function setupRepin() {
   const running = structuredClone(cached);
   running.spec.nodeName = "node-b";
   running.metadata.annotations = { ...running.metadata.annotations, [ANN_VM_ID]: "vm-1" };
-  running.status = {
-    phase: "Running",
-    conditions: [{ type: "Ready", status: "True" }],
-    containerStatuses: [{ name: "agent", ready: true, restartCount: 0, state: { running: {} } }],
-  };
+  running.status = RUNNING;
   client.seed(PODS, running);
   const registry = new FakeSnapshotRegistry();
-  const view = {
-    getCocoonSet: () => storedSet,
-    listSetPods: (): Pod[] => [cached],
-    listHibernations: () => [],
-  };
-  const pass = new Pass(
-    storedSet,
-    classifyPods([cached], { name: "demo", uid: "test-uid" }),
-    {
-      client,
-      view,
-      registry,
-      events: { event: () => {} },
-      clock: new FakeClock(Date.parse("2026-01-01T00:00:00Z")),
-      log: pino({ level: "silent" }),
-    },
-    new AbortController().signal,
-  );
-  return { pass, registry, client };
+  return { pass: passOverStaleCache(client, storedSet, cached, registry), registry, client };
 }
 
 it("never deletes the old main whose cached quiesce a wake in place has cleared on the server", async () => {
