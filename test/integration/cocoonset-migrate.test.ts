@@ -13,6 +13,7 @@ import { createRegistryClient, type SnapshotRegistry } from "../../src/registry/
 import { OciClient, type Simulator, startSimulator } from "../env/simulator/index.ts";
 import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
 import { startTestOperator, type TestOperator } from "../support/operator.ts";
+import { getSet as getSetFromApi, objectEvents, patchSetSpec, type SetEvent } from "../support/setapi.ts";
 
 const IMAGE = "ubuntu-dev-base";
 const env = testEnv();
@@ -82,20 +83,11 @@ async function createSet(name: string, nodeName?: string): Promise<void> {
 }
 
 async function pin(name: string, nodeName: string): Promise<void> {
-  const res = await apiRequest(
-    env,
-    "PATCH",
-    `${setsPath()}/${name}`,
-    { spec: { nodeName } },
-    "application/merge-patch+json",
-  );
-  assert.equal(res.status, 200, JSON.stringify(res.body));
+  await patchSetSpec(env, ns, name, { nodeName });
 }
 
-async function getSet(name: string): Promise<CocoonSet> {
-  const res = await apiRequest(env, "GET", `${setsPath()}/${name}`);
-  assert.equal(res.status, 200, JSON.stringify(res.body));
-  return res.body as CocoonSet;
+function getSet(name: string): Promise<CocoonSet> {
+  return getSetFromApi(env, ns, name);
 }
 
 async function getPod(name: string): Promise<Pod | undefined> {
@@ -105,14 +97,8 @@ async function getPod(name: string): Promise<Pod | undefined> {
   return res.body as Pod;
 }
 
-async function events(name: string): Promise<{ type: string; reason: string; message: string }[]> {
-  const res = await apiRequest(
-    env,
-    "GET",
-    `/api/v1/namespaces/${ns}/events?fieldSelector=${encodeURIComponent(`involvedObject.name=${name}`)}`,
-  );
-  assert.equal(res.status, 200, JSON.stringify(res.body));
-  return res.body.items as { type: string; reason: string; message: string }[];
+function events(name: string): Promise<SetEvent[]> {
+  return objectEvents(env, ns, name);
 }
 
 async function hasTag(vm: string): Promise<boolean> {

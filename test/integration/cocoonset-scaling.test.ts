@@ -19,6 +19,12 @@ import {
 import { OciClient, pushSnapshot, type Simulator, startSimulator } from "../env/simulator/index.ts";
 import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
 import { startTestOperator, type TestOperator } from "../support/operator.ts";
+import {
+  getSet as getSetFromApi,
+  objectEvents,
+  patchSetSpec,
+  setPods as setPodsFromApi,
+} from "../support/setapi.ts";
 
 const IMAGE = "ubuntu-dev-base";
 const NEW_IMAGE = "ubuntu-dev-base:v2";
@@ -56,40 +62,19 @@ async function createSet(name: string, replicas: number): Promise<void> {
 }
 
 async function patchAgent(name: string, agent: Record<string, unknown>): Promise<void> {
-  const res = await apiRequest(
-    env,
-    "PATCH",
-    `${setsPath()}/${name}`,
-    { spec: { agent } },
-    "application/merge-patch+json",
-  );
-  assert.equal(res.status, 200, JSON.stringify(res.body));
+  await patchSetSpec(env, ns, name, { agent });
 }
 
-async function getSet(name: string): Promise<CocoonSet> {
-  const res = await apiRequest(env, "GET", `${setsPath()}/${name}`);
-  assert.equal(res.status, 200, JSON.stringify(res.body));
-  return res.body as CocoonSet;
+function getSet(name: string): Promise<CocoonSet> {
+  return getSetFromApi(env, ns, name);
 }
 
-async function setPods(name: string): Promise<Pod[]> {
-  const res = await apiRequest(
-    env,
-    "GET",
-    `/api/v1/namespaces/${ns}/pods?labelSelector=${encodeURIComponent(`cocoonset.cocoonstack.io/name=${name}`)}`,
-  );
-  assert.equal(res.status, 200, JSON.stringify(res.body));
-  return (res.body.items as Pod[]).filter((pod) => !pod.metadata.deletionTimestamp);
+function setPods(name: string): Promise<Pod[]> {
+  return setPodsFromApi(env, ns, name);
 }
 
 async function eventReasons(name: string): Promise<string[]> {
-  const res = await apiRequest(
-    env,
-    "GET",
-    `/api/v1/namespaces/${ns}/events?fieldSelector=${encodeURIComponent(`involvedObject.name=${name}`)}`,
-  );
-  assert.equal(res.status, 200, JSON.stringify(res.body));
-  return (res.body.items as { reason: string }[]).map((e) => e.reason);
+  return (await objectEvents(env, ns, name)).map((e) => e.reason);
 }
 
 /** The set Running with every agent Ready, its pods exactly `<name>-0..replicas`. */

@@ -19,6 +19,13 @@ import {
 import { OciClient, type Simulator, startSimulator } from "../env/simulator/index.ts";
 import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
 import { startTestOperator, type TestOperator } from "../support/operator.ts";
+import {
+  getSet as getSetFromApi,
+  objectEvents,
+  patchSetSpec,
+  type SetEvent,
+  setPods as setPodsFromApi,
+} from "../support/setapi.ts";
 
 const IMAGE = "ubuntu-dev-base";
 const env = testEnv();
@@ -66,14 +73,7 @@ async function createSet(name: string, spec: Partial<CocoonSetSpec>): Promise<vo
 }
 
 async function setSuspend(name: string, suspend: boolean): Promise<void> {
-  const res = await apiRequest(
-    env,
-    "PATCH",
-    `${setsPath()}/${name}`,
-    { spec: { suspend } },
-    "application/merge-patch+json",
-  );
-  assert.equal(res.status, 200, JSON.stringify(res.body));
+  await patchSetSpec(env, ns, name, { suspend });
 }
 
 async function deleteSet(name: string): Promise<void> {
@@ -81,24 +81,16 @@ async function deleteSet(name: string): Promise<void> {
   assert.ok(res.status === 200 || res.status === 202, JSON.stringify(res.body));
 }
 
-async function getSet(name: string): Promise<CocoonSet> {
-  const res = await apiRequest(env, "GET", `${setsPath()}/${name}`);
-  assert.equal(res.status, 200, JSON.stringify(res.body));
-  return res.body as CocoonSet;
+function getSet(name: string): Promise<CocoonSet> {
+  return getSetFromApi(env, ns, name);
 }
 
-async function setPods(name: string): Promise<Pod[]> {
-  const selector = encodeURIComponent(`cocoonset.cocoonstack.io/name=${name}`);
-  const res = await apiRequest(env, "GET", `/api/v1/namespaces/${ns}/pods?labelSelector=${selector}`);
-  assert.equal(res.status, 200, JSON.stringify(res.body));
-  return (res.body.items as Pod[]).filter((pod) => !pod.metadata.deletionTimestamp);
+function setPods(name: string): Promise<Pod[]> {
+  return setPodsFromApi(env, ns, name);
 }
 
-async function events(name: string): Promise<{ reason: string; message: string }[]> {
-  const selector = encodeURIComponent(`involvedObject.name=${name}`);
-  const res = await apiRequest(env, "GET", `/api/v1/namespaces/${ns}/events?fieldSelector=${selector}`);
-  assert.equal(res.status, 200, JSON.stringify(res.body));
-  return res.body.items as { reason: string; message: string }[];
+function events(name: string): Promise<SetEvent[]> {
+  return objectEvents(env, ns, name);
 }
 
 async function hasTag(vm: string): Promise<boolean> {
