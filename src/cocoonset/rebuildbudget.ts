@@ -5,8 +5,9 @@
 
 import type { Pod } from "../apis/core.ts";
 import { ANN_DEAD_LETTER, ANN_REBUILD_HISTORY } from "../contract/keys.ts";
+import { isPodFailed } from "../contract/pod.ts";
 import { subagentDeadLetterTotal, subagentRebuildTotal } from "../metrics/cocoon.ts";
-import type { Pass } from "./pass.ts";
+import { type Pass, REQUEUE_POLL_MS } from "./pass.ts";
 import {
   deadLetterValue,
   desiredPodNames,
@@ -20,7 +21,13 @@ import {
   recordDeadLetter,
   recordRebuild,
 } from "./rebuild.ts";
-import { deletePod, patchPodAnnotations, patchSetAnnotations, setEvent } from "./writes.ts";
+import {
+  deletePod,
+  patchPodAnnotations,
+  patchSetAnnotations,
+  readPodFromServer,
+  setEvent,
+} from "./writes.ts";
 
 export const EVENT_REBUILDING = "SubAgentRebuilding";
 export const EVENT_DEAD_LETTER = "SubAgentDeadLetter";
@@ -88,7 +95,14 @@ export async function spendRebuildBudget(pass: Pass, pod: Pod, need: RebuildNeed
       );
       pass.deps.log.warn(logFields, "rebuild budget spent, pod dead-lettered");
       return decision;
-    case "rebuild-now":
+    case "rebuild-now": {
+      // The delete is irreversible: a cache that lags may show a pod the server has since replaced,
+      // or a failure vk-cocoon has since lifted. The server's pod must be this one, still in need.
+      const fresh = await readPodFromServer(pass, pod);
+      if (!fresh || !(drifted || isPodFailed(fresh))) {
+        pass.requeueWithin(REQUEUE_POLL_MS);
+        return { action: "wait", waitMs: REQUEUE_POLL_MS };
+      }
       await persistHistory(pass, recordRebuild(history, podName, decision.attempt, now));
       await deletePod(pass, pod);
       pass.changed = true;
@@ -101,5 +115,6 @@ export async function spendRebuildBudget(pass: Pass, pod: Pod, need: RebuildNeed
       );
       pass.deps.log.info({ ...logFields, attempt: decision.attempt }, "deleted pod for rebuild");
       return decision;
+    }
   }
 }

@@ -20,8 +20,8 @@ import {
 import { slotReleasePodsDeletedTotal } from "../metrics/cocoon.ts";
 import { mergeDeleteVMNames, vmNamesToStash } from "./deletevmnames.ts";
 import type { Pass } from "./pass.ts";
-import { sortByName } from "./suspendgate.ts";
-import { deletePod, patchPodFlag, patchSetAnnotations, reclaimRecord } from "./writes.ts";
+import { gatePod, sortByName } from "./suspendgate.ts";
+import { deletePod, patchPodFlag, patchSetAnnotations, readPodFromServer, reclaimRecord } from "./writes.ts";
 
 /**
  * A pod may give up its seat only once the gate saw its VM's `:hibernate` manifest in the registry
@@ -35,8 +35,9 @@ export function mayReleaseSeat(pod: Pod, snapshotted: ReadonlySet<string>): bool
 /**
  * The release after the gate: stash the VM names for teardown's GC and the main's node as the wake
  * hint, both before the first delete, then flag and delete each releasable pod in name order.
+ * Returns false when a pod was kept because the API server no longer shows it hibernated.
  */
-export async function releaseSeats(pass: Pass, snapshotted: ReadonlySet<string>): Promise<void> {
+export async function releaseSeats(pass: Pass, snapshotted: ReadonlySet<string>): Promise<boolean> {
   const pods = sortByName(pass.pods.all.values());
   const stash = mergeDeleteVMNames(
     pass.cs.metadata.annotations?.[ANN_DELETE_VM_NAMES],
@@ -46,8 +47,16 @@ export async function releaseSeats(pass: Pass, snapshotted: ReadonlySet<string>)
   const mainNode = pass.pods.main?.spec.nodeName;
   if (mainNode) await patchSetAnnotations(pass, { [ANN_HIBERNATED_ON_NODE]: mainNode });
 
+  let released = true;
   for (const pod of pods) {
     if (!mayReleaseSeat(pod, snapshotted)) continue;
+    // The delete is irreversible: the gate read the cache, which may show a hibernate of an earlier
+    // round while the server's pod has woken since. The pod must be hibernated as the server holds it.
+    const fresh = await readPodFromServer(pass, pod);
+    if (!fresh || gatePod(fresh, pass.generation).verdict !== "probe") {
+      released = false;
+      continue;
+    }
     await flagKeepSnapshot(pass, pod);
     await deletePod(pass, pod);
     slotReleasePodsDeletedTotal.inc({ namespace: pass.namespace, cocoonset: pass.name });
@@ -56,6 +65,7 @@ export async function releaseSeats(pass: Pass, snapshotted: ReadonlySet<string>)
       "slot release: deleted hibernated pod",
     );
   }
+  return released;
 }
 
 /**

@@ -10,6 +10,7 @@ import type { Clock } from "../clock.ts";
 import { ANN_VM_NAME, FINALIZER_COCOONHIBERNATION, TAG_HIBERNATE } from "../contract/keys.ts";
 import { hibernateStatePatch, readHibernateState, vmNameOf } from "../contract/pod.ts";
 import type { Client } from "../controller/client.ts";
+import { isNotFound } from "../controller/errors.ts";
 import type { EventRecorder, EventType } from "../controller/events.ts";
 import type { Reconciler, Request, Result } from "../controller/reconciler.ts";
 import { COCOONHIBERNATIONS, PODS } from "../controller/resources.ts";
@@ -23,6 +24,7 @@ import {
   type TagProbe,
   transitionFor,
   vmHeldByAnother,
+  wakeReported,
 } from "./decide.ts";
 import {
   failedStatus,
@@ -37,7 +39,7 @@ import type { HibernationView } from "./view.ts";
 import { StripedLock } from "./vmlock.ts";
 
 export interface HibernationDeps {
-  /** Writes only; every read comes from view. */
+  /** Writes, and the one uncached read of the pod before a wake drops its tag; the rest reads view. */
   client: Client;
   view: HibernationView;
   registry: SnapshotRegistry;
@@ -160,6 +162,12 @@ export class HibernationReconciler implements Reconciler {
     const outcome = decideWake(ch, pod, this.deps.clock.now());
     switch (outcome.kind) {
       case "active":
+        // The drop is irreversible: a lagging cache may show the pod running as it did before the
+        // hibernate. The VM must have woken as the API server holds the pod.
+        if (!(await this.wokenOnServer(pod))) {
+          await this.setPhase(ch, "Waking", vmName);
+          return REQUEUE;
+        }
         await this.dropTagAfterWake(vmName, signal);
         this.announcePhaseExit(
           ch,
@@ -240,6 +248,21 @@ export class HibernationReconciler implements Reconciler {
     } catch (error) {
       return { error };
     }
+  }
+
+  private async wokenOnServer(cached: Pod): Promise<boolean> {
+    let pod: Pod;
+    try {
+      pod = await this.deps.client.get<Pod>(
+        PODS,
+        cached.metadata.namespace ?? "",
+        cached.metadata.name ?? "",
+      );
+    } catch (error) {
+      if (isNotFound(error)) return false;
+      throw error;
+    }
+    return pod.metadata.uid === cached.metadata.uid && !readHibernateState(pod) && wakeReported(pod);
   }
 
   /** Errors only logged, at error level: a persistent failure silently leaks every snapshot. */

@@ -6,7 +6,9 @@
 //   - delete with finalizers sets deletionTimestamp; a bound pod is only marked terminating (there is
 //     no kubelet) unless gracePeriodSeconds is 0; finishPodDeletion() plays the kubelet's final delete;
 //   - NotFound / AlreadyExists / Conflict as the typed errors of src/controller/errors.ts.
-// Every call is recorded, so tests can assert "no writes" or the exact order of writes.
+// Every call is recorded, so tests can assert "no writes" or the exact order of writes. The store is
+// kept as of every change (write or seed), so a view can serve it as it was N changes ago: the
+// lagging informer cache that reconcilers must never trust for an irreversible step.
 
 import type { Pod } from "../../src/apis/core.ts";
 import type { CocoonHibernation, CocoonSet } from "../../src/apis/v1/types.ts";
@@ -73,6 +75,8 @@ function selectorMatches(selector: string | undefined, labels: Record<string, st
 export class FakeClient implements Client {
   readonly calls: RecordedCall[] = [];
   private readonly objects = new Map<string, StoredObject>();
+  /** The store after each change, oldest first (stored objects are replaced, never edited). */
+  private readonly history: ReadonlyMap<string, StoredObject>[] = [new Map()];
   private version = 1;
   private uidCounter = 0;
   private injected: { verb: string; resource: string; error: Error }[] = [];
@@ -95,19 +99,30 @@ export class FakeClient implements Client {
     return out;
   }
 
-  /** The stored object, or undefined; never recorded as a call. */
-  peek<T>(rt: ResourceType, namespace: string, name: string): T | undefined {
-    const obj = this.objects.get(this.key(rt, namespace, name));
+  /**
+   * The stored object, or undefined; never recorded as a call. `changesAgo` reads the store as it was
+   * that many changes (writes or seeds) ago, or as first seeded when there were fewer.
+   */
+  peek<T>(rt: ResourceType, namespace: string, name: string, changesAgo = 0): T | undefined {
+    const obj = this.storeAsOf(changesAgo).get(this.key(rt, namespace, name));
     return obj ? (structuredClone(obj) as T) : undefined;
   }
 
-  all<T>(rt: ResourceType, namespace?: string): T[] {
+  /** Every stored object of the resource (in the namespace), as of `changesAgo` (see peek). */
+  all<T>(rt: ResourceType, namespace?: string, changesAgo = 0): T[] {
     const prefix = `${rt.plural}/${namespace ?? ""}`;
-    return [...this.objects.entries()]
+    return [...this.storeAsOf(changesAgo).entries()]
       .filter(([key]) =>
         namespace === undefined ? key.startsWith(`${rt.plural}/`) : key.startsWith(`${prefix}/`),
       )
       .map(([, obj]) => structuredClone(obj) as T);
+  }
+
+  /** Runs `change` (seeds or writes) and returns how many times it changed the store. */
+  changesDuring(change: () => void): number {
+    const before = this.history.length;
+    change();
+    return this.history.length - before;
   }
 
   /** The next call with this verb on this resource (plural, or "plural/status") fails with error. */
@@ -125,7 +140,7 @@ export class FakeClient implements Client {
 
   /** Plays the kubelet: removes a terminating pod for good. */
   finishPodDeletion(namespace: string, name: string): void {
-    this.objects.delete(this.key(PODS, namespace, name));
+    this.remove(this.key(PODS, namespace, name));
   }
 
   async get<T>(rt: ResourceType, namespace: string, name: string): Promise<T> {
@@ -214,11 +229,11 @@ export class FakeClient implements Client {
           deletionTimestamp: this.now(),
           resourceVersion: String(++this.version),
         };
-        this.objects.set(key, { ...current, metadata });
+        this.put(key, { ...current, metadata });
       }
       return;
     }
-    this.objects.delete(key);
+    this.remove(key);
   }
 
   /** Stores obj itself (a private copy), filling the metadata a server fills. */
@@ -227,7 +242,7 @@ export class FakeClient implements Client {
     obj.metadata.resourceVersion = String(++this.version);
     obj.metadata.generation ??= 1;
     obj.metadata.creationTimestamp ??= this.now();
-    this.objects.set(this.key(rt, obj.metadata.namespace ?? "", obj.metadata.name ?? ""), obj);
+    this.put(this.key(rt, obj.metadata.namespace ?? "", obj.metadata.name ?? ""), obj);
     return obj;
   }
 
@@ -242,11 +257,26 @@ export class FakeClient implements Client {
     next.metadata.generation = (current.metadata.generation ?? 1) + (specChanged ? 1 : 0);
     const key = this.key(rt, current.metadata.namespace ?? "", current.metadata.name ?? "");
     if (next.metadata.deletionTimestamp && (next.metadata.finalizers?.length ?? 0) === 0 && rt !== PODS) {
-      this.objects.delete(key);
+      this.remove(key);
     } else {
-      this.objects.set(key, next);
+      this.put(key, next);
     }
     return structuredClone(next);
+  }
+
+  private put(key: string, obj: StoredObject): void {
+    this.objects.set(key, obj);
+    this.history.push(new Map(this.objects));
+  }
+
+  private remove(key: string): void {
+    this.objects.delete(key);
+    this.history.push(new Map(this.objects));
+  }
+
+  private storeAsOf(changesAgo: number): ReadonlyMap<string, StoredObject> {
+    if (changesAgo <= 0) return this.objects;
+    return this.history[Math.max(0, this.history.length - 1 - changesAgo)] ?? this.objects;
   }
 
   private mustGet(rt: ResourceType, namespace: string, name: string): StoredObject {
@@ -273,6 +303,17 @@ export class FakeClient implements Client {
 /** The cache view of a FakeClient's store, counting CocoonHibernation lists. */
 export class FakeView implements CocoonSetView {
   hibernationLists = 0;
+  /** Serve the set and its pods as they were this many store changes ago (a lagging informer). */
+  lag = 0;
+
+  /**
+   * Runs `change` (seeds standing for other writers: vk-cocoon, the kubelet, a user) while this view
+   * goes on serving the set and pods as before it: the cache lags by the changes made, and by as many
+   * writes as the reconciler makes later.
+   */
+  lagBehind(change: () => void): void {
+    this.lag += this.client.changesDuring(change);
+  }
   private readonly client: FakeClient;
 
   constructor(client: FakeClient) {
@@ -280,12 +321,12 @@ export class FakeView implements CocoonSetView {
   }
 
   getCocoonSet(namespace: string, name: string): CocoonSet | undefined {
-    return this.client.peek<CocoonSet>(COCOONSETS, namespace, name);
+    return this.client.peek<CocoonSet>(COCOONSETS, namespace, name, this.lag);
   }
 
   listSetPods(namespace: string, setName: string): Pod[] {
     return this.client
-      .all<Pod>(PODS, namespace)
+      .all<Pod>(PODS, namespace, this.lag)
       .filter((p) => p.metadata.labels?.["cocoonset.cocoonstack.io/name"] === setName);
   }
 

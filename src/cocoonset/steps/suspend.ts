@@ -45,7 +45,8 @@ export async function reconcileSuspend(pass: Pass): Promise<StepOutcome> {
   const gate = await runSuspendGate(pass);
   if (!gate.confirmed) return stayOrTimeOut(pass, gate);
   if (release) {
-    await releaseSeats(pass, gate.snapshotted);
+    // A pod the server shows awake again is kept: the next pass, on a cache that has caught up, gates it anew.
+    if (!(await releaseSeats(pass, gate.snapshotted))) return finish({ requeueAfterMs: REQUEUE_POLL_MS });
     await settleSuspended(pass);
     return finish({ requeueAfterMs: REQUEUE_POLL_MS });
   }

@@ -130,6 +130,7 @@ describe("step 6: suspend with hibernatePolicy release", () => {
       `registry hasManifest ${VM0}:hibernate`,
       `patch cocoonsets/demo delete-vm-names=${VM0}`,
       "patch cocoonsets/demo hibernated-on-node=node-a",
+      "get pods/demo-0",
       "patch pods/demo-0 keep-snapshot-on-delete=true",
       "delete pods/demo-0",
       "patch cocoonsets/demo status phase=Suspended",

@@ -142,6 +142,8 @@ export class RecordingEvents implements EventRecorder {
 
 /** The cache view over a FakeClient's store: reads are never recorded as calls. */
 export class FakeHibernationView implements HibernationView {
+  /** Serve pods as they were this many store changes ago (a lagging pod informer). */
+  podLag = 0;
   private readonly client: FakeClient;
 
   constructor(client: FakeClient) {
@@ -153,7 +155,7 @@ export class FakeHibernationView implements HibernationView {
   }
 
   getPod(namespace: string, name: string): Pod | undefined {
-    return this.client.peek<Pod>(PODS, namespace, name);
+    return this.client.peek<Pod>(PODS, namespace, name, this.podLag);
   }
 
   listHibernations(namespace: string): CocoonHibernation[] {
@@ -166,15 +168,17 @@ export class Harness {
   readonly client: FakeClient;
   readonly registry: FakeSnapshotRegistry;
   readonly events = new RecordingEvents();
+  readonly view: FakeHibernationView;
   readonly reconciler: HibernationReconciler;
 
   constructor(opts: { client?: FakeClient; registry?: SnapshotRegistry } = {}) {
     this.client = opts.client ?? new FakeClient();
     this.client.now = () => formatTime(this.clock.now());
     this.registry = new FakeSnapshotRegistry();
+    this.view = new FakeHibernationView(this.client);
     this.reconciler = new HibernationReconciler({
       client: this.client,
-      view: new FakeHibernationView(this.client),
+      view: this.view,
       registry: opts.registry ?? this.registry,
       events: this.events,
       clock: this.clock,
