@@ -1,20 +1,32 @@
 // An in-memory implementation of our own Client interface for fast reconcile unit tests. It keeps the
 // API server semantics the reconcilers depend on, and nothing more:
-//   - resourceVersion bumps on every write; metadata.generation starts at 1 and bumps on spec changes;
+//   - resourceVersion bumps on every write; metadata.generation starts at 1 and bumps on spec changes
+//     and on the first deletionTimestamp;
 //   - status is written only through the status subresource, and only status is written there;
 //   - JSON merge patch (RFC 7386);
 //   - delete with finalizers sets deletionTimestamp; a bound pod is only marked terminating (there is
-//     no kubelet) unless gracePeriodSeconds is 0; finishPodDeletion() plays the kubelet's final delete;
-//   - NotFound / AlreadyExists / Conflict as the typed errors of src/controller/errors.ts.
+//     no kubelet) unless gracePeriodSeconds is 0 or it is Failed or Succeeded; finishPodDeletion()
+//     plays the kubelet's final delete;
+//   - an update of a custom resource must carry metadata.resourceVersion; no finalizer can be added
+//     to an object being deleted;
+//   - NotFound / AlreadyExists / Conflict / Invalid as the typed errors of src/controller/errors.ts.
+// test/integration/fakeclient-parity.test.ts runs the same assertions on these against the real
+// kube-apiserver.
 // Every call is recorded, so tests can assert "no writes" or the exact order of writes. The store is
 // kept as of every change (write or seed), so a view can serve it as it was N changes ago: the
 // lagging informer cache that reconcilers must never trust for an irreversible step.
 
 import type { Pod } from "../../src/apis/core.ts";
-import type { CocoonHibernation, CocoonSet } from "../../src/apis/v1/types.ts";
+import { type CocoonHibernation, type CocoonSet, GROUP } from "../../src/apis/v1/types.ts";
 import type { CachedHibernation, CocoonSetView } from "../../src/cocoonset/pass.ts";
 import type { Client, DeleteOptions, ListOptions, ListResult } from "../../src/controller/client.ts";
-import { AlreadyExistsError, ApiError, ConflictError, NotFoundError } from "../../src/controller/errors.ts";
+import {
+  AlreadyExistsError,
+  ApiError,
+  ConflictError,
+  InvalidError,
+  NotFoundError,
+} from "../../src/controller/errors.ts";
 import { COCOONHIBERNATIONS, COCOONSETS, PODS, type ResourceType } from "../../src/controller/resources.ts";
 
 export interface RecordedCall {
@@ -61,6 +73,10 @@ function deepFreeze<T>(value: T): T {
   Object.freeze(value);
   for (const child of Object.values(value)) deepFreeze(child);
   return value;
+}
+
+function invalid(rt: ResourceType, name: string, cause: string): InvalidError {
+  return new InvalidError(422, "Invalid", `${rt.kind} "${name}" is invalid: ${cause}`);
 }
 
 function selectorMatches(selector: string | undefined, labels: Record<string, string> = {}): boolean {
@@ -177,6 +193,14 @@ export class FakeClient implements Client {
     const name = incoming.metadata.name ?? "";
     this.record({ verb: "update", resource: rt.plural, namespace, name, body: obj });
     const current = this.mustGet(rt, namespace, name);
+    if (!incoming.metadata.resourceVersion && rt.group === GROUP) {
+      // Custom resources do not allow unconditional updates.
+      throw invalid(
+        rt,
+        name,
+        "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update",
+      );
+    }
     if (
       incoming.metadata.resourceVersion &&
       incoming.metadata.resourceVersion !== current.metadata.resourceVersion
@@ -220,14 +244,18 @@ export class FakeClient implements Client {
       throw new ConflictError(409, "Conflict", `precondition failed: uid ${opts.preconditions.uid}`);
     }
     const bound = rt === PODS && Boolean((current.spec as { nodeName?: string } | undefined)?.nodeName);
-    const graceful = bound && opts?.gracePeriodSeconds !== 0;
+    const phase = (current.status as { phase?: string } | undefined)?.phase;
+    // Only a pod a kubelet still runs waits for it; a terminal one has nothing left to stop.
+    const graceful = bound && phase !== "Failed" && phase !== "Succeeded" && opts?.gracePeriodSeconds !== 0;
     if ((current.metadata.finalizers?.length ?? 0) > 0 || graceful) {
       if (!current.metadata.deletionTimestamp) {
         // A new stored object, never an edit of one: cached() hands stored objects out uncopied.
+        const generation = current.metadata.generation ?? 0;
         const metadata = {
           ...current.metadata,
           deletionTimestamp: this.now(),
           resourceVersion: String(++this.version),
+          ...(generation > 0 ? { generation: generation + 1 } : {}),
         };
         this.put(key, { ...current, metadata });
       }
@@ -247,6 +275,16 @@ export class FakeClient implements Client {
   }
 
   private store(rt: ResourceType, current: StoredObject, next: StoredObject): StoredObject {
+    if (current.metadata.deletionTimestamp) {
+      const added = (next.metadata.finalizers ?? []).filter((f) => !current.metadata.finalizers?.includes(f));
+      if (added.length > 0) {
+        throw invalid(
+          rt,
+          current.metadata.name ?? "",
+          `metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers ${JSON.stringify(added)}`,
+        );
+      }
+    }
     // A merge patch that leaves metadata alone shares current's: copy it before writing to it.
     next.metadata = { ...next.metadata };
     next.metadata.uid = current.metadata.uid;
