@@ -8,14 +8,9 @@
 //   npm run bench:settled [-- --sets 20 --runs 5]
 
 import "./lib/quiet.ts";
-import { systemClock } from "../src/clock.ts";
-import { CocoonSetReconciler } from "../src/cocoonset/reconciler.ts";
-import { InformerCocoonSetView } from "../src/cocoonset/view.ts";
-import { kubeConfigFromFile, type RequestInfo } from "../src/controller/client.ts";
-import type { EventRecorder } from "../src/controller/events.ts";
-import { log } from "../src/log.ts";
+import { kubeConfigFromFile } from "../src/controller/client.ts";
 import { createOperator } from "../src/operator.ts";
-import { createRegistryClient } from "../src/registry/index.ts";
+import { SettledPassProbe, type SettledRun, WRITE_VERBS } from "../test/support/settledpass.ts";
 import {
   cocoonSet,
   createNamespace,
@@ -23,7 +18,6 @@ import {
   IMAGE,
   isRunning,
   pollSets,
-  sleep,
   startCluster,
   startPool,
 } from "./lib/cluster.ts";
@@ -40,7 +34,6 @@ import {
   writeSection,
 } from "./lib/report.ts";
 
-const WRITE_VERBS = new Set(["create", "update", "patch", "delete", "deletecollection"]);
 const QUIET_MS = 3_000;
 
 async function main(): Promise<void> {
@@ -54,19 +47,11 @@ async function main(): Promise<void> {
   const pool = await startPool(info, 2, { pods: 110 });
   const ns = await createNamespace(info, "bench-settled");
 
-  let registryRequests = 0;
-  const registryByMethod: Record<string, number> = {};
-  const registry = createRegistryClient(info.registry, {
-    logger: log,
-    onRequest: (method) => {
-      registryRequests++;
-      registryByMethod[method] = (registryByMethod[method] ?? 0) + 1;
-    },
-  });
+  const probe = new SettledPassProbe(info.registry);
   const operator = createOperator({
     kubeConfig: kubeConfigFromFile(info.kubeconfigPath),
     registryBase: info.registry,
-    registry,
+    registry: probe.registry,
     metricsAddr: "0",
     probeAddr: "0",
     leaderElect: false,
@@ -79,28 +64,15 @@ async function main(): Promise<void> {
   await operator.start();
   const { cocoonSets, pods, hibernations } = operator.informers;
   await Promise.all([cocoonSets.waitForSync(), pods.waitForSync(), hibernations.waitForSync()]);
-
-  // CocoonHibernation lists of the cached view (the CocoonSet view lists; the CH controller indexes).
-  let chLists = 0;
-  const list = hibernations.list.bind(hibernations);
-  hibernations.list = (...a: Parameters<typeof list>) => {
-    chLists++;
-    return list(...a);
-  };
-  let lastRequestAt = performance.now();
-  const window: RequestInfo[] = [];
-  let recording = false;
-  operator.client.onRequest((req) => {
-    if (req.verb !== "watch") lastRequestAt = performance.now();
-    if (recording) window.push(req);
-  });
+  probe.attach(operator);
 
   progress(`creating ${setCount} sets (main + 2 sub-agents + 1 toolbox) in ${ns}`);
   const t0 = performance.now();
+  const names = Array.from({ length: setCount }, (_, i) => `settled-${i}`);
   await createSets(
     info,
-    Array.from({ length: setCount }, (_, i) =>
-      cocoonSet(ns, `settled-${i}`, {
+    names.map((name) =>
+      cocoonSet(ns, name, {
         nodePool: pool.pool,
         agent: { image: IMAGE, replicas: 2, mode: "clone" },
         toolboxes: [{ name: "tb", image: IMAGE, mode: "run" }],
@@ -111,80 +83,22 @@ async function main(): Promise<void> {
     what: "every set Running",
   });
   progress(`all Running after ${((performance.now() - t0) / 1000).toFixed(1)} s; waiting for quiet`);
-  // Steady state: no API request (watches aside) and no registry request for QUIET_MS.
-  for (let lastRegistry = registryRequests; ; ) {
-    await sleep(500);
-    const quiet = performance.now() - lastRequestAt > QUIET_MS && registryRequests === lastRegistry;
-    lastRegistry = registryRequests;
-    if (quiet) break;
-  }
+  await probe.waitForQuiet(QUIET_MS);
 
-  let events = 0;
-  const recorder: EventRecorder = { event: () => void events++ };
-  const reconciler = new CocoonSetReconciler({
-    client: operator.client,
-    view: new InformerCocoonSetView(operator.informers),
-    registry,
-    events: recorder,
-    clock: systemClock,
-    log: log.child({ controller: "bench-settled" }),
-  });
-
-  interface Run {
-    requests: Record<string, number>;
-    writes: number;
-    registry: number;
-    chLists: number;
-    events: number;
-    passMs: number[];
-    results: string[];
-  }
-  const results: Run[] = [];
+  const results: SettledRun[] = [];
   for (let r = 0; r < runs; r++) {
-    window.length = 0;
-    const registryBefore = registryRequests;
-    const chBefore = chLists;
-    const eventsBefore = events;
-    const passMs: number[] = [];
-    const outcomes: string[] = [];
-    recording = true;
-    for (let i = 0; i < setCount; i++) {
-      const p0 = performance.now();
-      const result = await reconciler.reconcile(
-        { namespace: ns, name: `settled-${i}` },
-        new AbortController().signal,
-      );
-      passMs.push(performance.now() - p0);
-      outcomes.push(JSON.stringify(result));
-    }
-    // Anything the pass set off (a watch event → the operator's own controller) lands in this window too.
-    await sleep(1_000);
-    recording = false;
-    const requests: Record<string, number> = {};
-    for (const req of window) {
-      const key = `${req.verb} ${req.resource}`;
-      requests[key] = (requests[key] ?? 0) + 1;
-    }
-    const run: Run = {
-      requests,
-      writes: window.filter((req) => WRITE_VERBS.has(req.verb)).length,
-      registry: registryRequests - registryBefore,
-      chLists: chLists - chBefore,
-      events: events - eventsBefore,
-      passMs,
-      results: [...new Set(outcomes)],
-    };
+    const run = await probe.run(ns, names);
     results.push(run);
     progress(
-      `run ${r + 1}: ${JSON.stringify(requests)} writes ${run.writes}, registry ${run.registry}, ` +
+      `run ${r + 1}: ${JSON.stringify(run.requests)} writes ${run.writes}, registry ${run.registry}, ` +
         `CH lists ${run.chLists}, events ${run.events}, results ${run.results.join(" ")}`,
     );
   }
 
   const passAll = results.flatMap((r) => r.passMs);
-  const reads = (r: Run) =>
+  const reads = (r: SettledRun) =>
     Object.entries(r.requests)
-      .filter(([k]) => !WRITE_VERBS.has(k.split(" ")[0] ?? "") && !k.startsWith("watch "))
+      .filter(([k]) => !WRITE_VERBS.has(k.split(" ")[0] ?? ""))
       .reduce((s, [, v]) => s + v, 0);
   const writes = spread(results.map((r) => r.writes));
   const registryCalls = spread(results.map((r) => r.registry));

@@ -6,9 +6,10 @@ import type { CocoonSet, CocoonSetSpec } from "../../src/apis/v1/types.ts";
 import { type Environment, startEnvironment } from "../../test/env/environment.ts";
 import { type SimTimings, type Simulator, startSimulator } from "../../test/env/simulator/index.ts";
 import { type ApiConnection, apiRequest, createNamespace } from "../../test/env/testenv.ts";
+import { isRunning } from "../../test/support/setapi.ts";
 import { onTeardown } from "./lifecycle.ts";
 
-export { apiRequest, createNamespace };
+export { apiRequest, createNamespace, isRunning };
 
 export interface Cluster {
   env: Environment;
@@ -91,18 +92,6 @@ export async function listSets(conn: ApiConnection, ns: string): Promise<CocoonS
   const res = await apiRequest(conn, "GET", setsPath(ns));
   if (res.status !== 200) throw new Error(`list cocoonsets: ${res.status}`);
   return res.body.items as CocoonSet[];
-}
-
-/** Running with every agent and toolbox Ready at the current generation. */
-export function isRunning(cs: CocoonSet, agents: number, toolboxes = 0): boolean {
-  const s = cs.status;
-  return (
-    s?.phase === "Running" &&
-    s.readyAgents === agents &&
-    s.desiredAgents === agents &&
-    (s.readyToolboxes ?? 0) === toolboxes &&
-    s.observedGeneration === cs.metadata.generation
-  );
 }
 
 /** Polls until `done(sets)`; returns the time it first held. */

@@ -51,3 +51,15 @@ export async function objectEvents(env: ApiConnection, ns: string, name: string)
   assert.equal(res.status, 200, JSON.stringify(res.body));
   return res.body.items as SetEvent[];
 }
+
+/** Running with every agent and toolbox Ready at the current generation. */
+export function isRunning(cs: CocoonSet, agents: number, toolboxes = 0): boolean {
+  const s = cs.status;
+  return (
+    s?.phase === "Running" &&
+    s.readyAgents === agents &&
+    s.desiredAgents === agents &&
+    (s.readyToolboxes ?? 0) === toolboxes &&
+    s.observedGeneration === cs.metadata.generation
+  );
+}

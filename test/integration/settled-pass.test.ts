@@ -1,0 +1,83 @@
+// A settled pass on the real API server makes no call: sets (main + 2 sub-agents + 1 toolbox) brought
+// to Running by the in-process operator on the real control plane, registry and vk-cocoon simulator,
+// then, once the operator is quiet, passes through the CocoonSet reconciler over the operator's own
+// cached view make no API request, no registry request and list no CocoonHibernation.
+// bench/settled.ts measures the same at scale (test/support/settledpass.ts is their shared machinery).
+
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { after, before, describe, it } from "node:test";
+import type { CocoonSet } from "../../src/apis/v1/types.ts";
+import { type Simulator, startSimulator } from "../env/simulator/index.ts";
+import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
+import { startTestOperator, type TestOperator } from "../support/operator.ts";
+import { getSet, isRunning, setsPath } from "../support/setapi.ts";
+import { SettledPassProbe } from "../support/settledpass.ts";
+
+const env = testEnv();
+const suffix = randomBytes(3).toString("hex");
+const pool = `pool-${suffix}`;
+const IMAGE = "ubuntu-dev-base";
+const SETS = ["settled-a", "settled-b"];
+const RUNS = 3;
+const QUIET_MS = 3_000;
+let ns: string;
+let sim: Simulator;
+let operator: TestOperator;
+let probe: SettledPassProbe;
+
+before(async () => {
+  ns = await createNamespace(env, "settled");
+  sim = await startSimulator({ ...env, nodes: [{ name: `sim-${suffix}`, pool }] });
+  probe = new SettledPassProbe(env.registry);
+  operator = await startTestOperator({ namespace: ns, registry: probe.registry });
+  probe.attach(operator.operator);
+});
+
+after(async () => {
+  await operator?.stop();
+  await sim?.stop({ removeNodes: true });
+});
+
+function settledSet(name: string): CocoonSet {
+  return {
+    apiVersion: "cocoonset.cocoonstack.io/v1",
+    kind: "CocoonSet",
+    metadata: { name, namespace: ns },
+    spec: {
+      nodePool: pool,
+      agent: { image: IMAGE, replicas: 2, mode: "clone" },
+      toolboxes: [{ name: "tb", image: IMAGE, mode: "run" }],
+    },
+  };
+}
+
+describe("a settled pass on the real API server", () => {
+  it("makes no API request, no registry request and lists no CocoonHibernation", async () => {
+    for (const name of SETS) {
+      const res = await apiRequest(env, "POST", setsPath(ns), settledSet(name));
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+    }
+    for (const name of SETS) {
+      await waitFor(
+        `${name} Running`,
+        async () => (isRunning(await getSet(env, ns, name), 3, 1) ? true : undefined),
+        120_000,
+      );
+    }
+    // The counters see the bring-up (creates, image-rule manifest reads), so zeros below are real.
+    const bringUp = probe.totals();
+    assert.ok(bringUp.apiRequests > 0 && bringUp.registryRequests > 0, JSON.stringify(bringUp));
+    await probe.waitForQuiet(QUIET_MS);
+
+    for (let r = 0; r < RUNS; r++) {
+      const run = await probe.run(ns, SETS);
+      assert.deepEqual(
+        { requests: run.requests, registry: run.registryByMethod, chLists: run.chLists, events: run.events },
+        { requests: {}, registry: {}, chLists: 0, events: 0 },
+        `run ${r + 1}`,
+      );
+      assert.deepEqual(run.results, ["{}"]);
+    }
+  });
+});
