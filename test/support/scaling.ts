@@ -2,9 +2,10 @@
 // spec), made Ready or failed the way the kubelet and vk-cocoon report it, and a Pass over the store.
 
 import type { Pod } from "../../src/apis/core.ts";
-import type { CocoonSet, CocoonSetSpec } from "../../src/apis/v1/types.ts";
+import type { CocoonSet, CocoonSetPhase, CocoonSetSpec } from "../../src/apis/v1/types.ts";
 import { classifyPods } from "../../src/cocoonset/classify.ts";
 import { Pass } from "../../src/cocoonset/pass.ts";
+import { buildMainPod } from "../../src/cocoonset/pods.ts";
 import { ANN_LIFECYCLE_STATE, ANN_VM_ID, LIFECYCLE_FAILED } from "../../src/contract/keys.ts";
 import { PODS } from "../../src/controller/resources.ts";
 import { cocoonSet, type Harness, harness, NS, SET, seedSet, storedSet } from "./cocoonset.ts";
@@ -17,6 +18,18 @@ export const MAIN_NODE = "cocoonset-node-2";
 /** The set "demo" (uid test-uid, image IMAGE) with its finalizer; `spec` overrides. */
 export function scalingSet(spec: Partial<CocoonSetSpec> = {}, generation = 1): CocoonSet {
   return cocoonSet({ agent: { image: IMAGE, replicas: 0 }, ...spec }, { uid: "test-uid", generation });
+}
+
+/** The set with a status in `phase` (one agent desired, none ready). */
+export function withPhase(cs: CocoonSet, phase: CocoonSetPhase): CocoonSet {
+  cs.status = { phase, readyAgents: 0, desiredAgents: 1, readyToolboxes: 0, desiredToolboxes: 0 };
+  return cs;
+}
+
+/** The main as built when spec.nodeName was `pin` (undefined: unpinned), e.g. before a re-pin. */
+export function mainBuiltUnderPin(cs: CocoonSet, pin: string | undefined): Pod {
+  const { nodeName: _current, ...spec } = cs.spec;
+  return buildMainPod({ ...cs, spec: pin ? { ...spec, nodeName: pin } : spec });
 }
 
 /** Running, Ready, with a VM on `node`, as vk-cocoon reports a booted pod (a static VM keeps its id). */

@@ -8,7 +8,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
-import type { CocoonSet, CocoonSetPhase } from "../../../src/apis/v1/types.ts";
 import { buildMainPod, buildSubAgentPod } from "../../../src/cocoonset/pods.ts";
 import { CocoonSetReconciler } from "../../../src/cocoonset/reconciler.ts";
 import {
@@ -23,11 +22,13 @@ import { NS, SET } from "../../support/cocoonset.ts";
 import {
   IMAGE,
   lifecycleFailed,
+  mainBuiltUnderPin,
   phaseFailed,
   ready,
   type ScalingHarness,
   scalingHarness,
   scalingSet,
+  withPhase,
 } from "../../support/scaling.ts";
 import { annotate, hibernated, woken } from "../../support/suspend.ts";
 
@@ -46,11 +47,6 @@ async function reconcileSettling(h: ScalingHarness): Promise<void> {
   }
 }
 
-function withPhase(cs: CocoonSet, phase: CocoonSetPhase): CocoonSet {
-  cs.status = { phase, readyAgents: 0, desiredAgents: 1, readyToolboxes: 0, desiredToolboxes: 0 };
-  return cs;
-}
-
 function stored(h: ScalingHarness, name: string): Pod {
   return h.pod(name) ?? assert.fail(`no pod ${name}`);
 }
@@ -60,12 +56,6 @@ function assertAlive(h: ScalingHarness, name: string, uid?: string): void {
   const pod = stored(h, name);
   assert.equal(pod.metadata.deletionTimestamp, undefined, `${name} is being deleted`);
   if (uid !== undefined) assert.equal(pod.metadata.uid, uid);
-}
-
-/** The main of a set pinned elsewhere, as built before the pin changed. */
-function mainBuiltFor(cs: CocoonSet, nodeName: string | undefined): Pod {
-  const { nodeName: _pin, ...spec } = cs.spec;
-  return buildMainPod({ ...cs, spec: nodeName ? { ...spec, nodeName } : spec });
 }
 
 describe("destructive writes over a lagging cache lose no live state", () => {
@@ -106,7 +96,7 @@ describe("destructive writes over a lagging cache lose no live state", () => {
 
   it("the migration delete (step 8) keeps a main the cache shows quiesced that woke in place", async () => {
     const h = scalingHarness(withPhase(scalingSet({ nodeName: "node-b" }, 1), "Migrating"), (cs) => [
-      hibernated(mainBuiltFor(cs, undefined), 1, "node-a"),
+      hibernated(mainBuiltUnderPin(cs, undefined), 1, "node-a"),
     ]);
     h.registry.put(VM0, TAG_HIBERNATE, IMAGE);
     h.view.lagBehind(() => h.client.seed(PODS, woken(stored(h, "demo-0"), 1, "node-a")));
@@ -118,7 +108,7 @@ describe("destructive writes over a lagging cache lose no live state", () => {
 
   it("item 58 (step 8) keeps a main the cache shows unscheduled that the server has bound and booted", async () => {
     const h = scalingHarness(scalingSet({ nodeName: "node-b" }, 1), (cs) => {
-      const main = mainBuiltFor(cs, "node-a");
+      const main = mainBuiltUnderPin(cs, "node-a");
       main.status = { phase: "Pending", conditions: [{ type: "PodScheduled", status: "False" }] };
       return [main];
     });
@@ -165,7 +155,7 @@ describe("destructive writes over a lagging cache lose no live state", () => {
 
   it("the leftover-tag drop (step 8) keeps the snapshot of this controller's own quiesce", async () => {
     const h = scalingHarness(scalingSet({ nodeName: "node-b" }, 1), (cs) => [
-      ready(mainBuiltFor(cs, undefined), "node-a"),
+      ready(mainBuiltUnderPin(cs, undefined), "node-a"),
     ]);
     // On the server a pass already persisted Migrating and quiesced the main; vk-cocoon pushed its snapshot.
     h.view.lagBehind(() => {

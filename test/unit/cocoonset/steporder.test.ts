@@ -24,10 +24,12 @@ import { NS, SET } from "../../support/cocoonset.ts";
 import {
   IMAGE,
   lifecycleFailed,
+  mainBuiltUnderPin,
   ready,
   type ScalingHarness,
   scalingHarness,
   scalingSet,
+  withPhase,
 } from "../../support/scaling.ts";
 import { annotate, hibernated, storedReclaim, timeline, woken } from "../../support/suspend.ts";
 
@@ -41,11 +43,6 @@ function reconcile(h: ScalingHarness): Promise<Result> {
     { namespace: NS, name: SET },
     new AbortController().signal,
   );
-}
-
-function withPhase(cs: CocoonSet, phase: CocoonSetPhase): CocoonSet {
-  cs.status = { phase, readyAgents: 0, desiredAgents: 1, readyToolboxes: 0, desiredToolboxes: 0 };
-  return cs;
 }
 
 function withAnnotations(cs: CocoonSet, annotations: Record<string, string>): CocoonSet {
@@ -118,8 +115,7 @@ describe("step order through CocoonSetReconciler.reconcile", () => {
   it("7 before 8: a main that failed its migration quiesce parks Failed, the migration does not go on", async () => {
     const cs = withPhase(scalingSet({ nodeName: "node-b" }, 1), "Migrating");
     const h = scalingHarness(cs, (stored) => {
-      const { nodeName: _pin, ...unpinned } = stored.spec;
-      const main = buildMainPod({ ...stored, spec: unpinned });
+      const main = mainBuiltUnderPin(stored, undefined);
       return [annotate(lifecycleFailed(ready(main, "node-a")), { [ANN_HIBERNATE]: TRUE })];
     });
 
@@ -188,12 +184,9 @@ describe("step order through CocoonSetReconciler.reconcile", () => {
 
   it("8 before 10: the migration's quiesce of an off-target main is not cleared as an unsuspend", async () => {
     const cs = withPhase(scalingSet({ nodeName: "node-b" }, 1), "Migrating");
-    const h = scalingHarness(cs, (stored) => {
-      const { nodeName: _pin, ...unpinned } = stored.spec;
-      return [
-        annotate(ready(buildMainPod({ ...stored, spec: unpinned }), "node-a"), { [ANN_HIBERNATE]: TRUE }),
-      ];
-    });
+    const h = scalingHarness(cs, (stored) => [
+      annotate(ready(mainBuiltUnderPin(stored, undefined), "node-a"), { [ANN_HIBERNATE]: TRUE }),
+    ]);
     const calls = timeline(h);
 
     await reconcile(h);
