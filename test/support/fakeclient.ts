@@ -5,7 +5,8 @@
 //   - JSON merge patch (RFC 7386);
 //   - delete with finalizers sets deletionTimestamp; a bound pod is only marked terminating (there is
 //     no kubelet) unless gracePeriodSeconds is 0; finishPodDeletion() plays the kubelet's final delete;
-//   - NotFound / AlreadyExists / Conflict as the typed errors of src/controller/errors.ts.
+//   - NotFound / AlreadyExists / Conflict as the typed errors of src/controller/errors.ts;
+//   - a resourceVersion in a merge patch's metadata, or in delete preconditions, must match.
 // Every call is recorded, so tests can assert "no writes" or the exact order of writes.
 
 import type { Pod } from "../../src/apis/core.ts";
@@ -189,6 +190,11 @@ export class FakeClient implements Client {
       ...(opts?.subresource ? { subresource: opts.subresource } : {}),
     });
     const current = this.mustGet(rt, namespace, name);
+    const expected = (mergePatch as { metadata?: { resourceVersion?: string } } | null)?.metadata
+      ?.resourceVersion;
+    if (expected !== undefined && expected !== current.metadata.resourceVersion) {
+      throw new ConflictError(409, "Conflict", `the object ${name} has been modified`);
+    }
     const patched = applyMergePatch(current, mergePatch) as StoredObject;
     if (opts?.subresource === "status") {
       return this.store(rt, current, { ...structuredClone(current), status: patched.status }) as T;
@@ -203,6 +209,10 @@ export class FakeClient implements Client {
     const current = this.mustGet(rt, namespace, name);
     if (opts?.preconditions?.uid && opts.preconditions.uid !== current.metadata.uid) {
       throw new ConflictError(409, "Conflict", `precondition failed: uid ${opts.preconditions.uid}`);
+    }
+    const expectedVersion = opts?.preconditions?.resourceVersion;
+    if (expectedVersion && expectedVersion !== current.metadata.resourceVersion) {
+      throw new ConflictError(409, "Conflict", `precondition failed: resourceVersion ${expectedVersion}`);
     }
     const bound = rt === PODS && Boolean((current.spec as { nodeName?: string } | undefined)?.nodeName);
     const graceful = bound && opts?.gracePeriodSeconds !== 0;
