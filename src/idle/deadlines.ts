@@ -92,8 +92,15 @@ export function idleVerdict(cs: CocoonSet, policy: IdlePolicy, nowMs: number): I
 }
 
 /**
- * Milliseconds from nowMs to the earliest deadline still ahead (the pass requeues then), or
- * undefined when none is: a set without a policy, or with nothing left to do, is not woken.
+ * The longest wait asked for: a Node timer longer than 2^31-1 ms fires at once, so a deadline months
+ * away is approached in daily passes (each one reads the cache only).
+ */
+export const MAX_DEADLINE_WAIT_MS = 24 * 60 * 60_000;
+
+/**
+ * Milliseconds from nowMs to the earliest deadline still ahead (the pass requeues then, or after
+ * MAX_DEADLINE_WAIT_MS at the latest), or undefined when none is: a set without a policy, or with
+ * nothing left to do, is not woken.
  */
 export function nextDeadlineInMs(cs: CocoonSet, policy: IdlePolicy, nowMs: number): number | undefined {
   if (cs.metadata.deletionTimestamp) return undefined;
@@ -103,7 +110,9 @@ export function nextDeadlineInMs(cs: CocoonSet, policy: IdlePolicy, nowMs: numbe
   const idle = armedIdle(cs, policy);
   if (idle) deadlines.push(idleSuspendAtMs(idle.policy, idle.startMs, nowMs));
   const ahead = deadlines.filter((at) => at > nowMs);
-  return ahead.length === 0 ? undefined : Math.ceil(Math.min(...ahead) - nowMs);
+  return ahead.length === 0
+    ? undefined
+    : Math.min(Math.ceil(Math.min(...ahead) - nowMs), MAX_DEADLINE_WAIT_MS);
 }
 
 /** The expiry, unless what it does is done: a Suspend expiry of a set already suspended. */

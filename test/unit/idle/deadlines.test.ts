@@ -5,7 +5,12 @@ import { describe, it } from "node:test";
 import type { CocoonSet, CocoonSetPhase } from "../../../src/apis/v1/types.ts";
 import { classifyPods } from "../../../src/cocoonset/classify.ts";
 import { computeStatus } from "../../../src/cocoonset/status.ts";
-import { idleStatusFields, idleVerdict, nextDeadlineInMs } from "../../../src/idle/deadlines.ts";
+import {
+  idleStatusFields,
+  idleVerdict,
+  MAX_DEADLINE_WAIT_MS,
+  nextDeadlineInMs,
+} from "../../../src/idle/deadlines.ts";
 import {
   ANN_EXPIRE_ACTION,
   ANN_EXPIRE_AT,
@@ -141,6 +146,12 @@ describe("idleVerdict: expiry", () => {
     assert.equal(deadlineAt(both, START), 30 * MIN);
     assert.equal(verdictAt(both, at).action, "expire");
     assert.equal(verdictAt(both, at - 1).action, "idle-suspend");
+  });
+
+  it("waits at most a day for a deadline further away (longer Node timers fire at once)", () => {
+    const far = runningSet({ [ANN_EXPIRE_AT]: iso(START + 365 * 24 * 60 * MIN) });
+    assert.equal(deadlineAt(far, START), MAX_DEADLINE_WAIT_MS);
+    assert.ok(MAX_DEADLINE_WAIT_MS < 2 ** 31 - 1);
   });
 
   it("wakes for nothing once expire-at has passed without effect", () => {
