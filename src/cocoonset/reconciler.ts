@@ -1,5 +1,6 @@
 // The CocoonSet reconcile pass, in the order of the spec's numbered list. Each step lives in its own
-// module under steps/ and returns CONTINUE or a result that ends the pass; nothing else happens here.
+// module under steps/ and returns CONTINUE or a result that ends the pass; nothing else happens here
+// but the wake-up for the idle and expiry policy's next deadline.
 
 import type { Reconciler, Request, Result } from "../controller/reconciler.ts";
 import { nextDeadlineInMs } from "../idle/deadlines.ts";

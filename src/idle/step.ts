@@ -14,7 +14,7 @@ import { COCOONSETS } from "../controller/resources.ts";
 import { expiredTotal, idleSuspendTotal, parkedDurationSeconds } from "../metrics/cocoon.ts";
 import { idleVerdict } from "./deadlines.ts";
 import { formatGoDuration, msToNs } from "./duration.ts";
-import { ANN_PARKED_AT, formatRFC3339, type IdlePolicy, parseRFC3339, readIdlePolicy } from "./policy.ts";
+import { ANN_PARKED_AT, formatRFC3339, parseRFC3339, readIdlePolicy } from "./policy.ts";
 
 export const REASON_IDLE_SUSPENDED = "IdleSuspended";
 export const REASON_EXPIRED = "Expired";
@@ -24,7 +24,7 @@ export const REASON_IDLE_POLICY_INVALID = "IdlePolicyInvalid";
 export const STALE_SET_RETRY_MS = 1_000;
 
 export async function applyIdlePolicy(pass: Pass): Promise<StepOutcome> {
-  const policy: IdlePolicy = readIdlePolicy(pass.cs.metadata.annotations);
+  const policy = readIdlePolicy(pass.cs.metadata.annotations);
   for (const problem of policy.problems) setEvent(pass, "Warning", REASON_IDLE_POLICY_INVALID, problem);
   const now = pass.deps.clock.now();
   await endParking(pass, now);
