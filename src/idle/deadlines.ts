@@ -8,7 +8,8 @@
 //     for a new generation, or the first status that turns the phase to Running. It is written in
 //     the same status patch as that observedGeneration or phase, so a restart never loses it. A
 //     set whose policy is new (no idleClockStart yet) starts its clock when the operator first
-//     sees the policy.
+//     sees the policy. A pass whose cache has not shown the operator's own last status yet may
+//     restamp it a moment later: the clock may start late by the cache's lag, never early.
 
 import type { CocoonSet, CocoonSetPhase } from "../apis/v1/types.ts";
 import {
