@@ -2,7 +2,8 @@
 // the vk-cocoon simulator, in seconds: a Running set parks itself after its suspend-after-idle (its
 // VM hibernated, its snapshot pushed), a last-activity touch — an annotation-only patch, which wakes
 // no watch — postpones that, an expired set is deleted through the finalizer, a bad value is a
-// Warning event, and `kubectl get` shows the IDLE-SUSPEND column.
+// Warning event, the idle clock survives an operator restart, and `kubectl get` shows the
+// IDLE-SUSPEND column.
 
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -128,6 +129,25 @@ describe("idle suspend and expiry on the real environment", () => {
     assert.equal(resume.status, 200, JSON.stringify(resume.body));
     const woken = await waitForSet(name, "Running again", isRunning, 90_000);
     assert.equal(woken.metadata.annotations?.[ANN_PARKED_AT], undefined);
+  });
+
+  it("keeps the idle clock across an operator restart: a deadline passed while it was down acts at its start", async () => {
+    const name = "restarted";
+    await createSet(name, { [ANN_SUSPEND_AFTER_IDLE]: "5s" });
+    const running = await waitForSet(name, "Running", isRunning);
+    const deadline = Date.parse(running.status?.idleSuspendAt ?? "");
+    await operator.stop();
+    // Down until well past the deadline; a clock restarted by the new operator would wait 5 s more.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now()) + 3_000));
+    const startedAt = Date.now();
+    operator = await startTestOperator({ namespace: ns });
+
+    const parked = await waitForSet(name, "spec.suspend", (cs) => cs.spec.suspend === true);
+    const parkedAt = Date.parse(parked.metadata.annotations?.[ANN_PARKED_AT] ?? "");
+    assert.ok(parkedAt < startedAt + 5_000, `parked ${parkedAt - startedAt} ms after the restart`);
+    const event = await waitForEvent(name, "IdleSuspended");
+    const idleSeconds = Number(/^idle for (\d+)s /.exec(event.message)?.[1]);
+    assert.ok(idleSeconds >= 8, event.message);
   });
 
   it("deletes a set at its expire-at with expire-action Delete, through the finalizer", async () => {
