@@ -302,18 +302,35 @@ describe("expiry in the CocoonSet pass", () => {
     assert.deepEqual(h.events.events, []);
   });
 
-  it("a set parked for idleness wakes for its Delete expiry while Suspended, then resumes the count", async () => {
+  it("a parked set keeps the suspend's sooner poll, then wakes for its Delete expiry once Suspended", async () => {
     const h = settledHarness({ ...idle30m, [ANN_EXPIRE_AT]: iso(at), [ANN_EXPIRE_ACTION]: "Delete" });
     h.clock.advance(30 * MIN);
-    await reconcile(h);
-    // vk-cocoon hibernates the VM and pushes its snapshot; the next pass sees Suspended.
+    // Suspending polls every 5 s; the expiry is an hour away.
+    assert.deepEqual(await reconcile(h), { requeueAfterMs: 5_000 });
+    // vk-cocoon hibernates the VM and pushes its snapshot; the next pass sees Suspended, which ends
+    // with no requeue of its own.
     const main = h.client.peek<Pod>(PODS, NS, MAIN) ?? assert.fail("main exists");
     h.client.seed(PODS, hibernated(main, GENERATION + 1));
     h.registry.put(MAIN_VM, "hibernate");
     h.clock.advance(5 * MIN);
-    const result = await reconcile(h);
+    assert.deepEqual(await reconcile(h), { requeueAfterMs: 55 * MIN });
     assert.equal(stored(h).status?.phase, "Suspended");
-    assert.deepEqual(result, { requeueAfterMs: 55 * MIN });
+
+    h.client.clearCalls();
+    h.clock.advance(55 * MIN);
+    await reconcile(h);
+    assert.ok(stored(h).metadata.deletionTimestamp);
+    assert.equal(h.events.events.at(-1)?.reason, "Expired");
+  });
+
+  it("a deadline sooner than the pass's own requeue wins", async () => {
+    const h = settledHarness({
+      ...idle30m,
+      [ANN_EXPIRE_AT]: iso(START + 30 * MIN + 2_000),
+      [ANN_EXPIRE_ACTION]: "Delete",
+    });
+    h.clock.advance(30 * MIN);
+    assert.deepEqual(await reconcile(h), { requeueAfterMs: 2_000 });
   });
 });
 
