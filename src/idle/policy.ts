@@ -42,7 +42,7 @@ export interface IdlePolicy {
   idle?: IdleSuspendPolicy;
   /** Absent when expire-at is absent or expire-at or expire-action is bad. */
   expiry?: ExpiryPolicy;
-  /** One message per bad value, each naming the annotation and what is ignored. */
+  /** For each part of the policy a bad value turns off, a message naming the value and the part. */
   problems: string[];
 }
 
