@@ -1,7 +1,11 @@
 // The CocoonSet reconcile pass, in the order of the spec's numbered list. Each step lives in its own
-// module under steps/ and returns CONTINUE or a result that ends the pass; nothing else happens here.
+// module under steps/ and returns CONTINUE or a result that ends the pass; nothing else happens here
+// but the wake-up for the idle and expiry policy's next deadline.
 
 import type { Reconciler, Request, Result } from "../controller/reconciler.ts";
+import { nextDeadlineInMs } from "../idle/deadlines.ts";
+import { readIdlePolicy } from "../idle/policy.ts";
+import { applyIdlePolicy } from "../idle/step.ts";
 import { classifyPods } from "./classify.ts";
 import { type CocoonSetDeps, Pass, type StepOutcome } from "./pass.ts";
 import { reconcileFailedMain } from "./steps/failed.ts";
@@ -19,9 +23,15 @@ import { reconcileWake } from "./steps/wake.ts";
 
 type Step = (pass: Pass) => Promise<StepOutcome>;
 
-/** Steps 3 and 5–14; step 1 (fetch), 2 (teardown) and 4 (classify) are the pass's own set-up. */
+/**
+ * Steps 3 and 5–14, plus the idle and expiry policy; step 1 (fetch), 2 (teardown) and 4 (classify)
+ * are the pass's own set-up.
+ */
 const STEPS: readonly Step[] = [
   ensureFinalizer, // 3
+  // Issue 20 (beyond upstream): an idle or expired set gets spec.suspend=true here, before the
+  // generation stamp and step 6, so this same pass stamps the new generation and suspends.
+  applyIdlePolicy,
   stampGeneration, // 5
   reconcileSuspend, // 6
   reconcileFailedMain, // 7
@@ -57,8 +67,20 @@ export class CocoonSetReconciler implements Reconciler {
     const pass = new Pass(cs, pods, this.deps, signal);
     for (const step of STEPS) {
       const outcome = await step(pass);
-      if (outcome.done) return outcome.result;
+      if (outcome.done) return wakeForPolicyDeadline(outcome.result, pass);
     }
-    return {};
+    return wakeForPolicyDeadline({}, pass);
   }
+}
+
+/**
+ * The pass's result, requeued no later than the set's next idle or expiry deadline (issue 20): the
+ * operator wakes for the deadline instead of polling. An immediate requeue stays as it is (its pass
+ * computes the deadline again); a set without a pending deadline keeps its result.
+ */
+function wakeForPolicyDeadline(result: Result, pass: Pass): Result {
+  if (result.requeue && !result.requeueAfterMs) return result;
+  const inMs = nextDeadlineInMs(pass.cs, readIdlePolicy(pass.cs.metadata.annotations), pass.deps.clock.now());
+  if (inMs === undefined) return result;
+  return { ...result, requeueAfterMs: Math.min(result.requeueAfterMs || inMs, inMs) };
 }

@@ -15,6 +15,8 @@ import { connectionType } from "../contract/conntype.ts";
 import { ANN_CONN_TYPE, ANN_OS, ROLE_MAIN, ROLE_SUB_AGENT } from "../contract/keys.ts";
 import { isPodReady, vmNameOf } from "../contract/pod.ts";
 import { parseVMRuntime } from "../contract/vmruntime.ts";
+import { idleStatusFields } from "../idle/deadlines.ts";
+import { readIdlePolicy } from "../idle/policy.ts";
 import type { Classification } from "./classify.ts";
 
 export const CONDITION_READY = "Ready";
@@ -63,6 +65,11 @@ export function computeStatus(
   if (generation !== 0) status.observedGeneration = generation;
   if (agents.length > 0) status.agents = agents;
   if (toolboxes.length > 0) status.toolboxes = toolboxes;
+  // Issue 20: when the idle or expiry policy will act, computed by the policy's own room.
+  Object.assign(
+    status,
+    idleStatusFields(cs, readIdlePolicy(cs.metadata.annotations), phase, Date.parse(opts.now)),
+  );
   status.conditions = mergeConditions(
     cs.status?.conditions ?? [],
     buildConditions(generation, counts, phase),

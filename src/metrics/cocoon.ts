@@ -61,3 +61,21 @@ export const wakePhaseDurationSeconds = new Histogram({
   buckets: PHASE_BUCKETS,
   registers: [metricsRegistry],
 });
+export const idleSuspendTotal = counter(
+  "idle_suspend_total",
+  "Sets suspended by the operator because they were idle for their suspend-after-idle.",
+  SET_LABELS,
+);
+export const expiredTotal = counter(
+  "expired_total",
+  "Sets that reached their expire-at, by the expire-action taken (Suspend or Delete).",
+  [...SET_LABELS, "action"] as const,
+);
+/** Parked durations: a minute … a week. */
+const PARKED_BUCKETS = [60, 600, 3600, 4 * 3600, 24 * 3600, 7 * 24 * 3600];
+export const parkedDurationSeconds = new Histogram({
+  name: "cocoon_operator_parked_duration_seconds",
+  help: "Time a set suspended for idleness or expiry stayed suspended, observed when it is resumed.",
+  buckets: PARKED_BUCKETS,
+  registers: [metricsRegistry],
+});

@@ -28,8 +28,9 @@ const grant = (group: string, resource: string, verb: string): Grant => `${group
  * Role (cocoon-system) must grant exactly these; the scan of src/ below must find exactly these.
  */
 const API_CALLS: { group: string; resource: string; verbs: string[]; namespaced?: "cocoon-system" }[] = [
-  // CocoonSet informer; finalizer update; bookkeeping annotation patches.
-  { group: GROUP, resource: "cocoonsets", verbs: ["list", "watch", "update", "patch"] },
+  // CocoonSet informer; finalizer update; bookkeeping annotation patches; the idle policy's
+  // spec.suspend patch and expire-action Delete.
+  { group: GROUP, resource: "cocoonsets", verbs: ["list", "watch", "update", "patch", "delete"] },
   { group: GROUP, resource: "cocoonsets/status", verbs: ["patch"] },
   // Pods are created with a blockOwnerDeletion ownerReference to their set.
   { group: GROUP, resource: "cocoonsets/finalizers", verbs: ["update"] },
@@ -374,7 +375,7 @@ describe("the rendered RBAC on a real API server", () => {
 
   it("and nothing beyond it", async () => {
     const denied = [
-      attributes(GROUP, "cocoonsets", "delete", "some-tenant"),
+      attributes(GROUP, "cocoonhibernations", "delete", "some-tenant"),
       attributes(GROUP, "cocoonsets", "create", "some-tenant"),
       attributes(GROUP, "cocoonhibernations", "patch", "some-tenant"),
       attributes("", "pods", "update", "some-tenant"),

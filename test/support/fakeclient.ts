@@ -9,6 +9,7 @@
 //     plays the kubelet's final delete;
 //   - an update of a custom resource must carry metadata.resourceVersion; no finalizer can be added
 //     to an object being deleted;
+//   - a resourceVersion in a merge patch's metadata, or in delete preconditions, must match;
 //   - NotFound / AlreadyExists / Conflict / Invalid as the typed errors of src/controller/errors.ts.
 // test/integration/fakeclient-parity.test.ts runs the same assertions on these against the real
 // kube-apiserver.
@@ -228,6 +229,11 @@ export class FakeClient implements Client {
       ...(opts?.subresource ? { subresource: opts.subresource } : {}),
     });
     const current = this.mustGet(rt, namespace, name);
+    const expected = (mergePatch as { metadata?: { resourceVersion?: string } } | null)?.metadata
+      ?.resourceVersion;
+    if (expected !== undefined && expected !== current.metadata.resourceVersion) {
+      throw new ConflictError(409, "Conflict", `the object ${name} has been modified`);
+    }
     const patched = applyMergePatch(current, mergePatch) as StoredObject;
     if (opts?.subresource === "status") {
       return this.store(rt, current, { ...structuredClone(current), status: patched.status }) as T;
@@ -242,6 +248,10 @@ export class FakeClient implements Client {
     const current = this.mustGet(rt, namespace, name);
     if (opts?.preconditions?.uid && opts.preconditions.uid !== current.metadata.uid) {
       throw new ConflictError(409, "Conflict", `precondition failed: uid ${opts.preconditions.uid}`);
+    }
+    const expectedVersion = opts?.preconditions?.resourceVersion;
+    if (expectedVersion && expectedVersion !== current.metadata.resourceVersion) {
+      throw new ConflictError(409, "Conflict", `precondition failed: resourceVersion ${expectedVersion}`);
     }
     const bound = rt === PODS && Boolean((current.spec as { nodeName?: string } | undefined)?.nodeName);
     const phase = (current.status as { phase?: string } | undefined)?.phase;

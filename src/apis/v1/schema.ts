@@ -230,6 +230,25 @@ const cocoonSetStatusSchema: JSONSchemaProps = {
     conditions: conditionListSchema,
     desiredAgents: int32(),
     desiredToolboxes: int32(),
+    expireAt: {
+      description: `ExpireAt echoes the set's cocoonset.cocoonstack.io/expire-at annotation while
+its expiry policy is valid: at that time the set is suspended or deleted.`,
+      format: "date-time",
+      type: "string",
+    },
+    idleClockStart: {
+      description: `IdleClockStart is when the set last became Running or the operator first saw
+its current spec generation; idle time counts from the later of this and the
+cocoonset.cocoonstack.io/last-activity annotation. Set only with suspend-after-idle.`,
+      format: "date-time",
+      type: "string",
+    },
+    idleSuspendAt: {
+      description: `IdleSuspendAt is when the operator will set spec.suspend if the set stays idle
+(cocoonset.cocoonstack.io/suspend-after-idle). Set only while the set is Running.`,
+      format: "date-time",
+      type: "string",
+    },
     observedGeneration: int64,
     phase: {
       description: "CocoonSetPhase represents the lifecycle phase of a CocoonSet.",
@@ -269,6 +288,8 @@ function crd(
   shortName: string,
   printerColumns: PrinterColumn[],
   openAPIV3Schema: JSONSchemaProps,
+  /** Columns beyond upstream's go after Age, so the upstream columns keep their places. */
+  columnsAfterAge: PrinterColumn[] = [],
 ): CustomResourceDefinition {
   const singular = kind.toLowerCase();
   return {
@@ -288,7 +309,7 @@ function crd(
       scope: "Namespaced",
       versions: [
         {
-          additionalPrinterColumns: [...printerColumns, ageColumn],
+          additionalPrinterColumns: [...printerColumns, ageColumn, ...columnsAfterAge],
           name: VERSION,
           schema: { openAPIV3Schema },
           served: true,
@@ -314,6 +335,8 @@ export const cocoonSetCRD: CustomResourceDefinition = crd(
     type: "object",
     properties: { ...typeMetaProperties, spec: cocoonSetSpecSchema, status: cocoonSetStatusSchema },
   },
+  // Issue 20: when the idle policy will suspend the set.
+  [{ jsonPath: ".status.idleSuspendAt", name: "Idle-Suspend", type: "string" }],
 );
 
 export const cocoonHibernationCRD: CustomResourceDefinition = crd(

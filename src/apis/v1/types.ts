@@ -191,6 +191,12 @@ export interface CocoonSetStatus {
   agents?: AgentStatus[];
   toolboxes?: ToolboxStatus[];
   conditions?: Condition[];
+  /** RFC 3339: start of the idle clock (src/idle/deadlines.ts); only with suspend-after-idle. */
+  idleClockStart?: string;
+  /** RFC 3339: when the set will be suspended for idleness if nobody uses it. */
+  idleSuspendAt?: string;
+  /** RFC 3339: the set's expire-at, when its expiry policy is valid. */
+  expireAt?: string;
 }
 
 export interface CocoonSet {

@@ -37,6 +37,7 @@ function flatten(value: unknown, path: string, out: Map<string, unknown>): Map<s
 const schemaPrefix = "spec.versions[0].schema.openAPIV3Schema";
 const toolboxItem = `${schemaPrefix}.properties.spec.properties.toolboxes.items`;
 const agentPath = `${schemaPrefix}.properties.spec.properties.agent`;
+const statusPath = `${schemaPrefix}.properties.status`;
 
 /** What ours adds over the reference: the webhook rules in CEL and the bounds their cost needs. */
 const expectedExtras: Record<string, string[]> = {
@@ -59,6 +60,11 @@ const expectedExtras: Record<string, string[]> = {
     `${toolboxItem}.x-kubernetes-validations[firecracker does not support clone mode, use mode=run instead]`,
     `${toolboxItem}.x-kubernetes-validations[image must be repo[:tag] when mode is clone (no registry port or digest)]`,
     `${schemaPrefix}.properties.spec.x-kubernetes-validations[toolbox backend must match spec.agent.backend (static toolboxes excepted)]`,
+    // Issue 20: the idle and expiry policy's status fields and their printer column.
+    ...["expireAt", "idleClockStart", "idleSuspendAt"].flatMap((field) =>
+      ["description", "format", "type"].map((key) => `${statusPath}.properties.${field}.${key}`),
+    ),
+    ...["jsonPath", "name", "type"].map((key) => `spec.versions[0].additionalPrinterColumns[4].${key}`),
   ],
   "cocoonhibernations.cocoonset.cocoonstack.io": [
     `${schemaPrefix}.x-kubernetes-validations[metadata.name must equal spec.podRef.name]`,
@@ -195,6 +201,9 @@ const fullCocoonSet: CocoonSet = {
       },
     ],
     conditions: [condition],
+    idleClockStart: "2024-01-01T00:00:00Z",
+    idleSuspendAt: "2024-01-01T00:30:00Z",
+    expireAt: "2024-01-02T00:00:00Z",
   },
 };
 

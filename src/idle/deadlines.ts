@@ -1,0 +1,139 @@
+// When a CocoonSet with an idle or expiry policy is due, and what the status says about it (issue 20).
+// Pure: the set as last read, the clock's now, no I/O.
+//
+// The set is idle since the latest of three times, each durable across operator restarts:
+//   - the last-activity annotation (a time in the future counts as now);
+//   - the last spec change and the time the set last became Running, kept together as
+//     status.idleClockStart: the status writer stamps it with the time of the first status it writes
+//     for a new generation, or the first status that turns the phase to Running. It is written in
+//     the same status patch as that observedGeneration or phase, so a restart never loses it. A
+//     set whose policy is new (no idleClockStart yet) starts its clock when the operator first
+//     sees the policy. A pass whose cache has not shown the operator's own last status yet may
+//     restamp it a moment later: the clock may start late by the cache's lag, never early.
+
+import type { CocoonSet, CocoonSetPhase } from "../apis/v1/types.ts";
+import {
+  type ExpiryPolicy,
+  formatRFC3339,
+  type IdlePolicy,
+  type IdleSuspendPolicy,
+  parseRFC3339,
+} from "./policy.ts";
+
+/** The status fields of the policy; each omitted when it does not apply. */
+export interface IdleStatusFields {
+  idleClockStart?: string;
+  idleSuspendAt?: string;
+  expireAt?: string;
+}
+
+/**
+ * The policy's status fields for the status written with `phase` at `nowMs`. idleSuspendAt shows
+ * only while the set is Running and not suspended: any other phase restarts the clock once the set
+ * is Running again, so there is nothing to foresee.
+ */
+export function idleStatusFields(
+  cs: CocoonSet,
+  policy: IdlePolicy,
+  phase: CocoonSetPhase,
+  nowMs: number,
+): IdleStatusFields {
+  const fields: IdleStatusFields = {};
+  if (policy.idle) {
+    const previous = cs.status?.idleClockStart;
+    const stored = previous === undefined ? null : parseRFC3339(previous);
+    const start = stored === null || restartsIdleClock(cs, phase) ? nowMs : stored;
+    fields.idleClockStart = formatRFC3339(start);
+    if (phase === "Running" && !cs.spec.suspend) {
+      fields.idleSuspendAt = formatRFC3339(idleSuspendAtMs(policy.idle, start, nowMs));
+    }
+  }
+  if (policy.expiry) fields.expireAt = formatRFC3339(policy.expiry.atMs);
+  return fields;
+}
+
+/** A status for a generation the last status did not see, or the first Running one, restarts the clock. */
+function restartsIdleClock(cs: CocoonSet, phase: CocoonSetPhase): boolean {
+  const generation = cs.metadata.generation ?? 0;
+  if ((cs.status?.observedGeneration ?? 0) !== generation) return true;
+  return phase === "Running" && cs.status?.phase !== "Running";
+}
+
+/** The time a set whose clock started at startMs is idle-suspended, as seen at nowMs. */
+function idleSuspendAtMs(idle: IdleSuspendPolicy, startMs: number, nowMs: number): number {
+  return idleSinceMs(idle, startMs, nowMs) + idle.afterMs;
+}
+
+function idleSinceMs(idle: IdleSuspendPolicy, startMs: number, nowMs: number): number {
+  const lastActivity = idle.lastActivityMs === undefined ? startMs : Math.min(idle.lastActivityMs, nowMs);
+  return Math.max(startMs, lastActivity);
+}
+
+export type IdleVerdict =
+  | { action: "none" }
+  | { action: "idle-suspend"; idleForMs: number; idle: IdleSuspendPolicy }
+  | { action: "expire"; expiry: ExpiryPolicy };
+
+const NONE: IdleVerdict = { action: "none" };
+
+/** What the policy asks of the set now: expiry first (it is the stronger), then idleness. */
+export function idleVerdict(cs: CocoonSet, policy: IdlePolicy, nowMs: number): IdleVerdict {
+  if (cs.metadata.deletionTimestamp) return NONE;
+  const expiry = pendingExpiry(cs, policy);
+  if (expiry && nowMs >= expiry.atMs) return { action: "expire", expiry };
+  const idle = armedIdle(cs, policy);
+  if (idle && nowMs >= idleSuspendAtMs(idle.policy, idle.startMs, nowMs)) {
+    return {
+      action: "idle-suspend",
+      idleForMs: nowMs - idleSinceMs(idle.policy, idle.startMs, nowMs),
+      idle: idle.policy,
+    };
+  }
+  return NONE;
+}
+
+/**
+ * The longest wait asked for: a Node timer longer than 2^31-1 ms fires at once, so a deadline months
+ * away is approached in daily passes (each one reads the cache only).
+ */
+export const MAX_DEADLINE_WAIT_MS = 24 * 60 * 60_000;
+
+/**
+ * Milliseconds from nowMs to the earliest deadline still ahead (the pass requeues then, or after
+ * MAX_DEADLINE_WAIT_MS at the latest), or undefined when none is: a set without a policy, or with
+ * nothing left to do, is not woken.
+ */
+export function nextDeadlineInMs(cs: CocoonSet, policy: IdlePolicy, nowMs: number): number | undefined {
+  if (cs.metadata.deletionTimestamp) return undefined;
+  const deadlines: number[] = [];
+  const expiry = pendingExpiry(cs, policy);
+  if (expiry) deadlines.push(expiry.atMs);
+  const idle = armedIdle(cs, policy);
+  if (idle) deadlines.push(idleSuspendAtMs(idle.policy, idle.startMs, nowMs));
+  const ahead = deadlines.filter((at) => at > nowMs);
+  return ahead.length === 0
+    ? undefined
+    : Math.min(Math.ceil(Math.min(...ahead) - nowMs), MAX_DEADLINE_WAIT_MS);
+}
+
+/** The expiry, unless what it does is done: a Suspend expiry of a set already suspended. */
+function pendingExpiry(cs: CocoonSet, policy: IdlePolicy): ExpiryPolicy | undefined {
+  const expiry = policy.expiry;
+  if (!expiry || (expiry.action === "Suspend" && cs.spec.suspend)) return undefined;
+  return expiry;
+}
+
+/**
+ * The idle policy with its clock start, when the last status written says the set is Running at
+ * its current generation, not suspended, with a clock start recorded.
+ */
+function armedIdle(
+  cs: CocoonSet,
+  policy: IdlePolicy,
+): { policy: IdleSuspendPolicy; startMs: number } | undefined {
+  const status = cs.status;
+  if (!policy.idle || cs.spec.suspend || status?.phase !== "Running") return undefined;
+  if ((status.observedGeneration ?? 0) !== (cs.metadata.generation ?? 0)) return undefined;
+  const startMs = status.idleClockStart === undefined ? null : parseRFC3339(status.idleClockStart);
+  return startMs === null ? undefined : { policy: policy.idle, startMs };
+}

@@ -1,0 +1,135 @@
+// The idle-suspend and expiry policy of a CocoonSet, read from its annotations (issue 20; decisions
+// #9: per-set policies are annotations, the CRDs stay as they are). Pure: a bad value becomes a
+// problem message, and the part of the policy it belongs to is ignored (never a suspend, never a
+// delete on a typo).
+
+import { type DurationParse, formatGoDuration, nsToMs, parseGoDuration } from "./duration.ts";
+
+/** Go duration: a Running set idle this long is suspended. */
+export const ANN_SUSPEND_AFTER_IDLE = "cocoonset.cocoonstack.io/suspend-after-idle";
+/** RFC 3339: the last use of the set, written by whatever knows (a gateway, the agent, a person). */
+export const ANN_LAST_ACTIVITY = "cocoonset.cocoonstack.io/last-activity";
+/** RFC 3339: when the set expires. */
+export const ANN_EXPIRE_AT = "cocoonset.cocoonstack.io/expire-at";
+/** Suspend (default) or Delete: what expiry does. */
+export const ANN_EXPIRE_ACTION = "cocoonset.cocoonstack.io/expire-action";
+/**
+ * RFC 3339, written by the operator with the spec.suspend it sets for idleness or expiry, and removed
+ * once the set is resumed: the start of the time parked, durable across operator restarts.
+ */
+export const ANN_PARKED_AT = "cocoonset.cocoonstack.io/parked-at";
+
+export const EXPIRE_ACTIONS = ["Suspend", "Delete"] as const;
+export type ExpireAction = (typeof EXPIRE_ACTIONS)[number];
+export const DEFAULT_EXPIRE_ACTION: ExpireAction = "Suspend";
+
+export interface IdleSuspendPolicy {
+  /** The idle time that suspends a Running set, in milliseconds (> 0). */
+  afterMs: number;
+  /** The duration as Go prints it ("30m0s"). */
+  after: string;
+  /** The last-activity annotation, when present. */
+  lastActivityMs?: number;
+}
+
+export interface ExpiryPolicy {
+  atMs: number;
+  action: ExpireAction;
+}
+
+export interface IdlePolicy {
+  /** Absent when the annotation is absent or one of its values is bad. */
+  idle?: IdleSuspendPolicy;
+  /** Absent when expire-at is absent or expire-at or expire-action is bad. */
+  expiry?: ExpiryPolicy;
+  /** For each part of the policy a bad value turns off, a message naming the value and the part. */
+  problems: string[];
+}
+
+export function readIdlePolicy(annotations: Readonly<Record<string, string>> | undefined): IdlePolicy {
+  const problems: string[] = [];
+  const policy: IdlePolicy = { problems };
+  const after = annotations?.[ANN_SUSPEND_AFTER_IDLE];
+  if (after !== undefined) {
+    const duration = positiveDuration(after);
+    const lastActivity = annotations?.[ANN_LAST_ACTIVITY];
+    const lastActivityMs = lastActivity === undefined ? undefined : parseRFC3339(lastActivity);
+    if (typeof duration === "string") {
+      problems.push(`${ANN_SUSPEND_AFTER_IDLE}=${JSON.stringify(after)}: ${duration}; idle suspend is off`);
+    } else if (lastActivityMs === null) {
+      problems.push(
+        `${ANN_LAST_ACTIVITY}=${JSON.stringify(lastActivity)} is not an RFC 3339 time; idle suspend is off`,
+      );
+    } else {
+      policy.idle = {
+        afterMs: nsToMs(duration.ns),
+        after: formatGoDuration(duration.ns),
+        ...(lastActivityMs === undefined ? {} : { lastActivityMs }),
+      };
+    }
+  }
+  const expireAt = annotations?.[ANN_EXPIRE_AT];
+  const action = annotations?.[ANN_EXPIRE_ACTION];
+  if (expireAt !== undefined) {
+    const atMs = parseRFC3339(expireAt);
+    if (atMs === null) {
+      problems.push(`${ANN_EXPIRE_AT}=${JSON.stringify(expireAt)} is not an RFC 3339 time; expiry is off`);
+    } else if (action !== undefined && !isExpireAction(action)) {
+      problems.push(
+        `${ANN_EXPIRE_ACTION}=${JSON.stringify(action)} is not one of ${EXPIRE_ACTIONS.join(", ")}; expiry is off`,
+      );
+    } else {
+      policy.expiry = { atMs, action: action ?? DEFAULT_EXPIRE_ACTION };
+    }
+  }
+  return policy;
+}
+
+function isExpireAction(value: string): value is ExpireAction {
+  return (EXPIRE_ACTIONS as readonly string[]).includes(value);
+}
+
+/** A Go duration above zero, or why not. */
+function positiveDuration(text: string): Extract<DurationParse, { ok: true }> | string {
+  const parsed = parseGoDuration(text);
+  if (!parsed.ok) return parsed.error;
+  if (parsed.ns <= 0n) return "the duration must be above zero";
+  return parsed;
+}
+
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|[+-](\d{2}):(\d{2}))$/;
+
+/**
+ * An RFC 3339 date-time ("2026-01-01T10:00:00Z", "…T10:00:00.5+02:00") in epoch milliseconds, or
+ * null: the layout Go's time.RFC3339 and metav1.Time accept, with calendar-checked fields.
+ */
+export function parseRFC3339(text: string): number | null {
+  const m = RFC3339.exec(text);
+  if (!m) return null;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  if (month < 1 || month > 12 || day < 1 || day > new Date(Date.UTC(year, month, 0)).getUTCDate())
+    return null;
+  if (hour > 23 || minute > 59 || second > 59) return null;
+  let offsetMinutes = 0;
+  if (m[8] !== "Z") {
+    const offsetHours = Number(m[9]);
+    const offsetRest = Number(m[10]);
+    if (offsetHours > 23 || offsetRest > 59) return null;
+    offsetMinutes = (m[8]?.startsWith("-") ? -1 : 1) * (offsetHours * 60 + offsetRest);
+  }
+  // Fractions finer than a millisecond are dropped, as the clock counts milliseconds.
+  const fractionMs = m[7] ? Math.trunc(Number(`0${m[7]}`) * 1000) : 0;
+  return Date.UTC(year, month - 1, day, hour, minute, second) + fractionMs - offsetMinutes * 60_000;
+}
+
+/** Epoch milliseconds as RFC 3339 UTC: whole seconds unless the time has milliseconds. */
+export function formatRFC3339(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.000Z$/, "Z");
+}

@@ -1,0 +1,102 @@
+// The I/O of the idle and expiry policy (issue 20), run as one step of the CocoonSet pass: warn
+// about bad policy values, record the end of a parking, and act on the verdict of deadlines.ts.
+// An idle or expiry suspend is a spec.suspend=true patch, so the pass goes on into the ordinary
+// suspend (step 6) with everything that guards the VMs' live state; an expiry delete goes through
+// the ordinary finalizer and teardown. Both writes carry the resourceVersion the verdict was made
+// on: a set changed since (a last-activity touch the cache did not show yet, an extended expire-at)
+// is looked at again instead of being suspended or deleted on stale data.
+
+import type { CocoonSet } from "../apis/v1/types.ts";
+import { CONTINUE, finish, type Pass, type StepOutcome } from "../cocoonset/pass.ts";
+import { patchSetAnnotations, setEvent } from "../cocoonset/writes.ts";
+import { isConflict, isNotFound } from "../controller/errors.ts";
+import { COCOONSETS } from "../controller/resources.ts";
+import { expiredTotal, idleSuspendTotal, parkedDurationSeconds } from "../metrics/cocoon.ts";
+import { idleVerdict } from "./deadlines.ts";
+import { formatGoDuration, msToNs } from "./duration.ts";
+import { ANN_PARKED_AT, formatRFC3339, parseRFC3339, readIdlePolicy } from "./policy.ts";
+
+export const REASON_IDLE_SUSPENDED = "IdleSuspended";
+export const REASON_EXPIRED = "Expired";
+export const REASON_IDLE_POLICY_INVALID = "IdlePolicyInvalid";
+
+/** A write refused because the set changed after the cache's copy: look again after this. */
+export const STALE_SET_RETRY_MS = 1_000;
+
+export async function applyIdlePolicy(pass: Pass): Promise<StepOutcome> {
+  const policy = readIdlePolicy(pass.cs.metadata.annotations);
+  for (const problem of policy.problems) setEvent(pass, "Warning", REASON_IDLE_POLICY_INVALID, problem);
+  const now = pass.deps.clock.now();
+  await endParking(pass, now);
+  const verdict = idleVerdict(pass.cs, policy, now);
+  if (verdict.action === "none") return CONTINUE;
+  const labels = { namespace: pass.namespace, cocoonset: pass.name };
+  if (verdict.action === "idle-suspend") {
+    if (!(await park(pass, now))) return finish({ requeueAfterMs: STALE_SET_RETRY_MS });
+    idleSuspendTotal.inc(labels);
+    const idleFor = formatGoDuration(msToNs(Math.floor(verdict.idleForMs / 1000) * 1000));
+    setEvent(
+      pass,
+      "Normal",
+      REASON_IDLE_SUSPENDED,
+      `idle for ${idleFor} (suspend-after-idle ${verdict.idle.after}): suspending`,
+    );
+    return CONTINUE;
+  }
+  const { expiry } = verdict;
+  const reached = `expire-at ${formatRFC3339(expiry.atMs)} reached`;
+  if (expiry.action === "Suspend") {
+    if (!(await park(pass, now))) return finish({ requeueAfterMs: STALE_SET_RETRY_MS });
+    expiredTotal.inc({ ...labels, action: expiry.action });
+    setEvent(pass, "Normal", REASON_EXPIRED, `${reached}: suspending`);
+    return CONTINUE;
+  }
+  try {
+    await pass.deps.client.delete(COCOONSETS, pass.namespace, pass.name, {
+      preconditions: {
+        uid: pass.cs.metadata.uid ?? "",
+        resourceVersion: pass.cs.metadata.resourceVersion ?? "",
+      },
+    });
+  } catch (error) {
+    if (isNotFound(error)) return finish();
+    if (isConflict(error)) return finish({ requeueAfterMs: STALE_SET_RETRY_MS });
+    throw error;
+  }
+  expiredTotal.inc({ ...labels, action: expiry.action });
+  setEvent(pass, "Normal", REASON_EXPIRED, `${reached}: deleting`);
+  // The deletion's own watch event starts the teardown pass.
+  return finish();
+}
+
+/**
+ * spec.suspend=true with the parking's start, in one patch conditional on the resourceVersion the
+ * verdict saw; pass.cs follows the write so the rest of the pass suspends. False on a conflict.
+ */
+async function park(pass: Pass, now: number): Promise<boolean> {
+  let updated: CocoonSet;
+  try {
+    updated = await pass.deps.client.patch<CocoonSet>(COCOONSETS, pass.namespace, pass.name, {
+      metadata: {
+        resourceVersion: pass.cs.metadata.resourceVersion,
+        annotations: { [ANN_PARKED_AT]: formatRFC3339(now) },
+      },
+      spec: { suspend: true },
+    });
+  } catch (error) {
+    if (isConflict(error)) return false;
+    throw error;
+  }
+  pass.cs.metadata = updated.metadata;
+  pass.cs.spec = updated.spec;
+  return true;
+}
+
+/** A set parked by the policy and resumed since (spec.suspend false): the time parked is observed. */
+async function endParking(pass: Pass, now: number): Promise<void> {
+  const parkedAt = pass.cs.metadata.annotations?.[ANN_PARKED_AT];
+  if (parkedAt === undefined || pass.cs.spec.suspend) return;
+  const since = parseRFC3339(parkedAt);
+  await patchSetAnnotations(pass, { [ANN_PARKED_AT]: null });
+  if (since !== null && now >= since) parkedDurationSeconds.observe((now - since) / 1000);
+}

@@ -1,0 +1,212 @@
+// Idle suspend and expiry end to end (issue 20) on the real API server, scheduler and registry with
+// the vk-cocoon simulator, in seconds: a Running set parks itself after its suspend-after-idle (its
+// VM hibernated, its snapshot pushed), a last-activity touch — an annotation-only patch, which wakes
+// no watch — postpones that, an expired set is deleted through the finalizer, a bad value is a
+// Warning event, the idle clock survives an operator restart, and `kubectl get` shows the
+// IDLE-SUSPEND column.
+
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import type { CocoonSet } from "../../src/apis/v1/types.ts";
+import { ANN_HIBERNATE, TAG_HIBERNATE } from "../../src/contract/keys.ts";
+import {
+  ANN_EXPIRE_ACTION,
+  ANN_EXPIRE_AT,
+  ANN_LAST_ACTIVITY,
+  ANN_PARKED_AT,
+  ANN_SUSPEND_AFTER_IDLE,
+} from "../../src/idle/policy.ts";
+import { controlPlaneBinDir } from "../env/controlplane.ts";
+import { OciClient, type Simulator, startSimulator } from "../env/simulator/index.ts";
+import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
+import { startTestOperator, type TestOperator } from "../support/operator.ts";
+import { getSet, objectEvents, type SetEvent, setPods, setsPath } from "../support/setapi.ts";
+
+const IMAGE = "ubuntu-dev-base";
+const env = testEnv();
+const oci = new OciClient(env.registry);
+const suffix = randomBytes(3).toString("hex");
+const pool = `idle-${suffix}`;
+let ns: string;
+let sim: Simulator;
+let operator: TestOperator;
+
+before(async () => {
+  ns = await createNamespace(env, "csidle");
+  sim = await startSimulator({ ...env, nodes: [{ name: `idle-${suffix}`, pool }] });
+  operator = await startTestOperator({ namespace: ns });
+});
+
+after(async () => {
+  await operator?.stop();
+  await sim?.stop({ removeNodes: true });
+});
+
+async function createSet(name: string, annotations: Record<string, string>): Promise<void> {
+  const cs: CocoonSet = {
+    apiVersion: "cocoonset.cocoonstack.io/v1",
+    kind: "CocoonSet",
+    metadata: { name, namespace: ns, annotations },
+    spec: { nodePool: pool, agent: { image: IMAGE, replicas: 0, mode: "clone" } },
+  };
+  const res = await apiRequest(env, "POST", setsPath(ns), cs);
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+}
+
+/** An annotation-only merge patch, as a gateway or `kubectl annotate` writes it. */
+async function annotateSet(name: string, annotations: Record<string, string>): Promise<void> {
+  const res = await apiRequest(
+    env,
+    "PATCH",
+    `${setsPath(ns)}/${name}`,
+    { metadata: { annotations } },
+    "application/merge-patch+json",
+  );
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+}
+
+function waitForSet(name: string, what: string, check: (cs: CocoonSet) => boolean, timeoutMs = 60_000) {
+  return waitFor(
+    `${name}: ${what}`,
+    async () => {
+      const cs = await getSet(env, ns, name);
+      return check(cs) ? cs : undefined;
+    },
+    timeoutMs,
+  );
+}
+
+function waitForEvent(name: string, reason: string): Promise<SetEvent> {
+  return waitFor(`${name}: event ${reason}`, async () =>
+    (await objectEvents(env, ns, name)).find((e) => e.reason === reason),
+  );
+}
+
+const isRunning = (cs: CocoonSet) =>
+  cs.status?.phase === "Running" && cs.status.observedGeneration === cs.metadata.generation;
+
+describe("idle suspend and expiry on the real environment", () => {
+  it("parks an idle Running set after suspend-after-idle, later than a last-activity touch allows", async () => {
+    const name = "idler";
+    await createSet(name, { [ANN_SUSPEND_AFTER_IDLE]: "6s" });
+    const running = await waitForSet(name, "Running", isRunning);
+    const clockStart = Date.parse(running.status?.idleClockStart ?? "");
+    assert.equal(Date.parse(running.status?.idleSuspendAt ?? ""), clockStart + 6_000);
+
+    // A touch while Running: annotation-only, so no watch event; the pass the operator armed for the
+    // old deadline reads it and re-arms.
+    const touchedAt = new Date().toISOString();
+    await annotateSet(name, { [ANN_LAST_ACTIVITY]: touchedAt });
+    assert.ok(Date.parse(touchedAt) > clockStart, "the touch is later than the clock's start");
+
+    const suspended = await waitForSet(name, "Suspended", (cs) => cs.status?.phase === "Suspended", 90_000);
+    assert.equal(suspended.spec.suspend, true);
+    const parkedAt = Date.parse(suspended.metadata.annotations?.[ANN_PARKED_AT] ?? "");
+    assert.ok(
+      parkedAt >= Date.parse(touchedAt) + 6_000,
+      `parked at ${new Date(parkedAt).toISOString()}, touched at ${touchedAt}`,
+    );
+    const event = await waitForEvent(name, "IdleSuspended");
+    assert.equal(event.type, "Normal");
+    assert.match(event.message, /^idle for \d+s \(suspend-after-idle 6s\): suspending$/);
+    // The ordinary suspend ran: the VM hibernated and its snapshot is in the registry.
+    const [main] = await setPods(env, ns, name);
+    assert.equal(main?.metadata.annotations?.[ANN_HIBERNATE], "true");
+    assert.notEqual(await oci.getManifest(oci.repository(`vk-${ns}-${name}-0`), TAG_HIBERNATE), null);
+    assert.equal(suspended.status?.idleSuspendAt, undefined);
+
+    // Resumed by hand, it runs again and the parking record goes.
+    const resume = await apiRequest(
+      env,
+      "PATCH",
+      `${setsPath(ns)}/${name}`,
+      { spec: { suspend: false } },
+      "application/merge-patch+json",
+    );
+    assert.equal(resume.status, 200, JSON.stringify(resume.body));
+    const woken = await waitForSet(name, "Running again", isRunning, 90_000);
+    assert.equal(woken.metadata.annotations?.[ANN_PARKED_AT], undefined);
+  });
+
+  it("keeps the idle clock across an operator restart: a deadline passed while it was down acts at its start", async () => {
+    const name = "restarted";
+    await createSet(name, { [ANN_SUSPEND_AFTER_IDLE]: "5s" });
+    const running = await waitForSet(name, "Running", isRunning);
+    const deadline = Date.parse(running.status?.idleSuspendAt ?? "");
+    await operator.stop();
+    // Down until well past the deadline; a clock restarted by the new operator would wait 5 s more.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now()) + 3_000));
+    const startedAt = Date.now();
+    operator = await startTestOperator({ namespace: ns });
+
+    const parked = await waitForSet(name, "spec.suspend", (cs) => cs.spec.suspend === true);
+    const parkedAt = Date.parse(parked.metadata.annotations?.[ANN_PARKED_AT] ?? "");
+    assert.ok(parkedAt < startedAt + 5_000, `parked ${parkedAt - startedAt} ms after the restart`);
+    const event = await waitForEvent(name, "IdleSuspended");
+    const idleSeconds = Number(/^idle for (\d+)s /.exec(event.message)?.[1]);
+    assert.ok(idleSeconds >= 8, event.message);
+  });
+
+  it("deletes a set at its expire-at with expire-action Delete, through the finalizer", async () => {
+    const name = "expirer";
+    // Far enough ahead that the first status shows it on a loaded machine; the set need not be Running.
+    const expireAt = new Date(Date.now() + 15_000).toISOString();
+    await createSet(name, { [ANN_EXPIRE_AT]: expireAt, [ANN_EXPIRE_ACTION]: "Delete" });
+    await waitForSet(
+      name,
+      "status.expireAt",
+      (cs) => Date.parse(cs.status?.expireAt ?? "") === Date.parse(expireAt),
+    );
+
+    await waitFor(
+      `${name} gone`,
+      async () => {
+        const res = await apiRequest(env, "GET", `${setsPath(ns)}/${name}`);
+        return res.status === 404 ? true : undefined;
+      },
+      90_000,
+    );
+    assert.deepEqual(await setPods(env, ns, name), []);
+    const event = await waitForEvent(name, "Expired");
+    assert.equal(event.message, `expire-at ${expireAt.replace(/\.000Z$/, "Z")} reached: deleting`);
+  });
+
+  it("warns about a bad duration and leaves the set alone", async () => {
+    const name = "typo";
+    await createSet(name, { [ANN_SUSPEND_AFTER_IDLE]: "10 minutes" });
+    await waitForSet(name, "Running", isRunning);
+    const event = await waitForEvent(name, "IdlePolicyInvalid");
+    assert.equal(event.type, "Warning");
+    assert.match(event.message, /suspend-after-idle="10 minutes": time: unknown unit/);
+    const cs = await getSet(env, ns, name);
+    assert.equal(cs.spec.suspend, undefined);
+    assert.equal(cs.status?.idleSuspendAt, undefined);
+  });
+
+  it("kubectl get shows when a set will be idle-suspended", async () => {
+    const name = "shown";
+    await createSet(name, { [ANN_SUSPEND_AFTER_IDLE]: "1h" });
+    await waitForSet(name, "Running", isRunning);
+    const kubectl = join(controlPlaneBinDir(), "kubectl");
+    // Read together until they agree: a pass on a cache behind the operator's own status write may
+    // restamp the idle clock a second later.
+    const [header, shown, stored] = await waitFor("kubectl's column to match the status", async () => {
+      const table = execFileSync(
+        kubectl,
+        ["--kubeconfig", env.kubeconfigPath, "-n", ns, "get", "cocoonset", name],
+        {
+          encoding: "utf8",
+        },
+      );
+      const [head = "", row = ""] = table.trim().split("\n");
+      const status = (await getSet(env, ns, name)).status;
+      const value = row.split(/\s+/).at(-1);
+      return value === status?.idleSuspendAt ? [head, value, status?.idleSuspendAt] : undefined;
+    });
+    assert.deepEqual(header.split(/\s+/), ["NAME", "PHASE", "READY", "DESIRED", "AGE", "IDLE-SUSPEND"]);
+    assert.ok(Date.parse(stored ?? "") > Date.now(), `${shown} is ahead`);
+  });
+});

@@ -1,0 +1,217 @@
+// When the idle and expiry policy acts, and what the status writer shows of it (issue 20), on the
+// set as the cache holds it and an injected now.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { CocoonSet, CocoonSetPhase } from "../../../src/apis/v1/types.ts";
+import { classifyPods } from "../../../src/cocoonset/classify.ts";
+import { computeStatus } from "../../../src/cocoonset/status.ts";
+import {
+  idleStatusFields,
+  idleVerdict,
+  MAX_DEADLINE_WAIT_MS,
+  nextDeadlineInMs,
+} from "../../../src/idle/deadlines.ts";
+import {
+  ANN_EXPIRE_ACTION,
+  ANN_EXPIRE_AT,
+  ANN_LAST_ACTIVITY,
+  ANN_SUSPEND_AFTER_IDLE,
+  readIdlePolicy,
+} from "../../../src/idle/policy.ts";
+import { cocoonSet, SET, SET_UID } from "../../support/cocoonset.ts";
+
+const START = Date.parse("2026-01-01T00:00:00Z");
+const MIN = 60_000;
+const iso = (ms: number) => new Date(ms).toISOString().replace(/\.000Z$/, "Z");
+
+/** A set whose last status says Running at its generation 2, the idle clock started at START. */
+function runningSet(
+  annotations: Record<string, string>,
+  opts: { phase?: CocoonSetPhase; generation?: number; suspend?: boolean; clockStart?: string | null } = {},
+): CocoonSet {
+  const cs = cocoonSet(opts.suspend ? { suspend: true } : {}, {
+    generation: opts.generation ?? 2,
+    annotations,
+  });
+  cs.status = {
+    phase: opts.phase ?? "Running",
+    observedGeneration: 2,
+    readyAgents: 1,
+    desiredAgents: 1,
+    readyToolboxes: 0,
+    desiredToolboxes: 0,
+    ...(opts.clockStart === null ? {} : { idleClockStart: opts.clockStart ?? iso(START) }),
+  };
+  return cs;
+}
+
+const idle30m = { [ANN_SUSPEND_AFTER_IDLE]: "30m" };
+
+function verdictAt(cs: CocoonSet, now: number) {
+  return idleVerdict(cs, readIdlePolicy(cs.metadata.annotations), now);
+}
+
+function deadlineAt(cs: CocoonSet, now: number) {
+  return nextDeadlineInMs(cs, readIdlePolicy(cs.metadata.annotations), now);
+}
+
+describe("idleVerdict: idle suspend", () => {
+  it("suspends a Running set exactly when it has been idle for suspend-after-idle", () => {
+    const cs = runningSet(idle30m);
+    assert.deepEqual(verdictAt(cs, START + 30 * MIN - 1), { action: "none" });
+    assert.equal(deadlineAt(cs, START + 30 * MIN - 1), 1);
+    const verdict = verdictAt(cs, START + 30 * MIN);
+    assert.equal(verdict.action, "idle-suspend");
+    assert.equal(verdict.action === "idle-suspend" && verdict.idleForMs, 30 * MIN);
+    assert.equal(verdict.action === "idle-suspend" && verdict.idle.after, "30m0s");
+  });
+
+  it("counts from a later last-activity: a touch postpones the suspend", () => {
+    const cs = runningSet({ ...idle30m, [ANN_LAST_ACTIVITY]: iso(START + 10 * MIN) });
+    assert.deepEqual(verdictAt(cs, START + 30 * MIN), { action: "none" });
+    assert.equal(deadlineAt(cs, START + 30 * MIN), 10 * MIN);
+    assert.equal(verdictAt(cs, START + 40 * MIN).action, "idle-suspend");
+  });
+
+  it("ignores a last-activity older than the idle clock's start", () => {
+    const cs = runningSet({ ...idle30m, [ANN_LAST_ACTIVITY]: iso(START - 60 * MIN) });
+    assert.deepEqual(verdictAt(cs, START + 29 * MIN), { action: "none" });
+    assert.equal(verdictAt(cs, START + 30 * MIN).action, "idle-suspend");
+  });
+
+  it("counts a last-activity in the future as now", () => {
+    const now = START + 40 * MIN;
+    const cs = runningSet({ ...idle30m, [ANN_LAST_ACTIVITY]: iso(now + 24 * 60 * MIN) });
+    assert.deepEqual(verdictAt(cs, now), { action: "none" });
+    assert.equal(deadlineAt(cs, now), 30 * MIN);
+    const fields = idleStatusFields(cs, readIdlePolicy(cs.metadata.annotations), "Running", now);
+    assert.equal(fields.idleSuspendAt, iso(now + 30 * MIN));
+  });
+
+  it("does nothing to a set not Running at its generation, already suspended, or being deleted", () => {
+    const late = START + 60 * MIN;
+    for (const cs of [
+      runningSet(idle30m, { phase: "Scaling" }),
+      runningSet(idle30m, { phase: "Suspended" }),
+      runningSet(idle30m, { suspend: true }),
+      runningSet(idle30m, { generation: 3 }),
+      runningSet(idle30m, { clockStart: null }),
+      runningSet({ [ANN_SUSPEND_AFTER_IDLE]: "0s" }),
+    ]) {
+      assert.deepEqual(verdictAt(cs, late), { action: "none" });
+      assert.equal(deadlineAt(cs, late), undefined);
+    }
+    const deleting = runningSet(idle30m);
+    deleting.metadata.deletionTimestamp = iso(START);
+    assert.deepEqual(verdictAt(deleting, late), { action: "none" });
+  });
+
+  it("takes sub-second durations to the millisecond", () => {
+    const cs = runningSet({ [ANN_SUSPEND_AFTER_IDLE]: "1.5s" });
+    assert.deepEqual(verdictAt(cs, START + 1499), { action: "none" });
+    assert.equal(verdictAt(cs, START + 1500).action, "idle-suspend");
+  });
+});
+
+describe("idleVerdict: expiry", () => {
+  const at = START + 90 * MIN;
+  const expiring = (action?: string, opts: { suspend?: boolean } = {}) =>
+    runningSet({ [ANN_EXPIRE_AT]: iso(at), ...(action ? { [ANN_EXPIRE_ACTION]: action } : {}) }, opts);
+
+  it("suspends at expire-at by default", () => {
+    assert.deepEqual(verdictAt(expiring(), at - 1), { action: "none" });
+    assert.equal(deadlineAt(expiring(), at - 1), 1);
+    assert.deepEqual(verdictAt(expiring(), at), {
+      action: "expire",
+      expiry: { atMs: at, action: "Suspend" },
+    });
+  });
+
+  it("deletes at expire-at with expire-action Delete, suspended or not", () => {
+    assert.deepEqual(verdictAt(expiring("Delete"), at), {
+      action: "expire",
+      expiry: { atMs: at, action: "Delete" },
+    });
+    assert.deepEqual(verdictAt(expiring("Delete", { suspend: true }), at).action, "expire");
+    assert.equal(deadlineAt(expiring("Delete", { suspend: true }), at - 10), 10);
+  });
+
+  it("has nothing left to do for a Suspend expiry of a set already suspended", () => {
+    assert.deepEqual(verdictAt(expiring("Suspend", { suspend: true }), at + MIN), { action: "none" });
+    assert.equal(deadlineAt(expiring("Suspend", { suspend: true }), at - MIN), undefined);
+  });
+
+  it("wins over idleness when both are due, and the earlier deadline is the wake-up", () => {
+    const both = runningSet({ ...idle30m, [ANN_EXPIRE_AT]: iso(at), [ANN_EXPIRE_ACTION]: "Delete" });
+    assert.equal(deadlineAt(both, START), 30 * MIN);
+    assert.equal(verdictAt(both, at).action, "expire");
+    assert.equal(verdictAt(both, at - 1).action, "idle-suspend");
+  });
+
+  it("waits at most a day for a deadline further away (longer Node timers fire at once)", () => {
+    const far = runningSet({ [ANN_EXPIRE_AT]: iso(START + 365 * 24 * 60 * MIN) });
+    assert.equal(deadlineAt(far, START), MAX_DEADLINE_WAIT_MS);
+    assert.ok(MAX_DEADLINE_WAIT_MS < 2 ** 31 - 1);
+  });
+
+  it("wakes for nothing once expire-at has passed without effect", () => {
+    const cs = runningSet({ [ANN_EXPIRE_AT]: iso(at), [ANN_EXPIRE_ACTION]: "bogus" });
+    assert.deepEqual(verdictAt(cs, at + 1), { action: "none" });
+    assert.equal(deadlineAt(cs, at - 1), undefined);
+  });
+});
+
+describe("the status writer's idle fields", () => {
+  const now = START + 20 * MIN;
+  const status = (cs: CocoonSet, phase: CocoonSetPhase = "Running") =>
+    computeStatus(cs, classifyPods([], { name: SET, uid: SET_UID }), { phase, now: iso(now) });
+
+  it("keeps the clock's start while the set stays Running at the same generation", () => {
+    const next = status(runningSet(idle30m));
+    assert.equal(next.idleClockStart, iso(START));
+    assert.equal(next.idleSuspendAt, iso(START + 30 * MIN));
+  });
+
+  it("restarts the clock on a spec change (a generation the last status had not seen)", () => {
+    const next = status(runningSet(idle30m, { generation: 3 }));
+    assert.equal(next.idleClockStart, iso(now));
+    assert.equal(next.idleSuspendAt, iso(now + 30 * MIN));
+  });
+
+  it("restarts the clock when the set becomes Running", () => {
+    const next = status(runningSet(idle30m, { phase: "Scaling" }));
+    assert.equal(next.idleClockStart, iso(now));
+    assert.equal(next.idleSuspendAt, iso(now + 30 * MIN));
+  });
+
+  it("starts the clock when it first sees the policy", () => {
+    assert.equal(status(runningSet(idle30m, { clockStart: null })).idleClockStart, iso(now));
+  });
+
+  it("shows no idle suspend while the set is not Running or is suspended, and keeps the start", () => {
+    const scaling = status(runningSet(idle30m), "Scaling");
+    assert.equal(scaling.idleSuspendAt, undefined);
+    assert.equal(scaling.idleClockStart, iso(START));
+    assert.equal(status(runningSet(idle30m, { suspend: true })).idleSuspendAt, undefined);
+  });
+
+  it("echoes a valid expire-at and nothing for a set without a policy", () => {
+    assert.equal(
+      status(runningSet({ [ANN_EXPIRE_AT]: "2026-01-01T03:00:00+02:00" })).expireAt,
+      "2026-01-01T01:00:00Z",
+    );
+    const plain = status(runningSet({}, { clockStart: null }));
+    assert.deepEqual(
+      [plain.idleClockStart, plain.idleSuspendAt, plain.expireAt],
+      [undefined, undefined, undefined],
+    );
+  });
+
+  it("drops the idle fields once the policy is removed or made invalid", () => {
+    const removed = status(runningSet({}));
+    assert.equal(removed.idleClockStart, undefined);
+    const invalid = status(runningSet({ [ANN_SUSPEND_AFTER_IDLE]: "-1m" }));
+    assert.equal(invalid.idleClockStart, undefined);
+    assert.equal(invalid.idleSuspendAt, undefined);
+  });
+});

@@ -1,0 +1,134 @@
+// The idle and expiry policy read from a set's annotations (issue 20): what is valid, and what a bad
+// value does (a problem message, that part of the policy off — never a guess).
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import {
+  ANN_EXPIRE_ACTION,
+  ANN_EXPIRE_AT,
+  ANN_LAST_ACTIVITY,
+  ANN_SUSPEND_AFTER_IDLE,
+  formatRFC3339,
+  parseRFC3339,
+  readIdlePolicy,
+} from "../../../src/idle/policy.ts";
+
+const T0 = Date.parse("2026-01-01T00:00:00Z");
+
+describe("readIdlePolicy", () => {
+  it("reads nothing from a set without the annotations", () => {
+    assert.deepEqual(readIdlePolicy(undefined), { problems: [] });
+    assert.deepEqual(readIdlePolicy({ other: "x" }), { problems: [] });
+  });
+
+  it("takes suspend-after-idle as a Go duration, with the last activity", () => {
+    for (const [text, ms, after] of [
+      ["30m", 1_800_000, "30m0s"],
+      ["1h30m", 5_400_000, "1h30m0s"],
+      ["1.5h", 5_400_000, "1h30m0s"],
+      ["300ms", 300, "300ms"],
+    ] as const) {
+      const policy = readIdlePolicy({
+        [ANN_SUSPEND_AFTER_IDLE]: text,
+        [ANN_LAST_ACTIVITY]: "2026-01-01T00:00:00Z",
+      });
+      assert.deepEqual(policy, { idle: { afterMs: ms, after, lastActivityMs: T0 }, problems: [] }, text);
+    }
+  });
+
+  it("turns idle suspend off for an unparsable, zero or negative duration, naming the value", () => {
+    for (const [text, why] of [
+      ["30", 'time: missing unit in duration "30"'],
+      ["1d", 'time: unknown unit "d" in duration "1d"'],
+      ["", 'time: invalid duration ""'],
+      ["0", "the duration must be above zero"],
+      ["0s", "the duration must be above zero"],
+      ["-5m", "the duration must be above zero"],
+    ] as const) {
+      const policy = readIdlePolicy({ [ANN_SUSPEND_AFTER_IDLE]: text });
+      assert.equal(policy.idle, undefined, text);
+      assert.deepEqual(policy.problems, [
+        `${ANN_SUSPEND_AFTER_IDLE}=${JSON.stringify(text)}: ${why}; idle suspend is off`,
+      ]);
+    }
+  });
+
+  it("turns idle suspend off for an unparsable last-activity", () => {
+    const policy = readIdlePolicy({ [ANN_SUSPEND_AFTER_IDLE]: "30m", [ANN_LAST_ACTIVITY]: "yesterday" });
+    assert.equal(policy.idle, undefined);
+    assert.deepEqual(policy.problems, [
+      `${ANN_LAST_ACTIVITY}="yesterday" is not an RFC 3339 time; idle suspend is off`,
+    ]);
+  });
+
+  it("reads expire-at with Suspend by default, or the given action", () => {
+    assert.deepEqual(readIdlePolicy({ [ANN_EXPIRE_AT]: "2026-01-01T00:00:00Z" }), {
+      expiry: { atMs: T0, action: "Suspend" },
+      problems: [],
+    });
+    assert.deepEqual(
+      readIdlePolicy({ [ANN_EXPIRE_AT]: "2026-01-01T00:00:00Z", [ANN_EXPIRE_ACTION]: "Delete" }).expiry,
+      { atMs: T0, action: "Delete" },
+    );
+  });
+
+  it("turns expiry off for an unparsable expire-at or an unknown expire-action", () => {
+    const badTime = readIdlePolicy({ [ANN_EXPIRE_AT]: "2026-02-30T00:00:00Z" });
+    assert.equal(badTime.expiry, undefined);
+    assert.deepEqual(badTime.problems, [
+      `${ANN_EXPIRE_AT}="2026-02-30T00:00:00Z" is not an RFC 3339 time; expiry is off`,
+    ]);
+    const badAction = readIdlePolicy({
+      [ANN_EXPIRE_AT]: "2026-01-01T00:00:00Z",
+      [ANN_EXPIRE_ACTION]: "delete",
+    });
+    assert.equal(badAction.expiry, undefined);
+    assert.deepEqual(badAction.problems, [
+      `${ANN_EXPIRE_ACTION}="delete" is not one of Suspend, Delete; expiry is off`,
+    ]);
+  });
+
+  it("keeps the valid half when only the other half is bad", () => {
+    const policy = readIdlePolicy({
+      [ANN_SUSPEND_AFTER_IDLE]: "nope",
+      [ANN_EXPIRE_AT]: "2026-01-01T00:00:00Z",
+    });
+    assert.equal(policy.idle, undefined);
+    assert.deepEqual(policy.expiry, { atMs: T0, action: "Suspend" });
+    assert.equal(policy.problems.length, 1);
+  });
+});
+
+describe("parseRFC3339", () => {
+  it("reads UTC, offsets and fractions", () => {
+    assert.equal(parseRFC3339("2026-01-01T00:00:00Z"), T0);
+    assert.equal(parseRFC3339("2026-01-01T02:00:00+02:00"), T0);
+    assert.equal(parseRFC3339("2025-12-31T19:30:00-04:30"), T0);
+    assert.equal(parseRFC3339("2026-01-01T00:00:00.250Z"), T0 + 250);
+    assert.equal(parseRFC3339("2026-01-01T00:00:00.123456789Z"), T0 + 123);
+    assert.equal(parseRFC3339("2024-02-29T00:00:00Z"), Date.parse("2024-02-29T00:00:00Z"));
+  });
+
+  it("refuses what is not an RFC 3339 date-time", () => {
+    for (const text of [
+      "",
+      "2026-01-01",
+      "2026-01-01 00:00:00Z",
+      "2026-01-01T00:00:00",
+      "2026-13-01T00:00:00Z",
+      "2025-02-29T00:00:00Z",
+      "2026-01-01T24:00:00Z",
+      "2026-01-01T00:60:00Z",
+      "2026-01-01T00:00:60Z",
+      "2026-01-01T00:00:00+24:00",
+      "1767225600",
+      "Thu, 01 Jan 2026 00:00:00 GMT",
+    ]) {
+      assert.equal(parseRFC3339(text), null, text);
+    }
+  });
+
+  it("formats whole seconds without a fraction and keeps milliseconds otherwise", () => {
+    assert.equal(formatRFC3339(T0), "2026-01-01T00:00:00Z");
+    assert.equal(formatRFC3339(T0 + 300), "2026-01-01T00:00:00.300Z");
+  });
+});
