@@ -1,16 +1,18 @@
 // Wires the CocoonSet reconciler into a controller: its own objects (a new generation or a status
 // change), its pods (meaningful transitions only) and the CocoonHibernations naming its pods.
 
-import type { CocoonHibernation } from "../apis/v1/types.ts";
+import type { CocoonHibernation, CocoonSet } from "../apis/v1/types.ts";
 import { type Clock, systemClock } from "../clock.ts";
 import { KIND_COCOONSET } from "../contract/keys.ts";
 import { controllerOf } from "../contract/pod.ts";
 import type { Client } from "../controller/client.ts";
+import type { Predicate } from "../controller/controller.ts";
 import { Controller } from "../controller/controller.ts";
 import type { EventRecorder } from "../controller/events.ts";
 import type { Manager } from "../controller/manager.ts";
 import { generationChangedOrStatusChanged, podRelevantChange } from "../controller/predicates.ts";
 import type { Request } from "../controller/reconciler.ts";
+import { idlePolicyAnnotationsChanged } from "../idle/policy.ts";
 import { type Logger, log } from "../log.ts";
 import type { SnapshotRegistry } from "../registry/index.ts";
 import { PodCreateExpectations } from "./expectations.ts";
@@ -59,7 +61,7 @@ export function setupCocoonSetController(manager: Manager, options: CocoonSetCon
     maxConcurrentReconciles: options.concurrency ?? DEFAULT_COCOONSET_CONCURRENCY,
     clock,
   })
-    .for(informers.cocoonSets, generationChangedOrStatusChanged)
+    .for(informers.cocoonSets, cocoonSetChange)
     .owns(informers.pods, KIND_COCOONSET, podRelevantChange)
     .watches(informers.hibernations, (ch) => setOwningHibernatedPod(informers, ch));
   manager.addInformer(informers.cocoonSets);
@@ -68,6 +70,13 @@ export function setupCocoonSetController(manager: Manager, options: CocoonSetCon
   manager.addController(controller);
   return controller;
 }
+
+/** decisions #7, plus an edit of the idle policy's annotations (src/idle/policy.ts). */
+export const cocoonSetChange: Predicate<CocoonSet> = {
+  update: (oldSet, newSet) =>
+    (generationChangedOrStatusChanged.update?.(oldSet, newSet) ?? true) ||
+    idlePolicyAnnotationsChanged(oldSet.metadata.annotations, newSet.metadata.annotations),
+};
 
 /** The set that controls the pod a CocoonHibernation names, read from the cached pod; none if unknown. */
 function setOwningHibernatedPod(informers: OperatorInformers, ch: CocoonHibernation): Request[] {

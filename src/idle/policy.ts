@@ -19,6 +19,21 @@ export const ANN_EXPIRE_ACTION = "cocoonset.cocoonstack.io/expire-action";
  */
 export const ANN_PARKED_AT = "cocoonset.cocoonstack.io/parked-at";
 
+/**
+ * The annotations that set the policy. A change to one of them passes the CocoonSet watch (decisions
+ * #7 drops other annotation-only patches), so `kubectl annotate` on a running set arms it at once.
+ * last-activity is not among them: a touch only postpones, and the pass already armed for the old
+ * deadline reads it.
+ */
+const POLICY_ANNOTATIONS = [ANN_SUSPEND_AFTER_IDLE, ANN_EXPIRE_AT, ANN_EXPIRE_ACTION] as const;
+
+export function idlePolicyAnnotationsChanged(
+  oldAnnotations: Readonly<Record<string, string>> | undefined,
+  newAnnotations: Readonly<Record<string, string>> | undefined,
+): boolean {
+  return POLICY_ANNOTATIONS.some((key) => oldAnnotations?.[key] !== newAnnotations?.[key]);
+}
+
 export const EXPIRE_ACTIONS = ["Suspend", "Delete"] as const;
 export type ExpireAction = (typeof EXPIRE_ACTIONS)[number];
 export const DEFAULT_EXPIRE_ACTION: ExpireAction = "Suspend";

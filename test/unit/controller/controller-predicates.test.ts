@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { cocoonSetChange } from "../../../src/cocoonset/setup.ts";
 import { generationChangedOrStatusChanged, podRelevantChange } from "../../../src/controller/predicates.ts";
 
 describe("generationChangedOrStatusChanged", () => {
@@ -85,4 +86,27 @@ describe("podRelevantChange", () => {
     assert.equal(podRelevantChange.create?.(pod) ?? true, true);
     assert.equal(podRelevantChange.delete?.(pod) ?? true, true);
   });
+});
+
+describe("cocoonSetChange", () => {
+  const base = {
+    metadata: { name: "demo", generation: 2, annotations: { "cocoonset.cocoonstack.io/last-activity": "a" } },
+    status: { phase: "Running" },
+  };
+  const withAnnotation = (key: string, value: string) => ({
+    ...base,
+    metadata: { ...base.metadata, annotations: { ...base.metadata.annotations, [key]: value } },
+  });
+  for (const [what, updated, passes] of [
+    ["suspend-after-idle added", withAnnotation("cocoonset.cocoonstack.io/suspend-after-idle", "30m"), true],
+    ["expire-at added", withAnnotation("cocoonset.cocoonstack.io/expire-at", "2026-12-01T10:00:00Z"), true],
+    ["expire-action changed", withAnnotation("cocoonset.cocoonstack.io/expire-action", "Delete"), true],
+    ["a last-activity touch", withAnnotation("cocoonset.cocoonstack.io/last-activity", "b"), false],
+    ["another annotation", withAnnotation("example.com/owner", "me"), false],
+    ["new generation", { ...base, metadata: { ...base.metadata, generation: 3 } }, true],
+  ] as const) {
+    it(`${passes ? "passes" : "drops"} ${what}`, () => {
+      assert.equal(cocoonSetChange.update?.(base as never, updated as never), passes);
+    });
+  }
 });
