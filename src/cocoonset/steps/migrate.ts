@@ -72,7 +72,7 @@ export async function reconcileMigration(pass: Pass): Promise<StepOutcome> {
       const fresh = main && (await readPodFromServer(pass, main));
       if (!leftoverTagUnread(fresh, target)) return finish({ requeueAfterMs: REQUEUE_POLL_MS });
       log.warn("migration: dropping a :hibernate tag this controller never asked for");
-      await registry.deleteManifest(vmName, TAG_HIBERNATE, pass.signal);
+      await registry.deleteIfPresent(vmName, TAG_HIBERNATE, pass.signal);
       return markMigrating(pass);
     }
     case "delete-old-main": {
@@ -103,7 +103,7 @@ export async function reconcileMigration(pass: Pass): Promise<StepOutcome> {
       const fresh = main && (await readPodFromServer(pass, main));
       if (!newVMRuns(fresh, target)) return finish({ requeueAfterMs: REQUEUE_POLL_MS });
       log.info("migration: the new VM runs, dropping the snapshot");
-      await registry.deleteManifest(vmName, TAG_HIBERNATE, pass.signal);
+      await registry.deleteIfPresent(vmName, TAG_HIBERNATE, pass.signal);
       return markMigrating(pass);
     }
   }

@@ -80,7 +80,7 @@ async function dropWokenSnapshots(pass: Pass, clearedNow: ReadonlySet<Pod>): Pro
     const cached = observed.find((pod) => vmNameOf(pod) === vm);
     const fresh = cached && (await readPodFromServer(pass, cached));
     if (!fresh || !wokenRecordedVMs(reclaimRecord(pass), [fresh]).includes(vm)) continue;
-    await registry.deleteManifest(vm, TAG_HIBERNATE, pass.signal);
+    await registry.deleteIfPresent(vm, TAG_HIBERNATE, pass.signal);
     await persistReclaim(pass, dropVM(reclaimRecord(pass), vm));
   }
 }

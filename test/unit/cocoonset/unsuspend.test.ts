@@ -200,11 +200,25 @@ describe("step 10: dropping the tags of woken VMs", () => {
     await run(h);
     assert.deepEqual(calls.slice(0, 3), [
       "get pods/demo-0",
-      `registry deleteManifest ${VM0}:hibernate`,
+      `registry deleteIfPresent ${VM0}:hibernate`,
       `patch cocoonsets/demo hibernate-reclaim={"generation":4,"vms":["${VM1}"]}`,
     ]);
     assert.equal(h.registry.has(VM0, "hibernate"), false);
     assert.equal(h.registry.has(VM1, "hibernate"), true, "a VM not yet woken keeps its snapshot");
+  });
+
+  it("a recorded VM whose tag is already gone is probed, never sent a DELETE, and leaves the record", async () => {
+    // A repeat of a drop whose record write was lost (a restart between the two).
+    const record = { generation: GEN, vms: [VM0] };
+    const h = scalingHarness(unsuspendedSet(record), (cs) => [woken(buildMainPod(cs), GEN)]);
+    const calls = timeline(h);
+    await run(h);
+    assert.deepEqual(calls.slice(0, 3), [
+      "get pods/demo-0",
+      `registry deleteIfPresent ${VM0}:hibernate`,
+      "patch cocoonsets/demo hibernate-reclaim-",
+    ]);
+    assert.deepEqual(h.registry.callsOf("deleteManifest"), []);
   });
 
   it("the annotation goes with the last VM", async () => {
@@ -226,7 +240,7 @@ describe("step 10: dropping the tags of woken VMs", () => {
       const h = scalingHarness(unsuspendedSet(record), (cs) => [pod(cs)]);
       h.registry.put(VM0, "hibernate", IMAGE);
       await run(h);
-      assert.deepEqual(h.registry.callsOf("deleteManifest"), []);
+      assert.deepEqual(h.registry.callsOf("deleteIfPresent"), []);
       assert.deepEqual(storedReclaim(h.set()).vms, [VM0]);
     }
   });
@@ -252,12 +266,12 @@ describe("step 10: dropping the tags of woken VMs", () => {
     const h = scalingHarness(unsuspendedSet(record), (cs) => [hibernated(buildMainPod(cs), 2)]);
     h.registry.put(VM0, "hibernate", IMAGE);
     await run(h);
-    assert.deepEqual(h.registry.callsOf("deleteManifest"), [], "still hibernated: the tag stays");
+    assert.deepEqual(h.registry.callsOf("deleteIfPresent"), [], "still hibernated: the tag stays");
     const pod = h.pod("demo-0");
     assert.ok(pod);
     h.seedPods(woken(pod, GEN));
     await run(h);
-    assert.deepEqual(h.registry.callsOf("deleteManifest"), [`${VM0}:hibernate`]);
+    assert.deepEqual(h.registry.callsOf("deleteIfPresent"), [`${VM0}:hibernate`]);
     assert.equal(h.set().metadata.annotations?.[ANN_HIBERNATE_RECLAIM], undefined);
   });
 });
