@@ -98,6 +98,20 @@ describe("step 10: clearing the hibernate annotations", () => {
     assert.deepEqual(storedReclaim(h.set()).vms, [VM1]);
   });
 
+  it("a pass whose only annotated pod a desire=Hibernate CR holds makes no write", async () => {
+    // A record left by an earlier cycle, at an older generation than the set's.
+    const record = { generation: 2, vms: [VM2] };
+    const h = scalingHarness(unsuspendedSet(record), (cs) => [
+      annotate(buildMainPod(cs), { [ANN_HIBERNATE]: "true" }),
+    ]);
+    h.client.seed(COCOONHIBERNATIONS, hibernation("demo-0", "Hibernate"));
+    const calls = timeline(h);
+    assert.deepEqual(await run(h), CONTINUED);
+    assert.deepEqual(calls, [], "no write, no uncached read, no registry call");
+    assert.equal(storedReclaim(h.set()).generation, 2, "the drop threshold is not restamped");
+    assert.equal(hibernateFlag(h, "demo-0"), "true");
+  });
+
   it("T24: a desire=Wake CocoonHibernation still in phase Hibernating keeps it too", async () => {
     const h = scalingHarness(unsuspendedSet(), (cs) => [
       annotate(buildMainPod(cs), { [ANN_HIBERNATE]: "true" }),
