@@ -11,6 +11,7 @@ import { KubeEventRecorder } from "./controller/events.ts";
 import { DEFAULT_LEASE_NAME, LeaderElector } from "./controller/leaderelection.ts";
 import { Manager } from "./controller/manager.ts";
 import { recordRestRequest } from "./controller/metrics.ts";
+import { namedPodWatch } from "./hibernation/podwatch.ts";
 import { setupHibernationController } from "./hibernation/setup.ts";
 import { log } from "./log.ts";
 // Registers the cocoon_operator_* collectors, so /metrics lists them before their first sample.
@@ -88,6 +89,7 @@ export function createOperator(config: OperatorConfig): Operator {
   setupHibernationController(manager, {
     client,
     informers,
+    openPodWatch: namedPodWatch(client, clock),
     registry,
     events,
     clock,

@@ -38,7 +38,7 @@ import type { HibernationView } from "./view.ts";
 import { StripedLock } from "./vmlock.ts";
 
 export interface HibernationDeps {
-  /** Writes only; every read comes from view. */
+  /** Writes only; every read goes through view. */
   client: Client;
   view: HibernationView;
   registry: SnapshotRegistry;
@@ -83,7 +83,7 @@ export class HibernationReconciler implements Reconciler {
     // Before the pod is read: a settled wake leaves the pod, its annotation and its tag to others.
     if (settledWake(ch)) return {};
     // A pod that arrives later is seen through the pod watch; the requeue is a safety net.
-    const pod = this.deps.view.getPod(req.namespace, podName);
+    const pod = await this.deps.view.getPod(req.namespace, podName);
     if (!pod) {
       await this.markPending(ch, `pod ${req.namespace}/${podName} not yet present`);
       return REQUEUE;

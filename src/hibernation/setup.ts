@@ -1,7 +1,8 @@
 // Wires the CocoonHibernation reconciler into a manager (behaviours.md items 122–123): the
-// controller "cocoonhibernation" reconciles every CR event, and every pod event that matters maps to
-// the CRs in the pod's namespace whose spec.podRef.name names it, so a pod arriving after its CR,
-// or vk-cocoon's annotations moving on, re-runs the CR without waiting for the requeue.
+// controller "cocoonhibernation" reconciles every CR event, and every event of a pod a CR names
+// (podwatch.ts watches those pods, and only those) maps to the CRs in the pod's namespace whose
+// spec.podRef.name names it, so a pod arriving after its CR, or vk-cocoon's annotations moving on,
+// re-runs the CR without waiting for the requeue.
 
 import { isDeepStrictEqual } from "node:util";
 import type { Pod } from "../apis/core.ts";
@@ -12,6 +13,7 @@ import type { EventRecorder } from "../controller/events.ts";
 import type { Manager } from "../controller/manager.ts";
 import type { Request } from "../controller/reconciler.ts";
 import type { SnapshotRegistry } from "../registry/index.ts";
+import { NamedPodWatches, type PodWatchFactory } from "./podwatch.ts";
 import { HibernationReconciler } from "./reconciler.ts";
 import { type HibernationInformers, informerView, POD_REF_INDEX, podRefIndexKey } from "./view.ts";
 
@@ -21,6 +23,8 @@ export interface HibernationControllerOptions {
   client: Client;
   /** The CR informer must be created with `indexers: hibernationIndexers` (view.ts). */
   informers: HibernationInformers;
+  /** Opens the watch of one pod a CR names (namedPodWatch in podwatch.ts). */
+  openPodWatch: PodWatchFactory;
   registry: SnapshotRegistry;
   events: EventRecorder;
   clock: Clock;
@@ -54,9 +58,10 @@ export function setupHibernationController(
     );
   }
 
+  const pods = new NamedPodWatches(informers.hibernations, options.openPodWatch, options.client);
   const reconciler = new HibernationReconciler({
     client: options.client,
-    view: informerView(informers),
+    view: informerView(informers, pods),
     registry: options.registry,
     events: options.events,
     clock: options.clock,
@@ -71,10 +76,10 @@ export function setupHibernationController(
     informers.hibernations
       .byIndex(POD_REF_INDEX, podRefIndexKey(pod.metadata.namespace ?? "", pod.metadata.name ?? ""))
       .map((ch) => ({ namespace: ch.metadata.namespace ?? "", name: ch.metadata.name ?? "" }));
-  controller.for(informers.hibernations).watches(informers.pods, targetingPod, podAnnotationsChanged);
+  controller.for(informers.hibernations).watches(pods, targetingPod, podAnnotationsChanged);
 
   manager.addInformer(informers.hibernations);
-  manager.addInformer(informers.pods);
+  manager.addInformer(pods);
   manager.addController(controller);
   return controller;
 }

@@ -1,6 +1,7 @@
 // The CocoonHibernation controller in-process against a real kube-apiserver, the registry and the
 // vk-cocoon simulator: hibernate and wake a live pod through a CR, the hibernate deadline with a
-// stalled hibernate (then its recovery), and the finalizer's tag drop.
+// stalled hibernate (then its recovery), and the finalizer's tag drop. The pods carry no CocoonSet
+// label, and the controller sees them only through the per-pod watches of podwatch.ts.
 
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -26,6 +27,7 @@ import { isNotFound } from "../../src/controller/errors.ts";
 import { KubeEventRecorder } from "../../src/controller/events.ts";
 import { Manager } from "../../src/controller/manager.ts";
 import { COCOONHIBERNATIONS, EVENTS, PODS } from "../../src/controller/resources.ts";
+import { namedPodWatch } from "../../src/hibernation/podwatch.ts";
 import { setupHibernationController } from "../../src/hibernation/setup.ts";
 import { HIBERNATE_TIMEOUT_MS } from "../../src/hibernation/status.ts";
 import { hibernationIndexers } from "../../src/hibernation/view.ts";
@@ -145,8 +147,8 @@ before(async () => {
         indexers: hibernationIndexers,
         transform: stripManagedFields,
       }),
-      pods: createInformer<Pod>(client, PODS, { namespace: ns, transform: stripManagedFields }),
     },
+    openPodWatch: namedPodWatch(client),
     registry,
     events,
     clock,

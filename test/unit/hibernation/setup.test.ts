@@ -9,7 +9,9 @@ import { FakeClock } from "../../../src/clock.ts";
 import type { EventHandler, Informer } from "../../../src/controller/cache.ts";
 import type { Controller } from "../../../src/controller/controller.ts";
 import { Manager } from "../../../src/controller/manager.ts";
+import { PODS } from "../../../src/controller/resources.ts";
 import { type IndexFunc, Store } from "../../../src/controller/store.ts";
+import { NamedPodWatches } from "../../../src/hibernation/podwatch.ts";
 import {
   type HibernationControllerOptions,
   setupHibernationController,
@@ -17,12 +19,15 @@ import {
 import { hibernationIndexers } from "../../../src/hibernation/view.ts";
 import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
 import { FakeClient } from "../../support/fakeclient.ts";
-import { hibernationFixture, podFixture, RecordingEvents } from "./support.ts";
+import { hibernationFixture, NS, podFixture, RecordingEvents } from "./support.ts";
 
 /** An informer over an in-memory store; the test adds, updates and deletes objects by hand. */
 class MemoryInformer<T extends { metadata: { name?: string; namespace?: string } }> implements Informer<T> {
   private readonly store: Store<T>;
   private readonly handlers: EventHandler<T>[] = [];
+  /** The signal start() was given; undefined until started. */
+  startedWith: AbortSignal | undefined;
+  synced = true;
 
   constructor(indexers?: Record<string, IndexFunc<T>>) {
     this.store = new Store<T>(indexers);
@@ -32,7 +37,7 @@ class MemoryInformer<T extends { metadata: { name?: string; namespace?: string }
     this.handlers.push(h);
   }
   hasSynced(): boolean {
-    return true;
+    return this.synced;
   }
   async waitForSync(): Promise<void> {}
   get(namespace: string, name: string): T | undefined {
@@ -44,7 +49,9 @@ class MemoryInformer<T extends { metadata: { name?: string; namespace?: string }
   byIndex(index: string, value: string): T[] {
     return this.store.byIndex(index, value);
   }
-  start(): void {}
+  start(signal: AbortSignal): void {
+    this.startedWith = signal;
+  }
   lastSyncResourceVersion(): string {
     return "1";
   }
@@ -65,13 +72,32 @@ class MemoryInformer<T extends { metadata: { name?: string; namespace?: string }
 
 function options(overrides: Partial<HibernationControllerOptions> = {}) {
   const hibernations = new MemoryInformer<CocoonHibernation>(hibernationIndexers);
-  const pods = new MemoryInformer<Pod>();
+  /** Every pod watch opened, by `namespace/name`, in opening order (a reopened one replaces). */
+  const podWatches = new Map<string, MemoryInformer<Pod>>();
+  const opened: string[] = [];
+  const openPodWatch = (namespace: string, name: string) => {
+    const watch = new MemoryInformer<Pod>();
+    podWatches.set(`${namespace}/${name}`, watch);
+    opened.push(`${namespace}/${name}`);
+    return watch;
+  };
+  /** The watch of the pod's name; the test feeds it as the API server's watch would. */
+  const pods = (pod: Pod): MemoryInformer<Pod> => {
+    const watch = podWatches.get(`${pod.metadata.namespace}/${pod.metadata.name}`);
+    if (!watch) throw new Error(`no watch for ${pod.metadata.name}`);
+    return watch;
+  };
+  const client = new FakeClient();
   return {
     hibernations,
     pods,
+    podWatches,
+    opened,
+    client,
     options: {
-      client: new FakeClient(),
-      informers: { hibernations, pods },
+      client,
+      informers: { hibernations },
+      openPodWatch,
       registry: new FakeSnapshotRegistry(),
       events: new RecordingEvents(),
       clock: new FakeClock(),
@@ -139,10 +165,10 @@ describe("setupHibernationController", () => {
     });
     await drain(controller);
 
-    pods.add(podFixture({ name: "demo-0" }));
+    pods(podFixture({ name: "demo-0" })).add(podFixture({ name: "demo-0" }));
     assert.deepEqual(await drain(controller), ["ns/a", "ns/b"]);
 
-    pods.delete(podFixture({ name: "demo-0" }));
+    pods(podFixture({ name: "demo-0" })).delete(podFixture({ name: "demo-0" }));
     assert.deepEqual(await drain(controller), ["ns/a", "ns/b"]);
   });
 
@@ -151,16 +177,90 @@ describe("setupHibernationController", () => {
     const controller = setupHibernationController(new Manager(), opts);
     hibernations.add(hibernationFixture({ name: "a" }));
     const pod = podFixture();
-    pods.add(pod);
+    pods(pod).add(pod);
     await drain(controller);
 
-    pods.update({ ...pod, status: { phase: "Running" } });
+    pods(pod).update({ ...pod, status: { phase: "Running" } });
     assert.deepEqual(await drain(controller), [], "status-only churn is dropped");
 
-    pods.update({
+    pods(pod).update({
       ...pod,
       metadata: { ...pod.metadata, annotations: { ...pod.metadata.annotations, x: "y" } },
     });
     assert.deepEqual(await drain(controller), ["ns/a"]);
+  });
+});
+
+describe("the pods CRs name (issue 15, item 2)", () => {
+  test("one watch per named pod, whatever its labels; none for pods no CR names", async () => {
+    const { hibernations, opened, podWatches, options: opts } = options();
+    setupHibernationController(new Manager(), opts);
+    hibernations.add(hibernationFixture({ name: "a", podRef: "test-ubuntu" }));
+    hibernations.add(hibernationFixture({ name: "b", podRef: "test-ubuntu" }));
+    hibernations.add(hibernationFixture({ name: "c", podRef: "demo-1" }));
+
+    assert.deepEqual(opened, ["ns/test-ubuntu", "ns/demo-1"], "two CRs on one pod share its watch");
+    assert.equal(podWatches.size, 2);
+  });
+
+  test("a watch closes when the last CR naming its pod goes, and reopens for a new one", () => {
+    const { hibernations, opened, podWatches, client, options: opts } = options();
+    const watches = new NamedPodWatches(hibernations, opts.openPodWatch, client);
+    const a = hibernationFixture({ name: "a", podRef: "test-ubuntu" });
+    const b = hibernationFixture({ name: "b", podRef: "test-ubuntu" });
+    hibernations.add(a);
+    hibernations.add(b);
+    const run = new AbortController();
+    watches.start(run.signal);
+    const watch = podWatches.get("ns/test-ubuntu");
+    assert.ok(watch?.startedWith, "started with the manager");
+
+    hibernations.delete(a);
+    assert.equal(watch.startedWith.aborted, false, "b still names the pod");
+    hibernations.delete(b);
+    assert.equal(watch.startedWith.aborted, true);
+
+    hibernations.add(hibernationFixture({ name: "c", podRef: "test-ubuntu" }));
+    assert.deepEqual(opened, ["ns/test-ubuntu", "ns/test-ubuntu"]);
+    assert.equal(podWatches.get("ns/test-ubuntu")?.startedWith?.aborted, false, "opened and started");
+    run.abort();
+  });
+
+  test("reads come from the watch once it has listed, from the API server before", async () => {
+    const { hibernations, podWatches, client, options: opts } = options();
+    const watches = new NamedPodWatches(hibernations, opts.openPodWatch, client);
+    hibernations.add(hibernationFixture({ name: "test-ubuntu", podRef: "test-ubuntu" }));
+    const watch = podWatches.get("ns/test-ubuntu");
+    assert.ok(watch);
+    client.seed(PODS, podFixture({ name: "test-ubuntu" }));
+
+    watch.synced = false;
+    assert.equal((await watches.getPod(NS, "test-ubuntu"))?.metadata.name, "test-ubuntu");
+    assert.equal(await watches.getPod(NS, "absent"), undefined, "NotFound reads as no pod");
+    assert.deepEqual(
+      client.calls.map((c) => `${c.verb} ${c.name}`),
+      ["get test-ubuntu", "get absent"],
+    );
+
+    watch.synced = true;
+    client.clearCalls();
+    assert.equal(await watches.getPod(NS, "test-ubuntu"), undefined, "the watch has not seen it yet");
+    watch.add(podFixture({ name: "test-ubuntu" }));
+    assert.equal((await watches.getPod(NS, "test-ubuntu"))?.metadata.name, "test-ubuntu");
+    assert.deepEqual(client.calls, []);
+  });
+
+  test("events of a closed watch reach no CR", async () => {
+    const { hibernations, podWatches, options: opts } = options();
+    const controller = setupHibernationController(new Manager(), opts);
+    const a = hibernationFixture({ name: "a", podRef: "test-ubuntu" });
+    hibernations.add(a);
+    const watch = podWatches.get("ns/test-ubuntu");
+    assert.ok(watch);
+    hibernations.delete(a);
+    await drain(controller);
+
+    watch.add(podFixture({ name: "test-ubuntu" }));
+    assert.deepEqual(await drain(controller), []);
   });
 });
