@@ -11,7 +11,6 @@ import { KubeEventRecorder } from "./controller/events.ts";
 import { DEFAULT_LEASE_NAME, LeaderElector } from "./controller/leaderelection.ts";
 import { Manager } from "./controller/manager.ts";
 import { recordRestRequest } from "./controller/metrics.ts";
-import { namedPodWatch } from "./hibernation/podwatch.ts";
 import { setupHibernationController } from "./hibernation/setup.ts";
 import { log } from "./log.ts";
 // Registers the cocoon_operator_* collectors, so /metrics lists them before their first sample.
@@ -89,7 +88,7 @@ export function createOperator(config: OperatorConfig): Operator {
   setupHibernationController(manager, {
     client,
     informers,
-    openPodWatch: namedPodWatch(client, clock),
+    namespace: config.watchNamespace,
     registry,
     events,
     clock,

@@ -1,46 +1,57 @@
 // The pods CocoonHibernations name, and only those. A CR names any pod vk-cocoon runs: a CocoonSet's
 // (labelled with the set's name, which the CocoonSet cache selects on) or a standalone one such as
-// the upstream test-ubuntu sample, which carries no label the operator could select on. Caching
-// every pod of the cluster to find those would cost memory in proportion to the cluster; a CR names
-// one pod, so each named pod gets a watch of its own instead (namespace plus
-// fieldSelector=metadata.name=<pod>, the per-object watch the kubelet keeps for the secrets and
-// config maps its pods mount). The cache then holds one pod per named pod, whatever else runs.
+// the upstream test-ubuntu sample, which carries no label the operator could select on.
 //
-// A watch opens when the first CR naming the pod appears in the CR cache and closes when the last
-// one leaves it. Until a watch has listed, reads go to the API server (one GET), so a pass never
-// mistakes a watch still starting for a missing pod.
+// Design: reads by name plus one filtered watch. Each named pod is read with a list by name
+// (fieldSelector metadata.name=<pod>), which returns its state and the resourceVersion that state
+// holds at; one watch of the pod collection (the operator's namespace scope) then keeps the named
+// pods current and drops every other event as it arrives. Memory is one pod per named pod, whatever
+// else runs in the cluster, and the whole thing is one watch connection. The rejected alternatives:
+// caching every pod (memory grows with the cluster), and one watch per named pod (each an HTTP/1.1
+// TLS connection, about 140 KiB of native memory apiece, more than a cached pod costs).
+//
+// States are ordered by resourceVersion, compared as the integers the API server issues (comparable
+// resource versions, KEP-5504): a list or an event applies only when newer than what is held, so a
+// list answered late or an event replayed from before it never moves a pod back in time. The watch
+// runs while at least one pod is named and resumes from the first list's resourceVersion; a 410
+// re-reads every named pod. Until a pod's first read lands, reads go to the API server (one GET).
 
 import type { Pod } from "../apis/core.ts";
 import type { CocoonHibernation } from "../apis/v1/types.ts";
-import type { Clock } from "../clock.ts";
+import { type Clock, systemClock } from "../clock.ts";
 import { stripUnreadPodFields } from "../cocoonset/view.ts";
-import { createInformer, type EventHandler, type Informer } from "../controller/cache.ts";
-import type { Client, WatchClient } from "../controller/client.ts";
-import { isNotFound } from "../controller/errors.ts";
+import type { EventHandler, Informer } from "../controller/cache.ts";
+import { type Client, type WatchClient, watchErrorToApiError } from "../controller/client.ts";
+import { isGone, isNotFound } from "../controller/errors.ts";
 import type { ManagedInformer } from "../controller/manager.ts";
+import { Backoff } from "../controller/ratelimit.ts";
 import { PODS } from "../controller/resources.ts";
 import { objectKey } from "../controller/store.ts";
+import { log } from "../log.ts";
 
-/** Opens the list-watch of the one pod `namespace/name`; it runs once started. */
-export type PodWatchFactory = (namespace: string, name: string) => Informer<Pod>;
-
-/** The production watch: that pod only, stripped as the CocoonSet cache strips its pods. */
-export function namedPodWatch(client: WatchClient, clock?: Clock): PodWatchFactory {
-  return (namespace, name) =>
-    createInformer<Pod>(client, PODS, {
-      namespace,
-      fieldSelector: `metadata.name=${name}`,
-      transform: stripUnreadPodFields,
-      clock,
-    });
+export interface NamedPodsOptions {
+  hibernations: Informer<CocoonHibernation>;
+  /** Lists and watches pods; serves the GETs of pods not read yet. */
+  client: Client & WatchClient;
+  /** The operator's namespace scope; default every namespace. */
+  namespace?: string;
+  clock?: Clock;
+  random?: () => number;
 }
 
-interface PodWatch {
-  readonly informer: Informer<Pod>;
-  readonly stop: AbortController;
+interface NamedPod {
   /** The CRs (`namespace/name`) naming the pod. */
   readonly holders: Set<string>;
-  started: boolean;
+  /** The pod as last read; undefined while absent or not read yet. */
+  pod: Pod | undefined;
+  /** The resourceVersion `pod` (or its absence) holds at; -1 until the first read. */
+  version: bigint;
+}
+
+/** A resourceVersion as an integer; an unparsable one (never issued by kube-apiserver) sorts newest. */
+function versionOf(resourceVersion: string | undefined): bigint {
+  if (resourceVersion === undefined || !/^\d+$/.test(resourceVersion)) return BigInt(Number.MAX_SAFE_INTEGER);
+  return BigInt(resourceVersion);
 }
 
 function podRefKey(ch: CocoonHibernation): string | undefined {
@@ -48,27 +59,33 @@ function podRefKey(ch: CocoonHibernation): string | undefined {
   return podName === "" ? undefined : objectKey(ch.metadata.namespace ?? "", podName);
 }
 
-function crKey(ch: CocoonHibernation): string {
-  return objectKey(ch.metadata.namespace ?? "", ch.metadata.name ?? "");
+function splitKey(key: string): [string, string] {
+  const slash = key.indexOf("/");
+  return [key.slice(0, slash), key.slice(slash + 1)];
 }
 
-export class NamedPodWatches implements ManagedInformer {
-  private readonly hibernations: Informer<CocoonHibernation>;
-  private readonly open: PodWatchFactory;
-  private readonly client: Client;
-  private readonly watches = new Map<string, PodWatch>();
+export class NamedPods implements ManagedInformer {
+  private readonly opts: NamedPodsOptions;
+  private readonly clock: Clock;
+  private readonly backoff: Backoff;
+  private readonly named = new Map<string, NamedPod>();
   private readonly handlers: EventHandler<Pod>[] = [];
   private signal: AbortSignal | undefined;
+  /** The running watch's stop, aborted when no pod is named any more. */
+  private watchStop: AbortController | undefined;
+  /** Wakes the loop when the first pod is named. */
+  private wake: (() => void) | undefined;
+  private synced = false;
+  private readonly syncWaiters: (() => void)[] = [];
 
-  /** Follows the CRs of `hibernations`; `client` serves the reads of pods whose watch has not listed. */
-  constructor(hibernations: Informer<CocoonHibernation>, open: PodWatchFactory, client: Client) {
-    this.hibernations = hibernations;
-    this.open = open;
-    this.client = client;
-    hibernations.addEventHandler({
+  constructor(opts: NamedPodsOptions) {
+    this.opts = opts;
+    this.clock = opts.clock ?? systemClock;
+    this.backoff = new Backoff({ random: opts.random });
+    opts.hibernations.addEventHandler({
       onAdd: (ch) => this.hold(ch),
       onUpdate: (oldCh, newCh) => {
-        // spec.podRef is immutable under the CRD; a retarget without it still moves the watch.
+        // spec.podRef is immutable under the CRD; a retarget without it still moves the read.
         if (podRefKey(oldCh) === podRefKey(newCh)) return;
         this.hold(newCh);
         this.release(oldCh);
@@ -77,36 +94,42 @@ export class NamedPodWatches implements ManagedInformer {
     });
   }
 
-  /** Pod events of every watched pod; a handler added late first sees the cached pods as adds. */
+  /** Events of the named pods; a handler added late first sees the pods held as adds. */
   addEventHandler(handler: EventHandler<Pod>): void {
     this.handlers.push(handler);
-    for (const watch of this.watches.values()) {
-      for (const pod of watch.informer.list()) handler.onAdd?.(pod);
-    }
+    for (const entry of this.named.values()) if (entry.pod) handler.onAdd?.(entry.pod);
   }
 
   start(signal: AbortSignal): void {
-    if (this.signal) throw new Error("named pod watches already started");
+    if (this.signal) throw new Error("named pod reads already started");
     this.signal = signal;
-    for (const watch of this.watches.values()) this.run(watch);
+    this.run(signal).catch((err: unknown) => log.error({ err: String(err) }, "named pod watch stopped"));
   }
 
+  /** True once the CR cache has synced and the pods it named were read. */
   hasSynced(): boolean {
-    return this.hibernations.hasSynced();
+    return this.synced;
   }
 
-  /** Resolves once the CR cache has synced and every watch it opened has listed. */
   async waitForSync(signal?: AbortSignal): Promise<void> {
-    await this.hibernations.waitForSync(signal);
-    await Promise.all([...this.watches.values()].map((watch) => watch.informer.waitForSync(signal)));
+    if (this.synced) return;
+    signal?.throwIfAborted();
+    await new Promise<void>((resolve, reject) => {
+      const onAbort = () => reject(signal?.reason);
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.syncWaiters.push(() => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      });
+    });
   }
 
-  /** The named pod as cached, or (its watch not listed yet) as the API server holds it. */
+  /** The named pod as last read, or (not read yet) as the API server holds it. */
   async getPod(namespace: string, name: string): Promise<Pod | undefined> {
-    const watch = this.watches.get(objectKey(namespace, name));
-    if (watch?.informer.hasSynced()) return watch.informer.get(namespace, name);
+    const entry = this.named.get(objectKey(namespace, name));
+    if (entry && entry.version >= 0n) return entry.pod;
     try {
-      return await this.client.get<Pod>(PODS, namespace, name);
+      return await this.opts.client.get<Pod>(PODS, namespace, name);
     } catch (error) {
       if (isNotFound(error)) return undefined;
       throw error;
@@ -116,41 +139,149 @@ export class NamedPodWatches implements ManagedInformer {
   private hold(ch: CocoonHibernation): void {
     const key = podRefKey(ch);
     if (key === undefined) return;
-    let watch = this.watches.get(key);
-    if (!watch) {
-      const informer = this.open(ch.metadata.namespace ?? "", ch.spec.podRef.name);
-      const opened: PodWatch = { informer, stop: new AbortController(), holders: new Set(), started: false };
-      // A closed watch's last events go nowhere: no CR names its pod any more.
-      const live = () => this.watches.get(key) === opened;
-      informer.addEventHandler({
-        onAdd: (pod) => live() && this.dispatch((h) => h.onAdd?.(pod)),
-        onUpdate: (oldPod, newPod) => live() && this.dispatch((h) => h.onUpdate?.(oldPod, newPod)),
-        onDelete: (pod) => live() && this.dispatch((h) => h.onDelete?.(pod)),
-      });
-      this.watches.set(key, opened);
-      this.run(opened);
-      watch = opened;
+    let entry = this.named.get(key);
+    if (!entry) {
+      entry = { holders: new Set(), pod: undefined, version: -1n };
+      this.named.set(key, entry);
+      // A watch already running only needs this pod read; otherwise the loop reads it first.
+      if (this.watchStop && this.signal) void this.readQuietly(key, this.signal);
+      this.wake?.();
     }
-    watch.holders.add(crKey(ch));
+    entry.holders.add(objectKey(ch.metadata.namespace ?? "", ch.metadata.name ?? ""));
   }
 
   private release(ch: CocoonHibernation): void {
     const key = podRefKey(ch);
-    const watch = key === undefined ? undefined : this.watches.get(key);
-    if (!key || !watch) return;
-    watch.holders.delete(crKey(ch));
-    if (watch.holders.size > 0) return;
-    watch.stop.abort();
-    this.watches.delete(key);
+    const entry = key === undefined ? undefined : this.named.get(key);
+    if (!key || !entry) return;
+    entry.holders.delete(objectKey(ch.metadata.namespace ?? "", ch.metadata.name ?? ""));
+    if (entry.holders.size > 0) return;
+    this.named.delete(key);
+    if (this.named.size === 0) this.watchStop?.abort();
   }
 
-  private run(watch: PodWatch): void {
-    if (watch.started || !this.signal) return;
-    watch.started = true;
-    watch.informer.start(AbortSignal.any([this.signal, watch.stop.signal]));
+  private async run(signal: AbortSignal): Promise<void> {
+    await this.opts.hibernations.waitForSync(signal).catch(() => undefined);
+    let resumeFrom: string | undefined;
+    while (!signal.aborted) {
+      if (this.named.size === 0) {
+        this.markSynced();
+        resumeFrom = undefined;
+        await new Promise<void>((resolve) => {
+          this.wake = resolve;
+          signal.addEventListener("abort", () => resolve(), { once: true });
+        });
+        this.wake = undefined;
+        continue;
+      }
+      let delay = 0;
+      try {
+        // After a 410 every named pod is read again (the missed events are gone); otherwise only
+        // those named since the watch last ran.
+        const first = await this.readNamed(resumeFrom === undefined, signal);
+        resumeFrom ??= first || undefined;
+        this.markSynced();
+        // Every named pod went while being read: back to idle.
+        if (resumeFrom === undefined) continue;
+        resumeFrom = await this.watch(resumeFrom, signal);
+        this.backoff.reset();
+      } catch (err) {
+        if (signal.aborted) break;
+        if (isGone(err)) {
+          resumeFrom = undefined;
+        } else {
+          delay = this.backoff.next();
+          log.warn({ err: String(err), retryInMs: delay }, "named pod watch failed, retrying");
+        }
+      }
+      if (delay > 0) await this.clock.sleep(delay, signal).catch(() => undefined);
+    }
   }
 
-  private dispatch(fn: (handler: EventHandler<Pod>) => void): void {
-    for (const handler of this.handlers) fn(handler);
+  /** Reads the named pods (all, or those not read yet); the first read's resourceVersion. */
+  private async readNamed(all: boolean, signal: AbortSignal): Promise<string> {
+    let first = "";
+    for (const [key, entry] of [...this.named]) {
+      if (!all && entry.version >= 0n) continue;
+      const version = await this.read(key, signal);
+      if (first === "") first = version;
+    }
+    return first;
+  }
+
+  /** Lists the one pod by name; returns the list's resourceVersion. */
+  private async read(key: string, signal: AbortSignal): Promise<string> {
+    signal.throwIfAborted();
+    const [namespace, name] = splitKey(key);
+    const result = await this.opts.client.list<Pod>(PODS, namespace, {
+      fieldSelector: `metadata.name=${name}`,
+    });
+    this.apply(key, result.items[0], versionOf(result.resourceVersion));
+    return result.resourceVersion;
+  }
+
+  private async readQuietly(key: string, signal: AbortSignal): Promise<void> {
+    try {
+      await this.read(key, signal);
+    } catch (err) {
+      // The pass falls back to a GET meanwhile; the watch's next restart reads it again.
+      if (!signal.aborted) log.warn({ pod: key, err: String(err) }, "read of a named pod failed");
+    }
+  }
+
+  /** One watch stream of the pod collection; returns the resourceVersion to resume from. */
+  private async watch(resourceVersion: string, signal: AbortSignal): Promise<string> {
+    const stop = new AbortController();
+    this.watchStop = stop;
+    // Pods named between the loop's reads and now; later ones are read as they are named.
+    for (const [key, entry] of this.named) if (entry.version < 0n) void this.readQuietly(key, signal);
+    let resumeFrom = resourceVersion;
+    try {
+      const stream = this.opts.client.watch<Pod>(PODS, this.opts.namespace, {
+        resourceVersion,
+        allowWatchBookmarks: true,
+        timeoutSeconds: 300 + Math.floor((this.opts.random ?? Math.random)() * 300),
+        inactivityTimeoutMs: 180_000,
+        signal: AbortSignal.any([signal, stop.signal]),
+      });
+      for await (const event of stream) {
+        if (event.type === "ERROR") throw watchErrorToApiError(event.object);
+        const rv = event.object.metadata?.resourceVersion;
+        if (rv) resumeFrom = rv;
+        if (event.type === "BOOKMARK") continue;
+        const pod = event.object;
+        const key = objectKey(pod.metadata?.namespace ?? "", pod.metadata?.name ?? "");
+        if (!this.named.has(key)) continue;
+        this.apply(key, event.type === "DELETED" ? undefined : pod, versionOf(rv));
+      }
+    } finally {
+      if (this.watchStop === stop) this.watchStop = undefined;
+    }
+    return resumeFrom;
+  }
+
+  /** Takes `pod` (undefined: absent) as the named pod's state at `version`, when newer than held. */
+  private apply(key: string, pod: Pod | undefined, version: bigint): void {
+    const entry = this.named.get(key);
+    if (!entry || version <= entry.version) return;
+    const old = entry.pod;
+    entry.pod = pod ? stripUnreadPodFields(pod) : undefined;
+    entry.version = version;
+    const current = entry.pod;
+    for (const handler of this.handlers) {
+      try {
+        if (old && current) handler.onUpdate?.(old, current);
+        else if (current) handler.onAdd?.(current);
+        else if (old) handler.onDelete?.(old);
+      } catch (err) {
+        log.error({ pod: key, err: String(err) }, "named pod event handler threw");
+      }
+    }
+  }
+
+  private markSynced(): void {
+    if (this.synced) return;
+    this.synced = true;
+    for (const resolve of this.syncWaiters.splice(0)) resolve();
   }
 }

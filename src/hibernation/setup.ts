@@ -7,24 +7,25 @@
 import { isDeepStrictEqual } from "node:util";
 import type { Pod } from "../apis/core.ts";
 import type { Clock } from "../clock.ts";
-import type { Client } from "../controller/client.ts";
+import type { Client, WatchClient } from "../controller/client.ts";
 import { Controller, type Predicate } from "../controller/controller.ts";
 import type { EventRecorder } from "../controller/events.ts";
 import type { Manager } from "../controller/manager.ts";
 import type { Request } from "../controller/reconciler.ts";
 import type { SnapshotRegistry } from "../registry/index.ts";
-import { NamedPodWatches, type PodWatchFactory } from "./podwatch.ts";
+import { NamedPods } from "./podwatch.ts";
 import { HibernationReconciler } from "./reconciler.ts";
 import { type HibernationInformers, informerView, POD_REF_INDEX, podRefIndexKey } from "./view.ts";
 
 export const HIBERNATION_CONTROLLER = "cocoonhibernation";
 
 export interface HibernationControllerOptions {
-  client: Client;
+  /** Writes, and the reads and the watch of the pods CRs name (podwatch.ts). */
+  client: Client & WatchClient;
   /** The CR informer must be created with `indexers: hibernationIndexers` (view.ts). */
   informers: HibernationInformers;
-  /** Opens the watch of one pod a CR names (namedPodWatch in podwatch.ts). */
-  openPodWatch: PodWatchFactory;
+  /** Watch one namespace only, as the informers do; default every namespace. */
+  namespace?: string;
   registry: SnapshotRegistry;
   events: EventRecorder;
   clock: Clock;
@@ -58,7 +59,12 @@ export function setupHibernationController(
     );
   }
 
-  const pods = new NamedPodWatches(informers.hibernations, options.openPodWatch, options.client);
+  const pods = new NamedPods({
+    hibernations: informers.hibernations,
+    client: options.client,
+    namespace: options.namespace,
+    clock: options.clock,
+  });
   const reconciler = new HibernationReconciler({
     client: options.client,
     view: informerView(informers, pods),

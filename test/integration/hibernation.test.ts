@@ -1,7 +1,7 @@
 // The CocoonHibernation controller in-process against a real kube-apiserver, the registry and the
 // vk-cocoon simulator: hibernate and wake a live pod through a CR, the hibernate deadline with a
 // stalled hibernate (then its recovery), and the finalizer's tag drop. The pods carry no CocoonSet
-// label, and the controller sees them only through the per-pod watches of podwatch.ts.
+// label, and the controller sees them only through the named-pod reads of podwatch.ts.
 
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -27,7 +27,6 @@ import { isNotFound } from "../../src/controller/errors.ts";
 import { KubeEventRecorder } from "../../src/controller/events.ts";
 import { Manager } from "../../src/controller/manager.ts";
 import { COCOONHIBERNATIONS, EVENTS, PODS } from "../../src/controller/resources.ts";
-import { namedPodWatch } from "../../src/hibernation/podwatch.ts";
 import { setupHibernationController } from "../../src/hibernation/setup.ts";
 import { HIBERNATE_TIMEOUT_MS } from "../../src/hibernation/status.ts";
 import { hibernationIndexers } from "../../src/hibernation/view.ts";
@@ -148,7 +147,7 @@ before(async () => {
         transform: stripManagedFields,
       }),
     },
-    openPodWatch: namedPodWatch(client),
+    namespace: ns,
     registry,
     events,
     clock,
