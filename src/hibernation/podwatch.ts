@@ -48,10 +48,9 @@ interface NamedPod {
   version: bigint;
 }
 
-/** A resourceVersion as an integer; an unparsable one (never issued by kube-apiserver) sorts newest. */
-function versionOf(resourceVersion: string | undefined): bigint {
-  if (resourceVersion === undefined || !/^\d+$/.test(resourceVersion)) return BigInt(Number.MAX_SAFE_INTEGER);
-  return BigInt(resourceVersion);
+/** A resourceVersion as an integer; undefined for one kube-apiserver never issues (not a number). */
+function versionOf(resourceVersion: string | undefined): bigint | undefined {
+  return resourceVersion !== undefined && /^\d+$/.test(resourceVersion) ? BigInt(resourceVersion) : undefined;
 }
 
 function podRefKey(ch: CocoonHibernation): string | undefined {
@@ -168,8 +167,12 @@ export class NamedPods implements ManagedInformer {
         this.markSynced();
         resumeFrom = undefined;
         await new Promise<void>((resolve) => {
-          this.wake = resolve;
-          signal.addEventListener("abort", () => resolve(), { once: true });
+          const onAbort = () => resolve();
+          signal.addEventListener("abort", onAbort, { once: true });
+          this.wake = () => {
+            signal.removeEventListener("abort", onAbort);
+            resolve();
+          };
         });
         this.wake = undefined;
         continue;
@@ -260,13 +263,16 @@ export class NamedPods implements ManagedInformer {
     return resumeFrom;
   }
 
-  /** Takes `pod` (undefined: absent) as the named pod's state at `version`, when newer than held. */
-  private apply(key: string, pod: Pod | undefined, version: bigint): void {
+  /**
+   * Takes `pod` (undefined: absent) as the named pod's state at `version`, when newer than held. A
+   * state without a comparable version is taken as the newest, and keeps the held version.
+   */
+  private apply(key: string, pod: Pod | undefined, version: bigint | undefined): void {
     const entry = this.named.get(key);
-    if (!entry || version <= entry.version) return;
+    if (!entry || (version !== undefined && version <= entry.version)) return;
     const old = entry.pod;
     entry.pod = pod ? stripUnreadPodFields(pod) : undefined;
-    entry.version = version;
+    entry.version = version ?? (entry.version < 0n ? 0n : entry.version);
     const current = entry.pod;
     for (const handler of this.handlers) {
       try {
