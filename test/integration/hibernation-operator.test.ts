@@ -23,6 +23,7 @@ import {
   TAG_HIBERNATE,
   TOLERATION_KEY,
 } from "../../src/contract/keys.ts";
+import { createRegistryClient } from "../../src/registry/index.ts";
 import { OciClient, type Simulator, startSimulator } from "../env/simulator/index.ts";
 import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
 import { startTestOperator, type TestOperator } from "../support/operator.ts";
@@ -37,6 +38,8 @@ const nodeName = `hibop-${suffix}`;
 let ns: string;
 let sim: Simulator;
 let operator: TestOperator;
+/** The operator's registry requests, as `<METHOD> <path> <status>`. */
+const registryRequests: string[] = [];
 
 const hibernationsPath = () => `/apis/cocoonset.cocoonstack.io/v1/namespaces/${ns}/cocoonhibernations`;
 
@@ -47,7 +50,11 @@ before(async () => {
     nodes: [{ name: nodeName, pool }],
     timings: { bootMs: 50, readyMs: 50, hibernateMs: 50, wakeMs: 50, deleteMs: 20 },
   });
-  operator = await startTestOperator({ namespace: ns });
+  const registry = createRegistryClient(env.registry, {
+    dockerConfigPath: "/nonexistent",
+    onRequest: (method, path, status) => registryRequests.push(`${method} ${path} ${status}`),
+  });
+  operator = await startTestOperator({ namespace: ns, registry });
 });
 
 after(async () => {
@@ -146,11 +153,27 @@ describe("CocoonHibernation under the whole operator", () => {
     assert.equal(await hasTag(vm), true);
     assert.ok(sim.record.events({ kind: "hibernate", vmName: vm }).length > 0);
 
+    registryRequests.length = 0;
     await setDesire(name, "Wake");
     await hibernationPhase(name, "Active", 2);
     assert.equal((await getPod(name)).metadata.annotations?.[ANN_HIBERNATE], undefined);
     assert.equal(await hasTag(vm), false, "the snapshot is dropped once the VM runs again");
     assert.ok(sim.record.events({ kind: "wake", vmName: vm }).length > 0);
+    const manifest = `/v2/${vm}/manifests/hibernate`;
+    const tagRequests = () => registryRequests.filter((r) => r.includes(`/v2/${vm}/manifests/`));
+    // Probe first; distribution refuses DELETE by tag, so the digest the probe saw goes instead.
+    assert.deepEqual(tagRequests().slice(0, 2), [`HEAD ${manifest} 200`, `DELETE ${manifest} 400`]);
+    assert.match(tagRequests()[2] ?? "", new RegExp(`^DELETE /v2/${vm}/manifests/sha256:[0-9a-f]{64} 202$`));
+
+    // The finalizer finds the tag gone: a probe, and no DELETE.
+    registryRequests.length = 0;
+    const deleted = await apiRequest(env, "DELETE", `${hibernationsPath()}/${name}`);
+    assert.equal(deleted.status, 200, JSON.stringify(deleted.body));
+    await waitFor(`${name} CR gone`, async () => {
+      const res = await apiRequest(env, "GET", `${hibernationsPath()}/${name}`);
+      return res.status === 404 ? true : undefined;
+    });
+    assert.deepEqual(tagRequests(), [`HEAD ${manifest} 404`]);
   });
 
   it("a Wake CR settled Active leaves the sub-agent to the set's suspend: Suspended stays, tag kept", {
@@ -183,6 +206,7 @@ describe("CocoonHibernation under the whole operator", () => {
     await hibernationPhase(sub, "Active", 2);
     await waitFor(`${subVM} tag dropped after the wake`, async () => !(await hasTag(subVM)) || undefined);
 
+    registryRequests.length = 0;
     await patchSetSpec(env, ns, set, { suspend: true });
     await waitFor(
       `${set} Suspended`,
@@ -200,6 +224,11 @@ describe("CocoonHibernation under the whole operator", () => {
     assert.equal(subPod?.metadata.annotations?.[ANN_HIBERNATE], "true");
     assert.equal(subPod?.metadata.annotations?.[ANN_LIFECYCLE_STATE], LIFECYCLE_HIBERNATED);
     assert.equal(await hasTag(subVM), true, "the suspend's snapshot is kept");
+    assert.deepEqual(
+      registryRequests.filter((r) => r.startsWith(`DELETE /v2/${subVM}/`)),
+      [],
+      "no tag delete for the sub-agent",
+    );
     assert.equal(
       sim.record.events({ kind: "wake", vmName: subVM }).length,
       wakesBefore,
