@@ -4,7 +4,12 @@
 // a fresh operator process, waits for /readyz, lets it settle (at least 5 s, then until VmRSS moves
 // less than 2% in 2 s, at most 30 s) and reads VmRSS and VmHWM from /proc/<pid>/status.
 //
-//   npm run bench:memory [-- --sizes 1000,5000,10000 --runs 5 --operator-command "<cmd>" --label <name>]
+// --unrelated N adds N standalone pods (no CocoonSet label, as cocoon-webhook leaves a pod vk-cocoon runs
+// outside any set) before the first size, and --hibernations K a CocoonHibernation naming each of the
+// first K of them: the operator must not cache the unrelated pods, only the K that CRs name.
+//
+//   npm run bench:memory [-- --sizes 1000,5000,10000 --runs 5 --unrelated 0 --hibernations 0
+//                            --operator-command "<cmd>" --label <name>]
 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -65,16 +70,62 @@ function benchPod(ns: string, i: number): Pod {
   } as Pod;
 }
 
+/** A pod outside every CocoonSet; the operator sees it only if a CocoonHibernation names it. */
+function unrelatedPod(ns: string, i: number): Pod {
+  const pod = benchPod(ns, 0);
+  pod.metadata = {
+    name: `standalone-${i}`,
+    namespace: ns,
+    annotations: { "vm.cocoonstack.io/managed": "true" },
+  };
+  return pod;
+}
+
+/** Wake on a pod that carries no VM name: the CR stays Pending and makes no pod write. */
+function hibernationFor(podName: string): object {
+  return {
+    apiVersion: "cocoonset.cocoonstack.io/v1",
+    kind: "CocoonHibernation",
+    metadata: { name: podName },
+    spec: { podRef: { name: podName }, desire: "Wake" },
+  };
+}
+
+async function createAll(
+  info: Parameters<typeof apiRequest>[0],
+  path: string,
+  objects: object[],
+): Promise<void> {
+  await mapLimit(objects, 32, async (obj) => {
+    const res = await apiRequest(info, "POST", path, obj);
+    if (res.status !== 201) throw new Error(`create ${path}: ${res.status} ${JSON.stringify(res.body)}`);
+  });
+}
+
 async function main(): Promise<void> {
   const args = parseArgs();
   const sizes = args.list("sizes", [1000, 5000, 10000]).sort((a, b) => a - b);
   const runs = args.int("runs", 5);
+  // 0 is the default; args.int accepts positive counts only.
+  const count = (name: string) => (args.string(name, "0") === "0" ? 0 : args.int(name, 0));
+  const unrelated = count("unrelated");
+  const hibernations = Math.min(count("hibernations"), unrelated);
   const { command, label } = operatorCommand(args);
 
   progress("starting control plane and registry");
   const cluster = await startCluster();
   const { info } = cluster.env;
   const ns = await createNamespace(info, "bench-memory");
+  if (unrelated > 0) {
+    progress(`creating ${unrelated} unrelated pods and ${hibernations} CocoonHibernations naming them`);
+    const standalone = Array.from({ length: unrelated }, (_, i) => unrelatedPod(ns, i));
+    await createAll(info, `/api/v1/namespaces/${ns}/pods`, standalone);
+    await createAll(
+      info,
+      `/apis/cocoonset.cocoonstack.io/v1/namespaces/${ns}/cocoonhibernations`,
+      standalone.slice(0, hibernations).map((pod) => hibernationFor(pod.metadata.name ?? "")),
+    );
+  }
 
   interface Point {
     size: number;
@@ -140,7 +191,7 @@ Operator command: \`${command}\` (plus \`--leader-elect=false --metrics-bind-add
 
 One control plane; pods labelled \`cocoonset.cocoonstack.io/name=<set>\` (10 per set, agent-pod shaped,
 \`schedulerName: none\` so they stay Pending and untouched) are added up to each size. Per size, ${runs} runs
-each start a fresh operator process, wait for /readyz, settle (≥ ${MIN_SETTLE_MS / 1000} s, then until VmRSS
+each start a fresh operator process${unrelated > 0 ? ` (${unrelated} unrelated standalone pods in the cluster as well, ${hibernations} of them named by a CocoonHibernation)` : ""}, wait for /readyz, settle (≥ ${MIN_SETTLE_MS / 1000} s, then until VmRSS
 moves < 2% in 2 s, ≤ ${MAX_SETTLE_MS / 1000} s) and read /proc/<pid>/status.
 
 ${table(
@@ -157,6 +208,8 @@ ${table(
     bench: "memory",
     operator: label,
     runs,
+    unrelated,
+    hibernations,
     results: Object.fromEntries(
       points.map((p) => [
         p.size,

@@ -88,6 +88,7 @@ export function createOperator(config: OperatorConfig): Operator {
   setupHibernationController(manager, {
     client,
     informers,
+    namespace: config.watchNamespace,
     registry,
     events,
     clock,

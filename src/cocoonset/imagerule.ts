@@ -6,6 +6,7 @@
 // 82–83, 124–128). Static toolboxes are unmanaged: vk never reads a tag for them, so they skip this.
 
 import { ROLE_SUB_AGENT, type Role, TAG_HIBERNATE } from "../contract/keys.ts";
+import type { SnapshotManifest, SnapshotRegistry } from "../registry/index.ts";
 import type { CachedHibernation, Pass } from "./pass.ts";
 import { dropVM, owesRestore, type ReclaimRecord } from "./reclaim.ts";
 import { persistReclaim, reclaimRecord } from "./writes.ts";
@@ -75,7 +76,7 @@ export async function prepareSnapshotForCreate(
 ): Promise<SnapshotForCreate> {
   const registry = pass.deps.registry;
   if (!registry) return { restore: false, dropped: false };
-  const manifest = await registry.getSnapshot(request.vmName, TAG_HIBERNATE, pass.signal);
+  const manifest = await readSnapshotOnce(pass, registry, request.vmName);
   // Intent is resolved for every create attempt (the CocoonHibernation list is cached and taken at
   // most once per pass), never on a pass that creates nothing.
   const restoreIntended =
@@ -97,8 +98,33 @@ export async function prepareSnapshotForCreate(
   );
   // The registry refuses DELETE by tag; the digest the GET returned names the same manifest.
   await registry.deleteManifest(request.vmName, manifest?.digest || TAG_HIBERNATE, pass.signal);
+  snapshotReads.get(pass)?.set(request.vmName, null);
   await updateReclaim(pass, (record) => dropVM(record, request.vmName));
   return { restore: false, dropped: true };
+}
+
+// The manifest reads of a pass, by VM. A create attempt that hands over to a later step of the same
+// pass (a wake or migration recreate that falls through to step 11, with nothing to restore) reads
+// the manifest once: no pod of that VM exists meanwhile, so nothing can push to the tag, and the
+// only change, this pass's own drop, is recorded here. A failed read is not kept.
+const snapshotReads = new WeakMap<Pass, Map<string, SnapshotManifest | null>>();
+
+/** `<vm>:hibernate` as this pass first read it: one GET per VM per pass; null when absent. */
+export async function readSnapshotOnce(
+  pass: Pass,
+  registry: SnapshotRegistry,
+  vmName: string,
+): Promise<SnapshotManifest | null> {
+  let reads = snapshotReads.get(pass);
+  if (!reads) {
+    reads = new Map();
+    snapshotReads.set(pass, reads);
+  }
+  const known = reads.get(vmName);
+  if (known !== undefined) return known;
+  const manifest = await registry.getSnapshot(vmName, TAG_HIBERNATE, pass.signal);
+  reads.set(vmName, manifest);
+  return manifest;
 }
 
 // Sub-agent creates run concurrently; their record writes are chained per pass so that each one reads

@@ -24,6 +24,22 @@ export function transitionFor(ch: CocoonHibernation): HibernationDesire | undefi
 }
 
 /**
+ * A Wake CR that reached Active at its current generation is settled: its wake is over, and the
+ * pod's hibernate annotation now belongs to whoever sets it next (the CocoonSet's suspend of step
+ * 6, a migration's quiesce of step 8). Clearing it, or dropping the tag those push, would undo them
+ * on every pod event; only a new generation of the CR (a changed desire) makes it act again.
+ */
+export function settledWake(ch: CocoonHibernation): boolean {
+  const generation = ch.metadata.generation ?? 0;
+  return (
+    ch.spec.desire === "Wake" &&
+    ch.status?.phase === "Active" &&
+    ch.status.observedGeneration !== undefined &&
+    ch.status.observedGeneration === generation
+  );
+}
+
+/**
  * vk reports this round's hibernate done: lifecycle `hibernated` at an observed generation at least
  * the pod's own stamp. vk writes state and generation in one patch, so a hibernated@G from an
  * earlier round (or a lagging cache) cannot pass once the stamp moved on.

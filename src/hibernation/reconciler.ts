@@ -21,6 +21,7 @@ import {
   decideHibernate,
   decideWake,
   hibernateReported,
+  settledWake,
   type TagProbe,
   transitionFor,
   vmHeldByAnother,
@@ -81,8 +82,10 @@ export class HibernationReconciler implements Reconciler {
       await this.writeStatus(ch, failedStatus(ch, "spec.podRef.name is required", this.deps.clock.now()));
       return {};
     }
+    // Before the pod is read: a settled wake leaves the pod, its annotation and its tag to others.
+    if (settledWake(ch)) return {};
     // A pod that arrives later is seen through the pod watch; the requeue is a safety net.
-    const pod = this.deps.view.getPod(req.namespace, podName);
+    const pod = await this.deps.view.getPod(req.namespace, podName);
     if (!pod) {
       await this.markPending(ch, `pod ${req.namespace}/${podName} not yet present`);
       return REQUEUE;
@@ -168,7 +171,9 @@ export class HibernationReconciler implements Reconciler {
           await this.setPhase(ch, "Waking", vmName);
           return REQUEUE;
         }
-        await this.dropTagAfterWake(vmName, signal);
+        // Before Active: a settled CR never comes back for the tag, and a snapshot left behind
+        // would be restored by a later recreate of the pod. A refused delete is retried with backoff.
+        await this.deps.registry.deleteIfPresent(vmName, TAG_HIBERNATE, signal);
         this.announcePhaseExit(
           ch,
           "ok",
@@ -216,7 +221,9 @@ export class HibernationReconciler implements Reconciler {
           );
         } else {
           try {
-            await this.deps.registry.deleteManifest(vmName, TAG_HIBERNATE, signal);
+            // Probe first: after a wake the tag is usually gone, and a DELETE of an absent tag makes
+            // some registries materialise an empty repository.
+            await this.deps.registry.deleteIfPresent(vmName, TAG_HIBERNATE, signal);
           } catch (err) {
             log.error(
               { namespace, name: ch.metadata.name, vm: vmName, err },
@@ -263,15 +270,6 @@ export class HibernationReconciler implements Reconciler {
       throw error;
     }
     return pod.metadata.uid === cached.metadata.uid && !readHibernateState(pod) && wakeReported(pod);
-  }
-
-  /** Errors only logged, at error level: a persistent failure silently leaks every snapshot. */
-  private async dropTagAfterWake(vmName: string, signal: AbortSignal): Promise<void> {
-    try {
-      await this.deps.registry.deleteManifest(vmName, TAG_HIBERNATE, signal);
-    } catch (err) {
-      log.error({ vm: vmName, err }, "delete hibernate snapshot after wake failed");
-    }
   }
 
   private async patchHibernateAnnotation(pod: Pod, hibernate: boolean): Promise<void> {

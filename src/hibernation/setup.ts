@@ -1,26 +1,31 @@
 // Wires the CocoonHibernation reconciler into a manager (behaviours.md items 122–123): the
-// controller "cocoonhibernation" reconciles every CR event, and every pod event that matters maps to
-// the CRs in the pod's namespace whose spec.podRef.name names it, so a pod arriving after its CR,
-// or vk-cocoon's annotations moving on, re-runs the CR without waiting for the requeue.
+// controller "cocoonhibernation" reconciles every CR event, and every event of a pod a CR names
+// (podwatch.ts watches those pods, and only those) maps to the CRs in the pod's namespace whose
+// spec.podRef.name names it, so a pod arriving after its CR, or vk-cocoon's annotations moving on,
+// re-runs the CR without waiting for the requeue.
 
 import { isDeepStrictEqual } from "node:util";
 import type { Pod } from "../apis/core.ts";
 import type { Clock } from "../clock.ts";
-import type { Client } from "../controller/client.ts";
+import type { Client, WatchClient } from "../controller/client.ts";
 import { Controller, type Predicate } from "../controller/controller.ts";
 import type { EventRecorder } from "../controller/events.ts";
 import type { Manager } from "../controller/manager.ts";
 import type { Request } from "../controller/reconciler.ts";
 import type { SnapshotRegistry } from "../registry/index.ts";
+import { NamedPods } from "./podwatch.ts";
 import { HibernationReconciler } from "./reconciler.ts";
 import { type HibernationInformers, informerView, POD_REF_INDEX, podRefIndexKey } from "./view.ts";
 
 export const HIBERNATION_CONTROLLER = "cocoonhibernation";
 
 export interface HibernationControllerOptions {
-  client: Client;
+  /** Writes, and the reads and the watch of the pods CRs name (podwatch.ts). */
+  client: Client & WatchClient;
   /** The CR informer must be created with `indexers: hibernationIndexers` (view.ts). */
   informers: HibernationInformers;
+  /** Watch one namespace only, as the informers do; default every namespace. */
+  namespace?: string;
   registry: SnapshotRegistry;
   events: EventRecorder;
   clock: Clock;
@@ -54,9 +59,15 @@ export function setupHibernationController(
     );
   }
 
+  const pods = new NamedPods({
+    hibernations: informers.hibernations,
+    client: options.client,
+    namespace: options.namespace,
+    clock: options.clock,
+  });
   const reconciler = new HibernationReconciler({
     client: options.client,
-    view: informerView(informers),
+    view: informerView(informers, pods),
     registry: options.registry,
     events: options.events,
     clock: options.clock,
@@ -71,10 +82,10 @@ export function setupHibernationController(
     informers.hibernations
       .byIndex(POD_REF_INDEX, podRefIndexKey(pod.metadata.namespace ?? "", pod.metadata.name ?? ""))
       .map((ch) => ({ namespace: ch.metadata.namespace ?? "", name: ch.metadata.name ?? "" }));
-  controller.for(informers.hibernations).watches(informers.pods, targetingPod, podAnnotationsChanged);
+  controller.for(informers.hibernations).watches(pods, targetingPod, podAnnotationsChanged);
 
   manager.addInformer(informers.hibernations);
-  manager.addInformer(informers.pods);
+  manager.addInformer(pods);
   manager.addController(controller);
   return controller;
 }

@@ -1,5 +1,5 @@
-// The cached reads of the CocoonHibernation reconciler, and the CR informer index the pod watch
-// needs to map a pod event back to the CRs that target it.
+// The reads of the CocoonHibernation reconciler (CRs from their cache, named pods from podwatch.ts),
+// and the CR informer index the pod watch needs to map a pod event back to the CRs that target it.
 
 import type { Pod } from "../apis/core.ts";
 import type { CocoonHibernation } from "../apis/v1/types.ts";
@@ -8,7 +8,8 @@ import type { IndexFunc } from "../controller/store.ts";
 
 export interface HibernationView {
   getHibernation(namespace: string, name: string): CocoonHibernation | undefined;
-  getPod(namespace: string, name: string): Pod | undefined;
+  /** The pod a CR names; undefined when it does not exist. */
+  getPod(namespace: string, name: string): Promise<Pod | undefined>;
   listHibernations(namespace: string): CocoonHibernation[];
 }
 
@@ -33,13 +34,15 @@ export const hibernationIndexers: Record<string, IndexFunc<CocoonHibernation>> =
 
 export interface HibernationInformers {
   hibernations: Informer<CocoonHibernation>;
-  pods: Informer<Pod>;
 }
 
-export function informerView(informers: HibernationInformers): HibernationView {
+export function informerView(
+  informers: HibernationInformers,
+  pods: { getPod(namespace: string, name: string): Promise<Pod | undefined> },
+): HibernationView {
   return {
     getHibernation: (namespace, name) => informers.hibernations.get(namespace, name),
-    getPod: (namespace, name) => informers.pods.get(namespace, name),
+    getPod: (namespace, name) => pods.getPod(namespace, name),
     listHibernations: (namespace) => informers.hibernations.list(namespace),
   };
 }

@@ -1,6 +1,7 @@
 // The CocoonHibernation controller in-process against a real kube-apiserver, the registry and the
 // vk-cocoon simulator: hibernate and wake a live pod through a CR, the hibernate deadline with a
-// stalled hibernate (then its recovery), and the finalizer's tag drop.
+// stalled hibernate (then its recovery), and the finalizer's tag drop. The pods carry no CocoonSet
+// label, and the controller sees them only through the named-pod reads of podwatch.ts.
 
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -145,8 +146,8 @@ before(async () => {
         indexers: hibernationIndexers,
         transform: stripManagedFields,
       }),
-      pods: createInformer<Pod>(client, PODS, { namespace: ns, transform: stripManagedFields }),
     },
+    namespace: ns,
     registry,
     events,
     clock,

@@ -16,7 +16,7 @@ import { podKey, unschedulableMessage } from "../../contract/pod.ts";
 import { agentPodName, agentVMName } from "../../contract/vmname.ts";
 import { migrateUnschedulableTotal } from "../../metrics/cocoon.ts";
 import { createPod } from "../create.ts";
-import { prepareSnapshotForCreate } from "../imagerule.ts";
+import { prepareSnapshotForCreate, readSnapshotOnce } from "../imagerule.ts";
 import {
   awaitsNodeNoLongerPinned,
   decideMigration,
@@ -52,7 +52,11 @@ export async function reconcileMigration(pass: Pass): Promise<StepOutcome> {
 
   const vmName = agentVMName(pass.namespace, pass.name, 0);
   // A probe error fails the pass: the normal flow would clear the quiesce or fresh-boot over the tag.
-  const snapshotExists = await registry.hasManifest(vmName, TAG_HIBERNATE, pass.signal);
+  // Without a main the probe is the manifest read of the recreate (and of step 11 when the image rule
+  // leaves the main to it), so a create attempt reads the manifest once.
+  const snapshotExists = main
+    ? await registry.hasManifest(vmName, TAG_HIBERNATE, pass.signal)
+    : (await readSnapshotOnce(pass, registry, vmName)) !== null;
   const action = decideMigration({ target, migrating, main, snapshotExists });
   const log = pass.deps.log.child({ cocoonset: `${pass.namespace}/${pass.name}`, vm: vmName, target });
 
@@ -72,7 +76,7 @@ export async function reconcileMigration(pass: Pass): Promise<StepOutcome> {
       const fresh = main && (await readPodFromServer(pass, main));
       if (!leftoverTagUnread(fresh, target)) return finish({ requeueAfterMs: REQUEUE_POLL_MS });
       log.warn("migration: dropping a :hibernate tag this controller never asked for");
-      await registry.deleteManifest(vmName, TAG_HIBERNATE, pass.signal);
+      await registry.deleteIfPresent(vmName, TAG_HIBERNATE, pass.signal);
       return markMigrating(pass);
     }
     case "delete-old-main": {
@@ -103,7 +107,7 @@ export async function reconcileMigration(pass: Pass): Promise<StepOutcome> {
       const fresh = main && (await readPodFromServer(pass, main));
       if (!newVMRuns(fresh, target)) return finish({ requeueAfterMs: REQUEUE_POLL_MS });
       log.info("migration: the new VM runs, dropping the snapshot");
-      await registry.deleteManifest(vmName, TAG_HIBERNATE, pass.signal);
+      await registry.deleteIfPresent(vmName, TAG_HIBERNATE, pass.signal);
       return markMigrating(pass);
     }
   }

@@ -7,6 +7,7 @@ import type { Pod } from "../../apis/core.ts";
 import { ANN_HIBERNATE, TAG_HIBERNATE } from "../../contract/keys.ts";
 import { readHibernateState, vmNameOf } from "../../contract/pod.ts";
 import { presentVMNames } from "../classify.ts";
+import { hibernationOwnsPod } from "../migration.ts";
 import { CONTINUE, type Pass, type StepOutcome } from "../pass.ts";
 import {
   dropVM,
@@ -38,8 +39,10 @@ export async function reconcileUnsuspend(pass: Pass): Promise<StepOutcome> {
  */
 export async function settleUnsuspend(pass: Pass): Promise<ReadonlySet<Pod>> {
   const annotated = sortByName(pass.pods.all.values()).filter((pod) => readHibernateState(pod));
-  if (!needsUnsuspendBookkeeping(reclaimRecord(pass), annotated.length)) return new Set();
+  // Decided after the CR-held pods are left out: a pass whose only annotated pods belong to a
+  // CocoonHibernation has nothing to do, and must not even restamp the record's generation.
   const toWake = annotated.length > 0 ? withoutHibernationTargets(pass, annotated) : [];
+  if (!needsUnsuspendBookkeeping(reclaimRecord(pass), toWake.length)) return new Set();
 
   await persistReclaim(pass, stampUnsuspend(reclaimRecord(pass), pass.generation, managedVMNames(toWake)));
   await persistReclaim(pass, oweRestoresToMissing(reclaimRecord(pass), presentVMNames(pass.pods)));
@@ -54,13 +57,8 @@ export async function settleUnsuspend(pass: Pass): Promise<ReadonlySet<Pod>> {
  * pass that has an annotation to clear.
  */
 function withoutHibernationTargets(pass: Pass, pods: Pod[]): Pod[] {
-  const targets = new Set<string>();
-  for (const ch of pass.hibernationsInNamespace()) {
-    if (ch.spec.podRef.name && (ch.spec.desire === "Hibernate" || ch.status?.phase === "Hibernating")) {
-      targets.add(ch.spec.podRef.name);
-    }
-  }
-  return pods.filter((pod) => !targets.has(pod.metadata.name ?? ""));
+  const hibernations = pass.hibernationsInNamespace();
+  return pods.filter((pod) => !hibernationOwnsPod(hibernations, pod.metadata.name ?? ""));
 }
 
 /**
@@ -80,7 +78,7 @@ async function dropWokenSnapshots(pass: Pass, clearedNow: ReadonlySet<Pod>): Pro
     const cached = observed.find((pod) => vmNameOf(pod) === vm);
     const fresh = cached && (await readPodFromServer(pass, cached));
     if (!fresh || !wokenRecordedVMs(reclaimRecord(pass), [fresh]).includes(vm)) continue;
-    await registry.deleteManifest(vm, TAG_HIBERNATE, pass.signal);
+    await registry.deleteIfPresent(vm, TAG_HIBERNATE, pass.signal);
     await persistReclaim(pass, dropVM(reclaimRecord(pass), vm));
   }
 }

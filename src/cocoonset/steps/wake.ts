@@ -111,7 +111,7 @@ async function completeWake(
   const fresh = await readPodFromServer(pass, main);
   if (!fresh || !mayDropWakeSnapshot(fresh)) return finish({ requeueAfterMs: REQUEUE_POLL_MS });
   const vm = vmNameOf(main) || agentVMName(pass.namespace, pass.name, 0);
-  await registry.deleteManifest(vm, TAG_HIBERNATE, pass.signal);
+  await registry.deleteIfPresent(vm, TAG_HIBERNATE, pass.signal);
   if (hint !== "") {
     slotReleaseWakeTotal.inc({
       namespace: pass.namespace,

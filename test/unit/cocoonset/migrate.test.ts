@@ -173,6 +173,11 @@ class Harness {
     );
   }
 
+  /** Tag deletes of either kind: by reference, or probe-first. */
+  tagDeletes(): string[] {
+    return this.registryCalls().filter((entry) => /^delete/.test(entry));
+  }
+
   pod(): Pod | undefined {
     return this.client.peek<Pod>(PODS, NS, "demo-0");
   }
@@ -255,7 +260,7 @@ describe("step 8: off and fast paths (items 43, 44)", () => {
     h.pushTag();
     assert.deepEqual(await h.run(), HANDED_BACK);
     assert.deepEqual(h.apiWrites(), []);
-    assert.equal(h.registry.callsOf("deleteManifest").length, 0);
+    assert.deepEqual(h.tagDeletes(), []);
     assert.ok(h.registry.has(VM, "hibernate"));
   });
 
@@ -352,7 +357,7 @@ describe("step 8: starting a migration (item 48)", () => {
   it("no tag and no main → hands back (the normal flow creates it)", async () => {
     const h = new Harness(cocoonSet({ nodeName: "node-b" }));
     assert.deepEqual(await h.run(), HANDED_BACK);
-    assert.deepEqual(h.journal, [`hasManifest ${TAG}`]);
+    assert.deepEqual(h.journal, [`getSnapshot ${TAG}`], "the read step 11 reuses");
   });
 
   it("no tag while Migrating and the main is on its target → hands back (migration done)", async () => {
@@ -378,7 +383,7 @@ describe("step 8: a leftover tag (item 49)", () => {
     const h = new Harness(cocoonSet({ nodeName: "node-b" }), [mainPod({ node: "node-a", live: true })]);
     h.pushTag();
     assert.deepEqual(await h.run(), POLL);
-    assert.deepEqual(h.registryCalls(), [`hasManifest ${TAG}`, `deleteManifest ${TAG}`]);
+    assert.deepEqual(h.registryCalls(), [`hasManifest ${TAG}`, `deleteIfPresent ${TAG}`]);
     assert.deepEqual(h.apiWrites(), ["patch cocoonsets/status demo"]);
     assert.ok(h.pod());
     assert.equal(h.phase(), "Migrating");
@@ -412,7 +417,7 @@ describe("step 8: retiring the old main (items 50, 51)", () => {
       metadata: { annotations: { [ANN_KEEP_SNAPSHOT_ON_DELETE]: "true" } },
     });
     assert.ok(h.registry.has(VM, "hibernate"));
-    assert.equal(h.registry.callsOf("deleteManifest").length, 0);
+    assert.deepEqual(h.tagDeletes(), []);
     assert.equal(h.phase(), "Migrating");
   });
 
@@ -432,12 +437,7 @@ describe("step 8: recreating on the target (items 52, 56, 59)", () => {
     const h = new Harness(cocoonSet({ nodeName: "node-b" }));
     h.pushTag();
     assert.deepEqual(await h.run(), POLL);
-    assert.deepEqual(h.journal, [
-      `hasManifest ${TAG}`,
-      `getSnapshot ${TAG}`,
-      "create pods demo-0",
-      "patch cocoonsets/status demo",
-    ]);
+    assert.deepEqual(h.journal, [`getSnapshot ${TAG}`, "create pods demo-0", "patch cocoonsets/status demo"]);
     const pod = h.pod();
     assert.equal(pod?.metadata.annotations?.[ANN_RESTORE_FROM_HIBERNATE], "true");
     assert.equal(pod?.spec.nodeName, undefined);
@@ -485,7 +485,7 @@ describe("step 8: recreating on the target (items 52, 56, 59)", () => {
     assert.deepEqual(await h.run(), POLL);
     assert.ok(h.pod());
     assert.deepEqual(h.apiWrites(), []);
-    assert.equal(h.registry.callsOf("deleteManifest").length, 0);
+    assert.deepEqual(h.tagDeletes(), []);
   });
 });
 
@@ -565,7 +565,7 @@ describe("step 8: finishing (item 55)", () => {
     ]);
     h.pushTag();
     assert.deepEqual(await h.run(), POLL);
-    assert.deepEqual(h.registryCalls(), [`hasManifest ${TAG}`, `deleteManifest ${TAG}`]);
+    assert.deepEqual(h.registryCalls(), [`hasManifest ${TAG}`, `deleteIfPresent ${TAG}`]);
     assert.equal(h.registry.has(VM, "hibernate"), false);
     assert.ok(h.pod());
     assert.equal(h.phase(), "Migrating");
@@ -577,7 +577,7 @@ describe("step 8: finishing (item 55)", () => {
     ]);
     h.pushTag();
     h.registry.failOn = (call) =>
-      call.op === "deleteManifest" ? FakeSnapshotRegistry.error(500) : undefined;
+      call.op === "deleteIfPresent" ? FakeSnapshotRegistry.error(500) : undefined;
     await assert.rejects(h.run(), /injected failure/);
     assert.ok(h.registry.has(VM, "hibernate"));
   });
@@ -688,7 +688,7 @@ describe("step 8: live state is never lost across a whole migration (item 60)", 
     });
     h.journal.length = 0;
     assert.deepEqual(await h.run(), POLL);
-    assert.deepEqual(h.registryCalls(), [`hasManifest ${TAG}`, `deleteManifest ${TAG}`]);
+    assert.deepEqual(h.registryCalls(), [`hasManifest ${TAG}`, `deleteIfPresent ${TAG}`]);
 
     // Pass 7: nothing left to do; the normal flow takes over.
     h.journal.length = 0;

@@ -98,6 +98,20 @@ describe("step 10: clearing the hibernate annotations", () => {
     assert.deepEqual(storedReclaim(h.set()).vms, [VM1]);
   });
 
+  it("a pass whose only annotated pod a desire=Hibernate CR holds makes no write", async () => {
+    // A record left by an earlier cycle, at an older generation than the set's.
+    const record = { generation: 2, vms: [VM2] };
+    const h = scalingHarness(unsuspendedSet(record), (cs) => [
+      annotate(buildMainPod(cs), { [ANN_HIBERNATE]: "true" }),
+    ]);
+    h.client.seed(COCOONHIBERNATIONS, hibernation("demo-0", "Hibernate"));
+    const calls = timeline(h);
+    assert.deepEqual(await run(h), CONTINUED);
+    assert.deepEqual(calls, [], "no write, no uncached read, no registry call");
+    assert.equal(storedReclaim(h.set()).generation, 2, "the drop threshold is not restamped");
+    assert.equal(hibernateFlag(h, "demo-0"), "true");
+  });
+
   it("T24: a desire=Wake CocoonHibernation still in phase Hibernating keeps it too", async () => {
     const h = scalingHarness(unsuspendedSet(), (cs) => [
       annotate(buildMainPod(cs), { [ANN_HIBERNATE]: "true" }),
@@ -200,11 +214,25 @@ describe("step 10: dropping the tags of woken VMs", () => {
     await run(h);
     assert.deepEqual(calls.slice(0, 3), [
       "get pods/demo-0",
-      `registry deleteManifest ${VM0}:hibernate`,
+      `registry deleteIfPresent ${VM0}:hibernate`,
       `patch cocoonsets/demo hibernate-reclaim={"generation":4,"vms":["${VM1}"]}`,
     ]);
     assert.equal(h.registry.has(VM0, "hibernate"), false);
     assert.equal(h.registry.has(VM1, "hibernate"), true, "a VM not yet woken keeps its snapshot");
+  });
+
+  it("a recorded VM whose tag is already gone is probed, never sent a DELETE, and leaves the record", async () => {
+    // A repeat of a drop whose record write was lost (a restart between the two).
+    const record = { generation: GEN, vms: [VM0] };
+    const h = scalingHarness(unsuspendedSet(record), (cs) => [woken(buildMainPod(cs), GEN)]);
+    const calls = timeline(h);
+    await run(h);
+    assert.deepEqual(calls.slice(0, 3), [
+      "get pods/demo-0",
+      `registry deleteIfPresent ${VM0}:hibernate`,
+      "patch cocoonsets/demo hibernate-reclaim-",
+    ]);
+    assert.deepEqual(h.registry.callsOf("deleteManifest"), []);
   });
 
   it("the annotation goes with the last VM", async () => {
@@ -226,7 +254,7 @@ describe("step 10: dropping the tags of woken VMs", () => {
       const h = scalingHarness(unsuspendedSet(record), (cs) => [pod(cs)]);
       h.registry.put(VM0, "hibernate", IMAGE);
       await run(h);
-      assert.deepEqual(h.registry.callsOf("deleteManifest"), []);
+      assert.deepEqual(h.registry.callsOf("deleteIfPresent"), []);
       assert.deepEqual(storedReclaim(h.set()).vms, [VM0]);
     }
   });
@@ -252,12 +280,12 @@ describe("step 10: dropping the tags of woken VMs", () => {
     const h = scalingHarness(unsuspendedSet(record), (cs) => [hibernated(buildMainPod(cs), 2)]);
     h.registry.put(VM0, "hibernate", IMAGE);
     await run(h);
-    assert.deepEqual(h.registry.callsOf("deleteManifest"), [], "still hibernated: the tag stays");
+    assert.deepEqual(h.registry.callsOf("deleteIfPresent"), [], "still hibernated: the tag stays");
     const pod = h.pod("demo-0");
     assert.ok(pod);
     h.seedPods(woken(pod, GEN));
     await run(h);
-    assert.deepEqual(h.registry.callsOf("deleteManifest"), [`${VM0}:hibernate`]);
+    assert.deepEqual(h.registry.callsOf("deleteIfPresent"), [`${VM0}:hibernate`]);
     assert.equal(h.set().metadata.annotations?.[ANN_HIBERNATE_RECLAIM], undefined);
   });
 });

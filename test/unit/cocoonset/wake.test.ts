@@ -252,12 +252,24 @@ describe("step 9: Waking", () => {
     assert.deepEqual(await run(h), { done: true, result: { requeue: true } });
     assert.deepEqual(calls, [
       "get pods/demo-0",
-      `registry deleteManifest ${VM0}:hibernate`,
+      `registry deleteIfPresent ${VM0}:hibernate`,
       "patch cocoonsets/demo hibernated-on-node-",
       "patch cocoonsets/demo status phase=Running",
     ]);
     assert.equal(await counterValue(slotReleaseWakeTotal, { ...LABELS, placement: "pool" }), pool + 1);
     assert.equal(h.registry.has(VM0, "hibernate"), false);
+  });
+
+  it("a tag already gone is probed, never sent a DELETE; the wake completes", async () => {
+    const h = scalingHarness(wakeSet("Waking", HINT), (cs) => [ready(restoreMain(cs), "node-c")]);
+    const calls = timeline(h);
+    assert.deepEqual(await run(h), { done: true, result: { requeue: true } });
+    assert.deepEqual(calls.slice(0, 3), [
+      "get pods/demo-0",
+      `registry deleteIfPresent ${VM0}:hibernate`,
+      "patch cocoonsets/demo hibernated-on-node-",
+    ]);
+    assert.deepEqual(h.registry.callsOf("deleteManifest"), []);
   });
 
   it("T68: landing on the hint node scores hint-node once; a hint-less re-entry never scores again", async () => {
@@ -292,7 +304,7 @@ describe("step 9: Waking", () => {
     const h = scalingHarness(wakeSet("Waking", HINT), (cs) => [ready(restoreMain(cs), "node-a")]);
     h.registry.put(VM0, "hibernate", IMAGE);
     h.registry.failOn = (call) =>
-      call.op === "deleteManifest" ? FakeSnapshotRegistry.error(500) : undefined;
+      call.op === "deleteIfPresent" ? FakeSnapshotRegistry.error(500) : undefined;
     const hintNode = await counterValue(slotReleaseWakeTotal, { ...LABELS, placement: "hint-node" });
     await assert.rejects(run(h), /injected failure/);
     assert.equal(h.set().metadata.annotations?.[ANN_HIBERNATED_ON_NODE], "node-a");
@@ -305,7 +317,7 @@ describe("step 9: Waking", () => {
     ]);
     h.registry.put(VM0, "hibernate", IMAGE);
     assert.deepEqual(await run(h), POLL);
-    assert.deepEqual(h.registry.callsOf("deleteManifest"), []);
+    assert.deepEqual(h.registry.callsOf("deleteIfPresent"), []);
   });
 });
 
@@ -314,7 +326,7 @@ describe("step 9: an unfinished wake whose Waking was overwritten", () => {
     const h = scalingHarness(wakeSet("Pending", HINT), (cs) => [ready(restoreMain(cs), "node-a")]);
     h.registry.put(VM0, "hibernate", IMAGE);
     assert.deepEqual(await run(h), { done: true, result: { requeue: true } });
-    assert.deepEqual(h.registry.callsOf("deleteManifest"), [`${VM0}:hibernate`]);
+    assert.deepEqual(h.registry.callsOf("deleteIfPresent"), [`${VM0}:hibernate`]);
     assert.equal(h.set().metadata.annotations?.[ANN_HIBERNATED_ON_NODE], undefined);
   });
 
@@ -322,7 +334,7 @@ describe("step 9: an unfinished wake whose Waking was overwritten", () => {
     const h = scalingHarness(wakeSet("Pending", HINT), (cs) => [restoreMain(cs)]);
     h.registry.put(VM0, "hibernate", IMAGE);
     assert.deepEqual(await run(h), POLL);
-    assert.deepEqual(h.registry.callsOf("deleteManifest"), []);
+    assert.deepEqual(h.registry.callsOf("deleteIfPresent"), []);
   });
 
   it("T63: Running with a failing registry → hands back", async () => {

@@ -128,7 +128,7 @@ describe("per-VM serialisation", () => {
     registry.gate.release();
     await Promise.all([deleting, live]);
     assert.equal(registry.maxInFlight, 1);
-    assert.deepEqual(registry.inner.callsOf("deleteManifest"), [`${VM}:hibernate`]);
+    assert.deepEqual(registry.inner.callsOf("deleteIfPresent"), [`${VM}:hibernate`]);
   });
 
   test("CRs on different VMs run side by side", async () => {

@@ -7,6 +7,7 @@ import {
   decideHibernate,
   decideWake,
   hibernateReported,
+  settledWake,
   transitionFor,
   vmHeldByAnother,
   wakeReported,
@@ -14,6 +15,18 @@ import {
 import { hibernationFixture, MINUTE, podFixture, VM } from "./support.ts";
 
 const NOW = Date.parse("2026-03-01T12:00:00Z");
+
+describe("settledWake", () => {
+  test("only a Wake CR in Active at its current generation is settled", () => {
+    const at = (opts: Parameters<typeof hibernationFixture>[0]) =>
+      settledWake(hibernationFixture({ desire: "Wake", phase: "Active", generation: 2, ...opts }));
+    assert.equal(at({ observedGeneration: 2 }), true);
+    assert.equal(at({ observedGeneration: 1 }), false, "a new generation acts");
+    assert.equal(at({}), false, "never observed");
+    assert.equal(at({ observedGeneration: 2, phase: "Waking" }), false);
+    assert.equal(at({ observedGeneration: 2, desire: "Hibernate" }), false);
+  });
+});
 
 describe("transitionFor", () => {
   const cases: [string, string | undefined, string | undefined][] = [

@@ -367,7 +367,7 @@ describe("wake", () => {
     assert.equal(h.hibernation()?.status?.phase, "Active");
     assert.equal(h.pod()?.metadata.annotations?.[ANN_HIBERNATE], undefined);
     assert.deepEqual(h.podPatches(), [{ metadata: { annotations: { [ANN_HIBERNATE]: null } } }]);
-    assert.deepEqual(h.registry.callsOf("deleteManifest"), [TAG]);
+    assert.deepEqual(h.registry.callsOf("deleteIfPresent"), [TAG]);
     assert.equal(h.registry.has(VM, "hibernate"), false);
     assert.deepEqual(h.events.events, [
       { object: "hib", type: "Normal", reason: "WokenActive", message: `pod ${NS}/${POD} is running` },
@@ -415,14 +415,23 @@ describe("wake", () => {
     assert.deepEqual(h.client.writes(), [], "no patch when the annotation is already clear");
   });
 
-  test("a failed tag drop is only logged: the wake still completes", async () => {
+  test("a tag drop the registry refuses fails the pass and stays Waking; the retry completes", async () => {
     const h = new Harness();
     h.seedHibernation({ desire: "Wake", phase: "Waking", vmName: VM, readySince: h.ago(MINUTE) });
     h.seedPod(livePod);
+    h.registry.put(VM, "hibernate");
     h.registry.failOn = () => FakeSnapshotRegistry.error(500);
 
+    await assert.rejects(h.reconcile(), /injected failure/);
+    assert.equal(h.hibernation()?.status?.phase, "Waking", "no Active over a snapshot still in the registry");
+    assert.deepEqual(h.events.reasons(), []);
+
+    h.registry.failOn = undefined;
     assert.deepEqual(await h.reconcile(), {});
     assert.equal(h.hibernation()?.status?.phase, "Active");
+    assert.equal(h.registry.has(VM, "hibernate"), false);
+    assert.deepEqual(h.registry.callsOf("deleteIfPresent"), [TAG, TAG]);
+    assert.deepEqual(h.registry.callsOf("deleteManifest"), [], "every drop probes first");
   });
 
   test("H10: Waking for 10 min with the VM not live → Failed with Warning WakeTimedOut", async () => {
@@ -470,6 +479,64 @@ describe("wake", () => {
   });
 });
 
+describe("a settled wake (item 1 of issue 15)", () => {
+  const settledOpts = {
+    desire: "Wake",
+    phase: "Active" as const,
+    vmName: VM,
+    generation: 2,
+    observedGeneration: 2,
+  };
+
+  test("Active at its generation leaves a pod the set suspended alone: no clear, no tag delete, no phase change", async () => {
+    const h = new Harness();
+    h.seedHibernation({ ...settledOpts, readySince: h.ago(MINUTE) });
+    // The CocoonSet's suspend set the annotation and vk pushed the snapshot.
+    h.seedPod({ hibernate: true, lifecycle: { state: "hibernated" } });
+    h.registry.put(VM, "hibernate");
+
+    assert.deepEqual(await h.reconcile(), {});
+
+    assert.deepEqual(h.client.writes(), []);
+    assert.deepEqual(h.registry.calls, []);
+    assert.equal(h.pod()?.metadata.annotations?.[ANN_HIBERNATE], "true");
+    assert.equal(h.registry.has(VM, "hibernate"), true);
+    assert.equal(h.hibernation()?.status?.phase, "Active");
+    assert.deepEqual(h.events.events, []);
+  });
+
+  test("Active at its generation writes nothing while the pod's VM is down for a recreate", async () => {
+    const h = new Harness();
+    h.seedHibernation({ ...settledOpts, readySince: h.ago(MINUTE) });
+    h.seedPod({ lifecycle: { state: "creating" } });
+
+    assert.deepEqual(await h.reconcile(), {});
+    assert.deepEqual(h.client.writes(), [], "no fall back to Waking");
+    assert.equal(h.hibernation()?.status?.phase, "Active");
+  });
+
+  test("a new generation of the CR acts again: the annotation is cleared and the CR wakes the pod", async () => {
+    const h = new Harness();
+    h.seedHibernation({ ...settledOpts, generation: 3, readySince: h.ago(MINUTE) });
+    h.seedPod({ hibernate: true, lifecycle: { state: "hibernated" } });
+    h.registry.put(VM, "hibernate");
+
+    assert.deepEqual(await h.reconcile(), REQUEUE_5S);
+    assert.deepEqual(h.podPatches(), [{ metadata: { annotations: { [ANN_HIBERNATE]: null } } }]);
+    assert.equal(h.hibernation()?.status?.phase, "Waking");
+    assert.equal(h.hibernation()?.status?.observedGeneration, 3);
+  });
+
+  test("a Hibernate CR is never settled by this rule: Active at its generation still hibernates", async () => {
+    const h = new Harness();
+    h.seedHibernation({ ...settledOpts, desire: "Hibernate", readySince: h.ago(MINUTE) });
+    h.seedPod({ running: true, vmID: "vmid-live", lifecycle: { state: "ready" } });
+
+    assert.deepEqual(await h.reconcile(), REQUEUE_5S);
+    assert.deepEqual(h.podPatches(), [{ metadata: { annotations: { [ANN_HIBERNATE]: "true" } } }]);
+  });
+});
+
 describe("phase exits within one second", () => {
   test("a hibernate and a wake finishing in the same second both announce their exit", async () => {
     const h = new Harness();
@@ -511,7 +578,7 @@ describe("reverse desires finish the running transition first", () => {
 
     assert.deepEqual(await h.reconcile(), REQUEUE_5S);
     assert.equal(h.hibernation()?.status?.phase, "Waking");
-    assert.deepEqual(h.registry.callsOf("deleteManifest"), []);
+    assert.deepEqual(h.registry.callsOf("deleteIfPresent"), []);
     assert.deepEqual(h.podPatches(), [], "the hibernate annotation waits for the wake to end");
   });
 
@@ -522,7 +589,7 @@ describe("reverse desires finish the running transition first", () => {
 
     assert.deepEqual(await h.reconcile(), REQUEUE_5S);
     assert.equal(h.hibernation()?.status?.phase, "Hibernating");
-    assert.deepEqual(h.registry.callsOf("deleteManifest"), []);
+    assert.deepEqual(h.registry.callsOf("deleteIfPresent"), []);
     assert.equal(h.pod()?.metadata.annotations?.[ANN_HIBERNATE], "true");
   });
 
@@ -547,7 +614,7 @@ describe("deletion", () => {
     h.registry.put(VM, "hibernate");
 
     assert.deepEqual(await h.reconcile(), {});
-    assert.deepEqual(h.registry.callsOf("deleteManifest"), [TAG]);
+    assert.deepEqual(h.registry.callsOf("deleteIfPresent"), [TAG]);
     assert.equal(h.hibernation(), undefined, "the finalizer was the last one, so the CR is gone");
   });
 
@@ -557,7 +624,7 @@ describe("deletion", () => {
     h.registry.failOn = () => FakeSnapshotRegistry.error(500);
 
     assert.deepEqual(await h.reconcile(), {});
-    assert.deepEqual(h.registry.callsOf("deleteManifest"), [TAG]);
+    assert.deepEqual(h.registry.callsOf("deleteIfPresent"), [TAG]);
     assert.equal(h.hibernation(), undefined);
   });
 
@@ -578,7 +645,7 @@ describe("deletion", () => {
 
     await h.reconcile("a");
 
-    assert.deepEqual(h.registry.callsOf("deleteManifest"), []);
+    assert.deepEqual(h.registry.callsOf("deleteIfPresent"), []);
     assert.equal(h.hibernation("a"), undefined);
   });
 
@@ -589,12 +656,12 @@ describe("deletion", () => {
     h.registry.put(VM, "hibernate");
 
     await h.reconcile("a");
-    assert.deepEqual(h.registry.callsOf("deleteManifest"), []);
+    assert.deepEqual(h.registry.callsOf("deleteIfPresent"), []);
     assert.equal(h.hibernation("a"), undefined);
 
     await h.client.delete(COCOONHIBERNATIONS, NS, "b");
     await h.reconcile("b");
-    assert.deepEqual(h.registry.callsOf("deleteManifest"), [TAG]);
+    assert.deepEqual(h.registry.callsOf("deleteIfPresent"), [TAG]);
     assert.equal(h.hibernation("b"), undefined);
   });
 

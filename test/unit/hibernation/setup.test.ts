@@ -3,21 +3,22 @@
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import type { Pod } from "../../../src/apis/core.ts";
 import type { CocoonHibernation } from "../../../src/apis/v1/types.ts";
 import { FakeClock } from "../../../src/clock.ts";
 import type { EventHandler, Informer } from "../../../src/controller/cache.ts";
 import type { Controller } from "../../../src/controller/controller.ts";
+import type { ManagedInformer } from "../../../src/controller/manager.ts";
 import { Manager } from "../../../src/controller/manager.ts";
 import { type IndexFunc, Store } from "../../../src/controller/store.ts";
+import { NamedPods } from "../../../src/hibernation/podwatch.ts";
 import {
   type HibernationControllerOptions,
   setupHibernationController,
 } from "../../../src/hibernation/setup.ts";
 import { hibernationIndexers } from "../../../src/hibernation/view.ts";
 import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
-import { FakeClient } from "../../support/fakeclient.ts";
-import { hibernationFixture, podFixture, RecordingEvents } from "./support.ts";
+import { PodApi } from "./podapi.ts";
+import { hibernationFixture, podFixture, RecordingEvents, settle } from "./support.ts";
 
 /** An informer over an in-memory store; the test adds, updates and deletes objects by hand. */
 class MemoryInformer<T extends { metadata: { name?: string; namespace?: string } }> implements Informer<T> {
@@ -63,15 +64,36 @@ class MemoryInformer<T extends { metadata: { name?: string; namespace?: string }
   }
 }
 
+/** A manager that hands the test the informers setup adds, so it can start the named-pod reads. */
+class RecordingManager extends Manager {
+  readonly added: ManagedInformer[] = [];
+  override addInformer(informer: ManagedInformer): void {
+    this.added.push(informer);
+    super.addInformer(informer);
+  }
+}
+
 function options(overrides: Partial<HibernationControllerOptions> = {}) {
   const hibernations = new MemoryInformer<CocoonHibernation>(hibernationIndexers);
-  const pods = new MemoryInformer<Pod>();
+  const api = new PodApi();
+  const manager = new RecordingManager();
+  const run = new AbortController();
   return {
     hibernations,
-    pods,
+    api,
+    manager,
+    /** Starts the named-pod reads setup registered and waits for their first reads. */
+    async startPods(): Promise<void> {
+      const pods = manager.added.find((informer) => informer instanceof NamedPods);
+      assert.ok(pods, "setup registers the named-pod reads with the manager");
+      pods.start(run.signal);
+      await pods.waitForSync();
+      await settle();
+    },
+    stop: () => run.abort(),
     options: {
-      client: new FakeClient(),
-      informers: { hibernations, pods },
+      client: api,
+      informers: { hibernations },
       registry: new FakeSnapshotRegistry(),
       events: new RecordingEvents(),
       clock: new FakeClock(),
@@ -128,8 +150,8 @@ describe("setupHibernationController", () => {
   });
 
   test("a pod event maps to every CR in its namespace whose podRef names it", async () => {
-    const { hibernations, pods, options: opts } = options();
-    const controller = setupHibernationController(new Manager(), opts);
+    const { hibernations, api, manager, startPods, stop, options: opts } = options();
+    const controller = setupHibernationController(manager, opts);
     hibernations.add(hibernationFixture({ name: "a", podRef: "demo-0" }));
     hibernations.add(hibernationFixture({ name: "b", podRef: "demo-0" }));
     hibernations.add(hibernationFixture({ name: "c", podRef: "demo-1" }));
@@ -137,30 +159,38 @@ describe("setupHibernationController", () => {
       ...hibernationFixture({ name: "d", podRef: "demo-0" }),
       metadata: { name: "d", namespace: "other" },
     });
+    await startPods();
     await drain(controller);
 
-    pods.add(podFixture({ name: "demo-0" }));
+    const pod = api.put(podFixture({ name: "demo-0" }));
+    await settle();
     assert.deepEqual(await drain(controller), ["ns/a", "ns/b"]);
 
-    pods.delete(podFixture({ name: "demo-0" }));
+    api.emit("DELETED", { ...pod, metadata: { ...pod.metadata, resourceVersion: String(++api.version) } });
+    await settle();
     assert.deepEqual(await drain(controller), ["ns/a", "ns/b"]);
+    stop();
   });
 
   test("pod updates pass only when annotations change", async () => {
-    const { hibernations, pods, options: opts } = options();
-    const controller = setupHibernationController(new Manager(), opts);
+    const { hibernations, api, manager, startPods, stop, options: opts } = options();
+    const controller = setupHibernationController(manager, opts);
     hibernations.add(hibernationFixture({ name: "a" }));
     const pod = podFixture();
-    pods.add(pod);
+    api.put(pod);
+    await startPods();
     await drain(controller);
 
-    pods.update({ ...pod, status: { phase: "Running" } });
+    api.put({ ...pod, status: { phase: "Running" } });
+    await settle();
     assert.deepEqual(await drain(controller), [], "status-only churn is dropped");
 
-    pods.update({
+    api.put({
       ...pod,
       metadata: { ...pod.metadata, annotations: { ...pod.metadata.annotations, x: "y" } },
     });
+    await settle();
     assert.deepEqual(await drain(controller), ["ns/a"]);
+    stop();
   });
 });

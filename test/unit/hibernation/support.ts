@@ -154,7 +154,7 @@ export class FakeHibernationView implements HibernationView {
     return this.client.peek<CocoonHibernation>(COCOONHIBERNATIONS, namespace, name);
   }
 
-  getPod(namespace: string, name: string): Pod | undefined {
+  async getPod(namespace: string, name: string): Promise<Pod | undefined> {
     return this.client.peek<Pod>(PODS, namespace, name, this.podLag);
   }
 
