@@ -45,6 +45,7 @@ function inClusterNamespace(): string | undefined {
 
 function build(env: Env): { operator: Operator; config: Config } {
   const { config, warnings } = loadConfig(process.argv.slice(2), env);
+  log.level = config.logLevel;
   for (const warning of warnings) log.warn(warning);
   const operator = createOperator({
     kubeConfig: loadKubeConfig(config, env),
@@ -86,7 +87,7 @@ async function main(): Promise<void> {
   try {
     built = build(process.env);
   } catch (err) {
-    if (err instanceof ConfigError && err.exitCode !== 1) {
+    if (err instanceof ConfigError && err.plain) {
       // Command-line errors and --help print plain text, as Go's flag package does.
       process.stderr.write(err.message.endsWith("\n") ? err.message : `${err.message}\n`);
     } else {
