@@ -128,6 +128,7 @@ interface Connection {
 export class KubeClient implements Client, WatchClient {
   private readonly kubeConfig: RestConfig;
   private readonly server: URL;
+  private readonly hostLabel: string;
   private readonly basePath: string;
   private readonly limiter: TokenBucket | undefined;
   private readonly requestTimeoutMs: number;
@@ -143,6 +144,7 @@ export class KubeClient implements Client, WatchClient {
     this.kubeConfig = config.kubeConfig;
     this.server = new URL(this.kubeConfig.server);
     this.basePath = this.server.pathname.replace(/\/+$/, "");
+    this.hostLabel = authorityAsWritten(this.kubeConfig.server);
     this.clock = config.clock ?? systemClock;
     const qps = config.qps ?? -1;
     this.limiter =
@@ -153,7 +155,7 @@ export class KubeClient implements Client, WatchClient {
 
   /** The API server's host:port, as in the `host` label of rest_client_requests_total. */
   get host(): string {
-    return this.server.host;
+    return this.hostLabel;
   }
 
   /** Requests made so far, keyed `${verb} ${resource}` (e.g. "patch cocoonsets/status"). */
@@ -377,7 +379,7 @@ export class KubeClient implements Client, WatchClient {
         resource,
         namespace,
         method,
-        host: this.server.host,
+        host: this.hostLabel,
         code,
         durationMs: performance.now() - started,
       };
@@ -442,6 +444,14 @@ export class KubeClient implements Client, WatchClient {
     }
     return { agent: this.agent, credentials };
   }
+}
+
+/**
+ * The server URL's host[:port] as written: client-go labels requests with Go's url.URL.Host, which
+ * keeps a default port (in-cluster: 10.96.0.1:443), where WHATWG URL.host drops it.
+ */
+function authorityAsWritten(server: string): string {
+  return /^[a-z][a-z0-9+.-]*:\/\/(?:[^@/?#]*@)?([^/?#]*)/i.exec(server)?.[1] ?? server;
 }
 
 /** An agent whose client certificate was replaced: idle sockets close now, busy ones when they finish. */

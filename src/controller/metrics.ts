@@ -30,6 +30,29 @@ export const reconcileErrors = new Counter({
   registers,
 });
 
+export const terminalReconcileErrors = new Counter({
+  name: "controller_runtime_terminal_reconcile_errors_total",
+  help: "Total number of terminal reconciliation errors per controller",
+  labelNames: ["controller"] as const,
+  registers,
+});
+
+export const reconcilePanics = new Counter({
+  name: "controller_runtime_reconcile_panics_total",
+  help: "Total number of reconciliation panics per controller",
+  labelNames: ["controller"] as const,
+  registers,
+});
+
+// controller-runtime counts reconciles its ReconciliationTimeout cut short; the Go operator sets
+// none, and neither does this one, so the series stays at 0 (dashboards and alerts still find it).
+const reconcileTimeouts = new Counter({
+  name: "controller_runtime_reconcile_timeouts_total",
+  help: "Total number of reconciliation timeouts per controller",
+  labelNames: ["controller"] as const,
+  registers,
+});
+
 export const reconcileTime = new Histogram({
   name: "controller_runtime_reconcile_time_seconds",
   help: "Length of time per reconciliation per controller",
@@ -66,6 +89,33 @@ const restRequests = new Counter({
   registers,
 });
 
+// controller-runtime's metrics server links its certificate watcher, whose two counters every Go
+// operator serves; this operator reads no serving certificate, so both stay at 0.
+for (const [name, help] of [
+  ["certwatcher_read_certificate_total", "Total number of certificate reads"],
+  ["certwatcher_read_certificate_errors_total", "Total number of certificate read errors"],
+] as const) {
+  new Counter({ name, help, registers });
+}
+
+/** controller-runtime's result label values of controller_runtime_reconcile_total. */
+export const RECONCILE_RESULTS = ["error", "requeue_after", "requeue", "success"] as const;
+export type ReconcileResult = (typeof RECONCILE_RESULTS)[number];
+
+/**
+ * What controller-runtime's initMetrics does when a controller starts: every counter series of the
+ * controller exists at 0 (so rate() and absent() work before the first reconcile), the worker gauges
+ * hold their values.
+ */
+export function initControllerMetrics(controller: string, workers: number): void {
+  for (const result of RECONCILE_RESULTS) reconcileTotal.inc({ controller, result }, 0);
+  for (const counter of [reconcileErrors, terminalReconcileErrors, reconcilePanics, reconcileTimeouts]) {
+    counter.inc({ controller }, 0);
+  }
+  maxConcurrentReconciles.set({ controller }, workers);
+  activeWorkers.set({ controller }, 0);
+}
+
 export function setLeaderStatus(leaseName: string, leading: boolean): void {
   leaderStatus.set({ name: leaseName }, leading ? 1 : 0);
 }
@@ -76,7 +126,8 @@ export function recordRestRequest(request: { verb: string; code: number | string
 }
 
 // Workqueue families. controller-runtime labels each queue with name and controller (both the
-// controller's name) and the depth with a priority ("" for a plain queue).
+// controller's name). Its controllers use the priority queue by default since v0.22, which labels the
+// depth with the item's priority: "0" for a normal add, the only priority this queue has.
 const QUEUE_BUCKETS = exponentialBuckets(1e-8, 10, 12);
 
 const queueDepth = new Gauge({
@@ -146,9 +197,14 @@ new Gauge({
 /** The Prometheus sink for the queue of the controller called name. */
 export function workQueueMetrics(name: string): QueueMetrics {
   const labels = { name, controller: name };
+  // As client-go's metrics provider: the queue's counters and histograms exist from its creation.
+  queueAdds.inc(labels, 0);
+  queueRetries.inc(labels, 0);
+  queueLatency.zero(labels);
+  queueWorkDuration.zero(labels);
   return {
     added: () => queueAdds.inc(labels),
-    depth: (items) => queueDepth.set({ ...labels, priority: "" }, items),
+    depth: (items) => queueDepth.set({ ...labels, priority: "0" }, items),
     queueLatency: (seconds) => queueLatency.observe(labels, seconds),
     workDuration: (seconds) => queueWorkDuration.observe(labels, seconds),
     retried: () => queueRetries.inc(labels),
