@@ -6,6 +6,8 @@ import http from "node:http";
 import https from "node:https";
 import type { Socket } from "node:net";
 import { type Clock, systemClock } from "../clock.ts";
+import { agentProxyOptions, type Env, fixedProxy, proxyFromEnvironment } from "../net/proxy.ts";
+import { systemRootCertificates } from "../net/roots.ts";
 import { apiErrorFromResponse, apiErrorFromStatus } from "./errors.ts";
 import {
   type Credentials,
@@ -113,6 +115,11 @@ export interface KubeClientConfig {
   requestTimeoutMs?: number;
   userAgent?: string;
   clock?: Clock;
+  /**
+   * Where HTTPS_PROXY / NO_PROXY (unless the kubeconfig names a proxy-url) and, without a
+   * configured CA, SSL_CERT_FILE / SSL_CERT_DIR are read; default process.env.
+   */
+  env?: Env;
 }
 
 /** The current context of one kubeconfig file. */
@@ -129,6 +136,9 @@ export class KubeClient implements Client, WatchClient {
   private readonly kubeConfig: RestConfig;
   private readonly server: URL;
   private readonly hostLabel: string;
+  private readonly env: Env;
+  /** The proxy every request goes through, chosen once as client-go does; undefined = direct. */
+  private readonly proxy: URL | undefined;
   private readonly basePath: string;
   private readonly limiter: TokenBucket | undefined;
   private readonly requestTimeoutMs: number;
@@ -145,6 +155,11 @@ export class KubeClient implements Client, WatchClient {
     this.server = new URL(this.kubeConfig.server);
     this.basePath = this.server.pathname.replace(/\/+$/, "");
     this.hostLabel = authorityAsWritten(this.kubeConfig.server);
+    this.env = config.env ?? process.env;
+    const proxyUrl = this.kubeConfig.proxyUrl;
+    this.proxy = (proxyUrl ? fixedProxy(proxyUrl, "kubeconfig") : proxyFromEnvironment(this.env))(
+      this.server,
+    );
     this.clock = config.clock ?? systemClock;
     const qps = config.qps ?? -1;
     this.limiter =
@@ -432,11 +447,12 @@ export class KubeClient implements Client, WatchClient {
         keepAlive: true,
         keepAliveMsecs: 30_000,
         maxFreeSockets: 16,
-        ca: this.kubeConfig.ca,
+        ca: this.kubeConfig.ca ?? systemRootCertificates(this.env),
         cert: credentials.cert,
         key: credentials.key,
         servername: this.kubeConfig.tlsServerName,
         rejectUnauthorized: !this.kubeConfig.insecureSkipTLSVerify,
+        ...agentProxyOptions(this.proxy),
       };
       this.agent =
         this.server.protocol === "http:" ? new http.Agent(agentOptions) : new https.Agent(agentOptions);
