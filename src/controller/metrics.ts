@@ -77,35 +77,33 @@ export const reconcileTotal = new Counter({
   registers,
 });
 
-export const reconcileErrors = new Counter({
-  name: "controller_runtime_reconcile_errors_total",
-  help: "Total number of reconciliation errors per controller",
-  labelNames: ["controller"] as const,
-  registers,
-});
+function perControllerCounter(name: string, help: string): Counter<"controller"> {
+  return new Counter({ name, help, labelNames: ["controller"] as const, registers });
+}
 
-export const terminalReconcileErrors = new Counter({
-  name: "controller_runtime_terminal_reconcile_errors_total",
-  help: "Total number of terminal reconciliation errors per controller",
-  labelNames: ["controller"] as const,
-  registers,
-});
+export const reconcileErrors = perControllerCounter(
+  "controller_runtime_reconcile_errors_total",
+  "Total number of reconciliation errors per controller",
+);
 
-export const reconcilePanics = new Counter({
-  name: "controller_runtime_reconcile_panics_total",
-  help: "Total number of reconciliation panics per controller",
-  labelNames: ["controller"] as const,
-  registers,
-});
+// No reconcile error here is terminal (controller-runtime's reconcile.TerminalError), as in the Go
+// operator: the series stays at 0.
+const terminalReconcileErrors = perControllerCounter(
+  "controller_runtime_terminal_reconcile_errors_total",
+  "Total number of terminal reconciliation errors per controller",
+);
+
+export const reconcilePanics = perControllerCounter(
+  "controller_runtime_reconcile_panics_total",
+  "Total number of reconciliation panics per controller",
+);
 
 // controller-runtime counts reconciles its ReconciliationTimeout cut short; the Go operator sets
 // none, and neither does this one, so the series stays at 0 (dashboards and alerts still find it).
-const reconcileTimeouts = new Counter({
-  name: "controller_runtime_reconcile_timeouts_total",
-  help: "Total number of reconciliation timeouts per controller",
-  labelNames: ["controller"] as const,
-  registers,
-});
+const reconcileTimeouts = perControllerCounter(
+  "controller_runtime_reconcile_timeouts_total",
+  "Total number of reconciliation timeouts per controller",
+);
 
 export const reconcileTime = new Histogram({
   name: "controller_runtime_reconcile_time_seconds",

@@ -11,6 +11,14 @@ function proxyFor(env: Record<string, string>, target: string): string | undefin
   return proxyFromEnvironment(env)(new URL(target))?.href;
 }
 
+/** [NO_PROXY, target, proxied] rows, with HTTPS_PROXY set. */
+function assertNoProxyCases(cases: [string, string, boolean][]): void {
+  for (const [noProxy, target, proxied] of cases) {
+    const got = proxyFor({ HTTPS_PROXY: HTTPS, NO_PROXY: noProxy }, target);
+    assert.equal(got, proxied ? HTTPS : undefined, `${noProxy} / ${target}`);
+  }
+}
+
 describe("proxyFromEnvironment", () => {
   it("HTTPS_PROXY for https targets, HTTP_PROXY for http ones, and never the other", () => {
     const env = { HTTPS_PROXY: HTTPS, HTTP_PROXY: HTTP };
@@ -52,8 +60,7 @@ describe("proxyFromEnvironment", () => {
   });
 
   it("NO_PROXY: domains match themselves and their subdomains; .domain and *.domain only subdomains", () => {
-    const env = (noProxy: string) => ({ HTTPS_PROXY: HTTPS, NO_PROXY: noProxy });
-    const cases: [string, string, boolean][] = [
+    assertNoProxyCases([
       ["corp.example", "https://corp.example", false],
       ["corp.example", "https://registry.corp.example", false],
       ["corp.example", "https://notcorp.example", true],
@@ -71,15 +78,11 @@ describe("proxyFromEnvironment", () => {
       ["bücher.example", "https://xn--bcher-kva.example", false],
       // A domain entry never matches an IP address.
       ["10.example", "https://10.0.0.1", true],
-    ];
-    for (const [noProxy, target, proxied] of cases) {
-      assert.equal(proxyFor(env(noProxy), target), proxied ? HTTPS : undefined, `${noProxy} / ${target}`);
-    }
+    ]);
   });
 
   it("NO_PROXY: IP addresses (with an optional port) and CIDR ranges match IP targets", () => {
-    const env = (noProxy: string) => ({ HTTPS_PROXY: HTTPS, NO_PROXY: noProxy });
-    const cases: [string, string, boolean][] = [
+    assertNoProxyCases([
       ["10.96.0.1", "https://10.96.0.1:443", false],
       ["10.96.0.1:443", "https://10.96.0.1", false],
       ["10.96.0.1:6443", "https://10.96.0.1", true],
@@ -92,10 +95,7 @@ describe("proxyFromEnvironment", () => {
       ["fd00::1", "https://[fd00:0:0::1]", false],
       ["10.0.0.0/8", "https://ten.example", true],
       [":443", "https://10.0.0.1", true],
-    ];
-    for (const [noProxy, target, proxied] of cases) {
-      assert.equal(proxyFor(env(noProxy), target), proxied ? HTTPS : undefined, `${noProxy} / ${target}`);
-    }
+    ]);
   });
 
   it("refuses HTTP_PROXY in a CGI process and a proxy scheme Node cannot tunnel", () => {
