@@ -54,7 +54,7 @@ const SEVERITY: Readonly<Record<string, string>> = {
   fatal: "CRITICAL",
 };
 
-export function levelFields(label: string): { level: string; severity: string } {
+function levelFields(label: string): { level: string; severity: string } {
   return { level: label, severity: SEVERITY[label] ?? "DEFAULT" };
 }
 
