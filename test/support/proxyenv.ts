@@ -43,12 +43,21 @@ export async function startTinyproxy(): Promise<Tinyproxy> {
     stdio: "ignore",
   });
   const exited = new Promise<void>((done) => child.once("exit", () => done()));
+  const missing = new Promise<never>((_, reject) =>
+    child.once("error", (err) =>
+      reject(
+        new Error(
+          `tinyproxy did not start (${err.message}): install the Debian package tinyproxy, as .ci/run does`,
+        ),
+      ),
+    ),
+  );
   const requests = () =>
     readFileSync(logFile, "utf8")
       .split("\n")
       .map((line) => /Request \(file descriptor \d+\): (.*)$/.exec(line)?.[1])
       .filter((line): line is string => line !== undefined);
-  await waitFor(
+  const listening = waitFor(
     "tinyproxy to listen",
     () =>
       new Promise<true | undefined>((resolve) => {
@@ -61,6 +70,9 @@ export async function startTinyproxy(): Promise<Tinyproxy> {
       }),
     10_000,
   );
+  // Without the binary, `missing` settles the race and the polling's own timeout is moot.
+  listening.catch(() => {});
+  await Promise.race([listening, missing]);
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
