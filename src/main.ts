@@ -88,7 +88,7 @@ async function main(): Promise<void> {
     built = build(process.env);
   } catch (err) {
     if (err instanceof ConfigError && err.plain) {
-      // Command-line errors and --help print plain text, as Go's flag package does.
+      // Command-line errors, --help and a bad log level print plain text, as the Go binary does.
       process.stderr.write(err.message.endsWith("\n") ? err.message : `${err.message}\n`);
     } else {
       log.fatal({ err: err instanceof ConfigError ? undefined : err }, (err as Error).message);
