@@ -11,7 +11,9 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { KubeClient, kubeConfigFromFile } from "../../src/controller/client.ts";
 import { PODS } from "../../src/controller/resources.ts";
+import { proxyFromEnvironment } from "../../src/net/proxy.ts";
 import { createRegistryClient } from "../../src/registry/index.ts";
+import { createTransport } from "../../src/registry/transport.ts";
 import { testEnv } from "../env/testenv.ts";
 import {
   createTestCA,
@@ -188,6 +190,27 @@ describe("registry client, proxies and trust roots", () => {
       assert.match(String(err.message), /certificate|UNABLE_TO|self.signed|issuer/i);
       return true;
     });
+  });
+
+  it("a plain-HTTP registry goes through HTTP_PROXY (an absolute-form request), not HTTPS_PROXY", async () => {
+    const [host = "", port = ""] = env.registry.split(":");
+    const plain = await startForwarder(ip, { host, port: Number(port) });
+    try {
+      const send = (proxyEnv: Record<string, string>) =>
+        createTransport({ proxy: proxyFromEnvironment(proxyEnv) })(`http://${plain.address}/v2/`, {
+          method: "GET",
+          headers: {},
+        });
+      let status = 0;
+      const viaHttpProxy = await proxiedDuring(async () => {
+        status = (await send({ HTTP_PROXY: proxy.url })).status;
+      });
+      assert.equal(status, 200);
+      assert.deepEqual(viaHttpProxy, [`GET http://${plain.address}/v2/ HTTP/1.1`]);
+      assert.deepEqual(await proxiedDuring(() => send({ HTTPS_PROXY: proxy.url })), []);
+    } finally {
+      await plain.stop();
+    }
   });
 
   it("NO_PROXY sends registry requests direct", async () => {
