@@ -137,10 +137,11 @@ function noProxyMatchers(noProxy: string): { ip: Matcher[]; domain: Matcher[] } 
       continue;
     }
     const split = splitHostPort(entry);
+    // splitHostPort drops the brackets of [v6]:port; a bracketed address without a port stays a
+    // (never matching) domain, as in Go.
     let host = split ? split.host : entry;
     const port = split ? split.port : "";
     if (split && !host) continue;
-    if (host.startsWith("[") && host.endsWith("]")) host = host.slice(1, -1);
     const entryIP = parseIP(host);
     if (entryIP) {
       ip.push((_h, p, addr) => addr !== undefined && sameIP(entryIP, addr) && (port === "" || port === p));

@@ -92,6 +92,7 @@ describe("proxyFromEnvironment", () => {
       ["fd00::/8", "https://[fd12::1]:443", false],
       ["fd00::/8", "https://[fe80::1]", true],
       ["[fd00::1]:443", "https://[fd00::1]", false],
+      ["[fd00::1]", "https://[fd00::1]", true],
       ["fd00::1", "https://[fd00:0:0::1]", false],
       ["10.0.0.0/8", "https://ten.example", true],
       [":443", "https://10.0.0.1", true],
