@@ -1,33 +1,49 @@
 # The two commands a newcomer needs: `make run` and `make test`. Each does its own set-up.
-.PHONY: deps testenv test run sandbox-up sandbox-down bench
+# `make help` lists every target (the text after `##`).
+.PHONY: all help deps lint testenv test run sandbox-up sandbox-down import-crds bench
 
-deps: node_modules/.deps-stamp
+all: lint test ## Lint (typecheck + biome), then the full test suite
+
+help: ## Show this help
+	@echo "cocoon-operator Makefile targets:"
+	@grep -E '^[a-zA-Z_-]+:.*?## .*$$' $(MAKEFILE_LIST) | \
+		awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
+
+deps: node_modules/.deps-stamp ## Install the pinned npm dependencies (Node 24 included)
 node_modules/.deps-stamp: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	@npx --no-install node --version | grep -q '^v24\.' || { echo "npm ci did not install Node 24 (package node@24)"; exit 1; }
 	@touch $@
 
+lint: deps ## Typecheck (tsc) and lint and format-check (biome)
+	npm run typecheck
+	npm run lint
+
 # kube-apiserver, kube-scheduler, kubectl and etcd built from Go modules (cached outside the tree).
-testenv:
+testenv: ## Build the test control plane binaries (cached in ~/.cache/cocoon-operator)
 	@test/env/controlplane/build.sh >/dev/null
 
-test: deps testenv
+test: deps testenv ## Run every test: typecheck, lint, unit, integration and reliability
 	npm test
 
-run: deps testenv
+run: deps testenv ## Run the operator from the checkout (against your cluster, or a sandbox it starts)
 	npm run run
 
-sandbox-up: deps testenv
+sandbox-up: deps testenv ## Start the sandbox (control plane, registry, vk-cocoon simulator)
 	npm run sandbox -- up
 
-sandbox-down: deps
+sandbox-down: deps ## Stop the sandbox
 	npm run sandbox -- down
+
+# Upstream copies the CRDs from cocoon-common; here src/apis is their source, and the YAML is generated.
+import-crds: deps ## Regenerate config/crd/bases from src/apis (the committed CRDs)
+	npm run gen:crds
 
 # The five benchmarks one after another (about 10 minutes); each rewrites its section of BENCHMARKS.md.
 # Benchmarks 3-5 measure another operator binary with
 #   make bench BENCH_OPERATOR_ARGS='--operator-command "/path/to/cocoon-operator" --label go'
 BENCH_OPERATOR_ARGS ?=
-bench: deps testenv
+bench: deps testenv ## Run the five benchmarks (about 10 minutes; rewrites BENCHMARKS.md)
 	npm run bench:settled
 	npm run bench:throughput
 	npm run bench:scaleup -- $(BENCH_OPERATOR_ARGS)

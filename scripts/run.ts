@@ -219,7 +219,7 @@ async function runInSandbox(args: string[]): Promise<number> {
         [
           "",
           "The operator keeps running against the sandbox. Try:",
-          `  export KUBECONFIG=${relative(repoRoot, sandboxKubeconfig)}; .sandbox/kubectl get cs,pods -A`,
+          `  export KUBECONFIG=${relative(repoRoot, sandboxKubeconfig)}; .sandbox/kubectl get cocoon,pods -A`,
           `  tail -f ${relative(repoRoot, operatorLog)}`,
           `Ctrl-C stops the operator${startedSandbox ? " and the sandbox." : " (the sandbox stays up)."}`,
         ].join("\n"),

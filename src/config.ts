@@ -2,7 +2,7 @@
 // them: every flag's default comes from its environment variable, so a flag given on the command line
 // overrides the variable; flags follow Go's `flag` package syntax. Pure: no I/O, no process access.
 
-import { levelFromEnv } from "./log.ts";
+import { type LogThreshold, parseLogLevel } from "./log.ts";
 
 export interface Config {
   /** --metrics-bind-address / METRICS_ADDR; "0" switches the server off. */
@@ -17,8 +17,8 @@ export interface Config {
   hibernationConcurrency: number;
   /** OCI_REGISTRY: the repository base snapshots live under; never empty. */
   registryBase: string;
-  /** OPERATOR_LOG_LEVEL, normalised to debug | info | warn | error. */
-  logLevel: string;
+  /** OPERATOR_LOG_LEVEL as the Go operator reads it (zerolog's names or numbers), as a pino threshold. */
+  logLevel: LogThreshold;
   /** --kubeconfig (controller-runtime registers it in the Go binary); "" = KUBECONFIG, in-cluster, ~/.kube/config. */
   kubeconfig: string;
 }
@@ -31,14 +31,18 @@ export interface LoadedConfig {
 
 /**
  * Why the operator cannot start. exitCode follows the Go binary: 2 for a command-line error (with the
- * usage text), 0 for -h/--help (the usage text alone), 1 for a fatal configuration error.
+ * usage text), 0 for -h/--help (the usage text alone), 1 for a fatal configuration error. `plain`
+ * errors go to stderr as text (the Go binary prints them before its logger exists); the others are
+ * logged.
  */
 export class ConfigError extends Error {
   readonly exitCode: 0 | 1 | 2;
-  constructor(message: string, exitCode: 0 | 1 | 2) {
+  readonly plain: boolean;
+  constructor(message: string, exitCode: 0 | 1 | 2, opts: { plain?: boolean } = {}) {
     super(message);
     this.name = "ConfigError";
     this.exitCode = exitCode;
+    this.plain = opts.plain ?? exitCode !== 1;
   }
 }
 
@@ -194,7 +198,7 @@ export function usage(env: Env = {}): string {
   lines.push(
     "Environment:",
     "  OCI_REGISTRY        registry base for snapshots (required), e.g. REGION-docker.pkg.dev/PROJECT/REPO",
-    "  OPERATOR_LOG_LEVEL  debug | info | warn | error (default info)",
+    "  OPERATOR_LOG_LEVEL  trace | debug | info | warn | error | fatal | panic | disabled, or -128..127 (default info)",
     "  POD_NAMESPACE       leader-election namespace when not running in a pod",
   );
   return `${lines.join("\n")}\n`;
@@ -260,6 +264,12 @@ export function loadConfig(argv: readonly string[], env: Env): LoadedConfig {
   const { values, warnings } = defaultsFromEnv(env);
   parseFlags(argv, env, values);
 
+  // The Go binary sets up its logger right after the flags, so a bad level fails before OCI_REGISTRY.
+  const logLevel = parseLogLevel(env.OPERATOR_LOG_LEVEL);
+  if (logLevel instanceof Error) {
+    throw new ConfigError(`setup log: setup log: ${logLevel.message}`, 1, { plain: true });
+  }
+
   const registryBase = env.OCI_REGISTRY ?? "";
   if (registryBase === "") throw new ConfigError("OCI_REGISTRY must be set", 1);
 
@@ -268,14 +278,6 @@ export function loadConfig(argv: readonly string[], env: Env): LoadedConfig {
     if (n < 1) throw new ConfigError(`${what} concurrency must be at least 1, got ${n}`, 1);
     return n;
   };
-
-  const rawLevel = env.OPERATOR_LOG_LEVEL ?? "";
-  const logLevel = levelFromEnv(rawLevel);
-  if (rawLevel.trim() !== "" && logLevel !== rawLevel.trim().toLowerCase()) {
-    warnings.push(
-      `ignoring OPERATOR_LOG_LEVEL=${JSON.stringify(rawLevel)}: not debug, info, warn or error; using info`,
-    );
-  }
 
   return {
     config: {

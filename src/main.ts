@@ -45,6 +45,7 @@ function inClusterNamespace(): string | undefined {
 
 function build(env: Env): { operator: Operator; config: Config } {
   const { config, warnings } = loadConfig(process.argv.slice(2), env);
+  log.level = config.logLevel;
   for (const warning of warnings) log.warn(warning);
   const operator = createOperator({
     kubeConfig: loadKubeConfig(config, env),
@@ -86,8 +87,8 @@ async function main(): Promise<void> {
   try {
     built = build(process.env);
   } catch (err) {
-    if (err instanceof ConfigError && err.exitCode !== 1) {
-      // Command-line errors and --help print plain text, as Go's flag package does.
+    if (err instanceof ConfigError && err.plain) {
+      // Command-line errors, --help and a bad log level print plain text, as the Go binary does.
       process.stderr.write(err.message.endsWith("\n") ? err.message : `${err.message}\n`);
     } else {
       log.fatal({ err: err instanceof ConfigError ? undefined : err }, (err as Error).message);

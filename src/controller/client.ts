@@ -6,6 +6,8 @@ import http from "node:http";
 import https from "node:https";
 import type { Socket } from "node:net";
 import { type Clock, systemClock } from "../clock.ts";
+import { agentProxyOptions, type Env, fixedProxy, proxyFromEnvironment } from "../net/proxy.ts";
+import { systemRootCertificates } from "../net/roots.ts";
 import { apiErrorFromResponse, apiErrorFromStatus } from "./errors.ts";
 import {
   type Credentials,
@@ -113,6 +115,11 @@ export interface KubeClientConfig {
   requestTimeoutMs?: number;
   userAgent?: string;
   clock?: Clock;
+  /**
+   * Where HTTPS_PROXY / NO_PROXY (unless the kubeconfig names a proxy-url) and, without a
+   * configured CA, SSL_CERT_FILE / SSL_CERT_DIR are read; default process.env.
+   */
+  env?: Env;
 }
 
 /** The current context of one kubeconfig file. */
@@ -128,6 +135,10 @@ interface Connection {
 export class KubeClient implements Client, WatchClient {
   private readonly kubeConfig: RestConfig;
   private readonly server: URL;
+  private readonly hostLabel: string;
+  private readonly env: Env;
+  /** The proxy every request goes through, chosen once as client-go does; undefined = direct. */
+  private readonly proxy: URL | undefined;
   private readonly basePath: string;
   private readonly limiter: TokenBucket | undefined;
   private readonly requestTimeoutMs: number;
@@ -143,6 +154,12 @@ export class KubeClient implements Client, WatchClient {
     this.kubeConfig = config.kubeConfig;
     this.server = new URL(this.kubeConfig.server);
     this.basePath = this.server.pathname.replace(/\/+$/, "");
+    this.hostLabel = authorityAsWritten(this.kubeConfig.server);
+    this.env = config.env ?? process.env;
+    const proxyUrl = this.kubeConfig.proxyUrl;
+    this.proxy = (proxyUrl ? fixedProxy(proxyUrl, "kubeconfig") : proxyFromEnvironment(this.env))(
+      this.server,
+    );
     this.clock = config.clock ?? systemClock;
     const qps = config.qps ?? -1;
     this.limiter =
@@ -153,7 +170,7 @@ export class KubeClient implements Client, WatchClient {
 
   /** The API server's host:port, as in the `host` label of rest_client_requests_total. */
   get host(): string {
-    return this.server.host;
+    return this.hostLabel;
   }
 
   /** Requests made so far, keyed `${verb} ${resource}` (e.g. "patch cocoonsets/status"). */
@@ -377,7 +394,7 @@ export class KubeClient implements Client, WatchClient {
         resource,
         namespace,
         method,
-        host: this.server.host,
+        host: this.hostLabel,
         code,
         durationMs: performance.now() - started,
       };
@@ -430,11 +447,12 @@ export class KubeClient implements Client, WatchClient {
         keepAlive: true,
         keepAliveMsecs: 30_000,
         maxFreeSockets: 16,
-        ca: this.kubeConfig.ca,
+        ca: this.kubeConfig.ca ?? systemRootCertificates(this.env),
         cert: credentials.cert,
         key: credentials.key,
         servername: this.kubeConfig.tlsServerName,
         rejectUnauthorized: !this.kubeConfig.insecureSkipTLSVerify,
+        ...agentProxyOptions(this.proxy),
       };
       this.agent =
         this.server.protocol === "http:" ? new http.Agent(agentOptions) : new https.Agent(agentOptions);
@@ -442,6 +460,14 @@ export class KubeClient implements Client, WatchClient {
     }
     return { agent: this.agent, credentials };
   }
+}
+
+/**
+ * The server URL's host[:port] as written: client-go labels requests with Go's url.URL.Host, which
+ * keeps a default port (in-cluster: 10.96.0.1:443), where WHATWG URL.host drops it.
+ */
+function authorityAsWritten(server: string): string {
+  return /^[a-z][a-z0-9+.-]*:\/\/(?:[^@/?#]*@)?([^/?#]*)/i.exec(server)?.[1] ?? server;
 }
 
 /** An agent whose client certificate was replaced: idle sockets close now, busy ones when they finish. */

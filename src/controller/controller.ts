@@ -6,8 +6,10 @@ import { systemClock } from "../clock.ts";
 import { type Logger, log } from "../log.ts";
 import {
   activeWorkers,
-  maxConcurrentReconciles,
+  initControllerMetrics,
+  type ReconcileResult,
   reconcileErrors,
+  reconcilePanics,
   reconcileTime,
   reconcileTotal,
   workQueueMetrics,
@@ -53,8 +55,6 @@ export interface ControllerOptions {
   clock?: Clock;
   rateLimiter?: RateLimiter<string>;
 }
-
-type ReconcileOutcome = "success" | "error" | "requeue" | "requeue_after";
 
 export class Controller {
   readonly name: string;
@@ -117,8 +117,7 @@ export class Controller {
   /** Starts the workers; keys queued before this are processed now. A controller starts once. */
   start(): void {
     if (this.workers) throw new Error(`controller ${this.name} already started`);
-    maxConcurrentReconciles.set({ controller: this.name }, this.workerCount);
-    activeWorkers.set({ controller: this.name }, 0);
+    initControllerMetrics(this.name, this.workerCount);
     this.logger.info({ workerCount: this.workerCount }, "Starting workers");
     this.workers = Array.from({ length: this.workerCount }, () => this.runWorker());
   }
@@ -175,7 +174,7 @@ export class Controller {
     const labels = { controller: this.name };
     activeWorkers.inc(labels);
     const endTimer = reconcileTime.startTimer(labels);
-    let outcome: ReconcileOutcome;
+    let outcome: ReconcileResult;
     try {
       const result = await this.reconciler.reconcile(request, this.reconcileAbort.signal);
       const requeueAfterMs = result.requeueAfterMs ?? 0;
@@ -193,6 +192,7 @@ export class Controller {
     } catch (err) {
       this.queue.addRateLimited(key);
       reconcileErrors.inc(labels);
+      if (isProgrammingError(err)) reconcilePanics.inc(labels);
       outcome = "error";
       this.logger.error({ err, namespace: request.namespace, name: request.name }, "Reconciler error");
     } finally {
@@ -201,6 +201,17 @@ export class Controller {
     }
     reconcileTotal.inc({ ...labels, result: outcome });
   }
+}
+
+/**
+ * A bug in the reconciler rather than a failed call: what a Go reconciler would panic on (nil
+ * dereference, index out of range). controller-runtime recovers such panics, counts them in
+ * controller_runtime_reconcile_panics_total and handles them as errors; so does this controller.
+ */
+function isProgrammingError(err: unknown): boolean {
+  const bug = err instanceof TypeError || err instanceof RangeError || err instanceof ReferenceError;
+  // fetch reports a failed connection as a TypeError carrying its cause: an I/O error, not a bug.
+  return bug && err.cause === undefined;
 }
 
 function objectRequest(obj: KubeObject): Request {

@@ -4,10 +4,10 @@
 // Files: a KUBECONFIG path list is merged as kubectl merges it (per name the first file wins,
 // current-context comes from the first file that sets it, missing files are skipped); relative paths
 // in a file resolve against that file's directory. Supported: server, certificate-authority(-data),
-// insecure-skip-tls-verify, tls-server-name; user token, tokenFile, client-certificate(-data) and
-// client-key(-data), username/password, and exec credential plugins (client.authentication.k8s.io/v1
-// and v1beta1, e.g. gke-gcloud-auth-plugin). auth-provider, proxy-url and impersonation are refused
-// with an error rather than silently ignored.
+// insecure-skip-tls-verify, tls-server-name, proxy-url (http:// or https://); user token, tokenFile,
+// client-certificate(-data) and client-key(-data), username/password, and exec credential plugins
+// (client.authentication.k8s.io/v1 and v1beta1, e.g. gke-gcloud-auth-plugin). auth-provider, socks5
+// proxies and impersonation are refused with an error rather than silently ignored.
 //
 // In-cluster: KUBERNETES_SERVICE_HOST/PORT, the service account's ca.crt and its token, re-read every
 // minute (bound tokens rotate), as client-go's in-cluster config does.
@@ -18,6 +18,7 @@ import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { homedir } from "node:os";
 import { delimiter, dirname, isAbsolute, join, resolve, sep } from "node:path";
+import { fixedProxy, ProxyConfigError } from "../net/proxy.ts";
 
 /** Where a pod's service account credentials are mounted. */
 export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -58,6 +59,11 @@ export interface RestConfig {
   readonly insecureSkipTLSVerify: boolean;
   /** SNI and certificate name to verify instead of the server's host. */
   readonly tlsServerName: string | undefined;
+  /**
+   * The cluster's proxy-url: every request goes through it (client-go's http.ProxyURL). Undefined:
+   * HTTPS_PROXY / NO_PROXY decide, as Go's http.ProxyFromEnvironment does.
+   */
+  readonly proxyUrl?: string | undefined;
   /** Current credentials; cheap (cached) after the first call. */
   credentials(): Promise<Credentials>;
   /** The server answered 401 to a request sent with `used`: drop cached credentials if still current. */
@@ -257,8 +263,14 @@ export function restConfigFromKubeconfig(
   const cluster = kc.clusters.get(context.cluster);
   if (!cluster) throw new KubeconfigError(`${where}: cluster "${context.cluster}" not found`);
   if (!cluster.server) throw new KubeconfigError(`${where}: cluster "${context.cluster}" has no server`);
-  if (cluster["proxy-url"]) {
-    throw new KubeconfigError(`${where}: cluster "${context.cluster}": proxy-url is not supported`);
+  const proxyUrl = cluster["proxy-url"] || undefined;
+  if (proxyUrl) {
+    try {
+      fixedProxy(proxyUrl, `cluster "${context.cluster}"`);
+    } catch (err) {
+      if (err instanceof ProxyConfigError) throw new KubeconfigError(`${where}: ${err.message}`);
+      throw err;
+    }
   }
   let user: KubeconfigUser = {};
   if (context.user) {
@@ -304,6 +316,7 @@ export function restConfigFromKubeconfig(
     ca,
     insecureSkipTLSVerify: cluster["insecure-skip-tls-verify"] === true,
     tlsServerName: cluster["tls-server-name"] || undefined,
+    proxyUrl,
   };
   const clock = opts.clock ?? Date;
   const base: Credentials = cert && key ? { cert, key } : {};
@@ -389,6 +402,7 @@ interface TLSSettings {
   ca: string | undefined;
   insecureSkipTLSVerify: boolean;
   tlsServerName: string | undefined;
+  proxyUrl?: string | undefined;
 }
 
 interface CredentialSource {
@@ -545,6 +559,7 @@ class ExecSource implements CredentialSource {
       const cluster: Record<string, unknown> = { server: this.tls.server };
       if (this.tls.tlsServerName) cluster["tls-server-name"] = this.tls.tlsServerName;
       if (this.tls.insecureSkipTLSVerify) cluster["insecure-skip-tls-verify"] = true;
+      if (this.tls.proxyUrl) cluster["proxy-url"] = this.tls.proxyUrl;
       if (this.tls.ca) cluster["certificate-authority-data"] = Buffer.from(this.tls.ca).toString("base64");
       const config = this.cluster.extensions?.find((e) => e.name === "client.authentication.k8s.io/exec");
       if (config) cluster.config = config.extension;

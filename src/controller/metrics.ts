@@ -1,6 +1,7 @@
 // The process's one Prometheus registry, with the metric families controller-runtime serves (same
 // names and labels, so dashboards for the Go operator keep working) and the /metrics server. The
 // cocoon_operator_* collectors register on metricsRegistry too.
+import { readFileSync } from "node:fs";
 import { Counter, collectDefaultMetrics, exponentialBuckets, Gauge, Histogram, Registry } from "prom-client";
 import { type HttpEndpoint, parseBindAddress, serve } from "./httpserver.ts";
 import type { InFlightWork, QueueMetrics } from "./workqueue.ts";
@@ -9,6 +10,59 @@ export const metricsRegistry = new Registry();
 collectDefaultMetrics({ register: metricsRegistry });
 
 const registers = [metricsRegistry];
+
+// The process_* series Go's process collector adds to prom-client's on Linux, read from /proc at
+// scrape time as procfs reads them (absent where /proc is not there).
+function readProc(file: string): string | undefined {
+  try {
+    return readFileSync(file, "utf8");
+  } catch {
+    return undefined;
+  }
+}
+
+/** IpExt InOctets / OutOctets of /proc/self/net/netstat: the network namespace's bytes, as Go reports. */
+function networkOctets(): { received: number; sent: number } | undefined {
+  const lines = (readProc("/proc/self/net/netstat") ?? "").split("\n").filter((l) => l.startsWith("IpExt:"));
+  const [names, values] = lines.map((l) => l.split(/\s+/).slice(1));
+  if (!names || !values) return undefined;
+  const field = (name: string) => Number(values[names.indexOf(name)]);
+  const octets = { received: field("InOctets"), sent: field("OutOctets") };
+  return Number.isFinite(octets.received) && Number.isFinite(octets.sent) ? octets : undefined;
+}
+
+new Gauge({
+  name: "process_virtual_memory_max_bytes",
+  help: "Maximum amount of virtual memory available in bytes.",
+  registers,
+  collect() {
+    const limit = /^Max address space\s+(\S+)/m.exec(readProc("/proc/self/limits") ?? "")?.[1];
+    if (limit === undefined) return;
+    // procfs reads "unlimited" as the largest uint64.
+    this.set(limit === "unlimited" ? 2 ** 64 : Number(limit));
+  },
+});
+
+for (const [name, help, pick] of [
+  [
+    "process_network_receive_bytes_total",
+    "Number of bytes received by the process over the network.",
+    "received",
+  ],
+  ["process_network_transmit_bytes_total", "Number of bytes sent by the process over the network.", "sent"],
+] as const) {
+  new Counter({
+    name,
+    help,
+    registers,
+    collect() {
+      const octets = networkOctets();
+      if (!octets) return;
+      this.reset();
+      this.inc(octets[pick]);
+    },
+  });
+}
 
 // controller-runtime's reconcile-time buckets: 5 ms to 60 s.
 const RECONCILE_BUCKETS = [
@@ -23,12 +77,33 @@ export const reconcileTotal = new Counter({
   registers,
 });
 
-export const reconcileErrors = new Counter({
-  name: "controller_runtime_reconcile_errors_total",
-  help: "Total number of reconciliation errors per controller",
-  labelNames: ["controller"] as const,
-  registers,
-});
+function perControllerCounter(name: string, help: string): Counter<"controller"> {
+  return new Counter({ name, help, labelNames: ["controller"] as const, registers });
+}
+
+export const reconcileErrors = perControllerCounter(
+  "controller_runtime_reconcile_errors_total",
+  "Total number of reconciliation errors per controller",
+);
+
+// No reconcile error here is terminal (controller-runtime's reconcile.TerminalError), as in the Go
+// operator: the series stays at 0.
+const terminalReconcileErrors = perControllerCounter(
+  "controller_runtime_terminal_reconcile_errors_total",
+  "Total number of terminal reconciliation errors per controller",
+);
+
+export const reconcilePanics = perControllerCounter(
+  "controller_runtime_reconcile_panics_total",
+  "Total number of reconciliation panics per controller",
+);
+
+// controller-runtime counts reconciles its ReconciliationTimeout cut short; the Go operator sets
+// none, and neither does this one, so the series stays at 0 (dashboards and alerts still find it).
+const reconcileTimeouts = perControllerCounter(
+  "controller_runtime_reconcile_timeouts_total",
+  "Total number of reconciliation timeouts per controller",
+);
 
 export const reconcileTime = new Histogram({
   name: "controller_runtime_reconcile_time_seconds",
@@ -66,6 +141,36 @@ const restRequests = new Counter({
   registers,
 });
 
+// Counters every controller-runtime binary serves from packages it links whether used or not: the
+// certificate watcher of the metrics server and the webhook server's panic counters. This operator
+// reads no serving certificate and serves no webhook, so they stay at 0.
+for (const [name, help] of [
+  ["certwatcher_read_certificate_total", "Total number of certificate reads"],
+  ["certwatcher_read_certificate_errors_total", "Total number of certificate read errors"],
+  ["controller_runtime_webhook_panics_total", "Total number of webhook panics"],
+  ["controller_runtime_conversion_webhook_panics_total", "Total number of conversion webhook panics"],
+] as const) {
+  new Counter({ name, help, registers });
+}
+
+/** controller-runtime's result label values of controller_runtime_reconcile_total. */
+export const RECONCILE_RESULTS = ["error", "requeue_after", "requeue", "success"] as const;
+export type ReconcileResult = (typeof RECONCILE_RESULTS)[number];
+
+/**
+ * What controller-runtime's initMetrics does when a controller starts: every counter series of the
+ * controller exists at 0 (so rate() and absent() work before the first reconcile), the worker gauges
+ * hold their values.
+ */
+export function initControllerMetrics(controller: string, workers: number): void {
+  for (const result of RECONCILE_RESULTS) reconcileTotal.inc({ controller, result }, 0);
+  for (const counter of [reconcileErrors, terminalReconcileErrors, reconcilePanics, reconcileTimeouts]) {
+    counter.inc({ controller }, 0);
+  }
+  maxConcurrentReconciles.set({ controller }, workers);
+  activeWorkers.set({ controller }, 0);
+}
+
 export function setLeaderStatus(leaseName: string, leading: boolean): void {
   leaderStatus.set({ name: leaseName }, leading ? 1 : 0);
 }
@@ -76,7 +181,8 @@ export function recordRestRequest(request: { verb: string; code: number | string
 }
 
 // Workqueue families. controller-runtime labels each queue with name and controller (both the
-// controller's name) and the depth with a priority ("" for a plain queue).
+// controller's name). Its controllers use the priority queue by default since v0.22, which labels the
+// depth with the item's priority: "0" for a normal add, the only priority this queue has.
 const QUEUE_BUCKETS = exponentialBuckets(1e-8, 10, 12);
 
 const queueDepth = new Gauge({
@@ -146,9 +252,14 @@ new Gauge({
 /** The Prometheus sink for the queue of the controller called name. */
 export function workQueueMetrics(name: string): QueueMetrics {
   const labels = { name, controller: name };
+  // As client-go's metrics provider: the queue's counters and histograms exist from its creation.
+  queueAdds.inc(labels, 0);
+  queueRetries.inc(labels, 0);
+  queueLatency.zero(labels);
+  queueWorkDuration.zero(labels);
   return {
     added: () => queueAdds.inc(labels),
-    depth: (items) => queueDepth.set({ ...labels, priority: "" }, items),
+    depth: (items) => queueDepth.set({ ...labels, priority: "0" }, items),
     queueLatency: (seconds) => queueLatency.observe(labels, seconds),
     workDuration: (seconds) => queueWorkDuration.observe(labels, seconds),
     retried: () => queueRetries.inc(labels),

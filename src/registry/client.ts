@@ -3,6 +3,8 @@
 // (contract.md §4.2), plus a tag-delete fallback for registries that refuse DELETE by tag.
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { type Env, proxyFromEnvironment } from "../net/proxy.ts";
+import { systemRootCertificates } from "../net/roots.ts";
 import {
   dockerConfigKeychain,
   googleKeychain,
@@ -13,7 +15,7 @@ import {
 import { ManifestNotFoundError, parseErrorBody, RegistryError } from "./errors.ts";
 import { isDigest, manifestPath, parseRegistryBase, type RegistryBase, repositoryPath } from "./reference.ts";
 import { type Action, type CallSignal, type HttpResult, Session } from "./session.ts";
-import { builtinFetch, createCaBundleFetch, type FetchLike } from "./transport.ts";
+import { createTransport, type FetchLike } from "./transport.ts";
 
 /** Sent on every manifest HEAD and GET; without it distribution 2.8 answers 404 for OCI manifests. */
 export const MANIFEST_ACCEPT = [
@@ -35,6 +37,11 @@ export interface RegistryClientOptions {
   timeoutMs?: number;
   /** PEM bundle trusted in addition to the system roots (private registry or token server CA). */
   caFile?: string;
+  /**
+   * Where HTTPS_PROXY / HTTP_PROXY / NO_PROXY and SSL_CERT_FILE / SSL_CERT_DIR are read, as Go's
+   * default transport reads them; default process.env.
+   */
+  env?: Env;
   /** Default: $DOCKER_CONFIG/config.json or ~/.docker/config.json. */
   dockerConfigPath?: string;
   /** Replaces the default Google ADC → docker config chain. */
@@ -90,8 +97,14 @@ export interface RegistryClient extends SnapshotRegistry {
 export function createRegistryClient(base: string, opts: RegistryClientOptions = {}): RegistryClient {
   const parsedBase = parseRegistryBase(base);
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const env = opts.env ?? process.env;
   const fetchImpl =
-    opts.fetch ?? (opts.caFile ? createCaBundleFetch(readFileSync(opts.caFile, "utf8")) : builtinFetch);
+    opts.fetch ??
+    createTransport({
+      roots: systemRootCertificates(env),
+      extraCa: opts.caFile ? readFileSync(opts.caFile, "utf8") : undefined,
+      proxy: proxyFromEnvironment(env),
+    });
   const keychain =
     opts.keychain ??
     multiKeychain([

@@ -1,11 +1,13 @@
-// HTTP transport. The default is the built-in fetch (undici: keep-alive connection reuse,
-// HTTP/1.1, system CA roots plus NODE_EXTRA_CA_CERTS). The built-in fetch takes no per-request CA,
-// and Node does not export undici's Agent to pass as a dispatcher, so an explicit CA bundle
-// switches to a small fetch-compatible function on node:https with keep-alive Agents that trust
-// the system roots plus the bundle. TLS verification stays on in both.
+// HTTP transport: a small fetch-compatible function on node:https with keep-alive Agents (HTTP/1.1),
+// rather than the built-in fetch, because it must do what Go's default transport does and fetch
+// cannot: trust the system roots as Go finds them (SSL_CERT_FILE, SSL_CERT_DIR; src/net/roots.ts)
+// plus an optional CA bundle, and go through HTTPS_PROXY / HTTP_PROXY unless NO_PROXY says
+// otherwise (src/net/proxy.ts), per request URL: the token server may sit on another host than the
+// registry. TLS verification stays on.
 import http from "node:http";
 import https from "node:https";
-import { rootCertificates } from "node:tls";
+import { agentProxyOptions, type ProxySelector } from "../net/proxy.ts";
+import { systemRootCertificates } from "../net/roots.ts";
 
 export interface FetchInit {
   method: string;
@@ -17,8 +19,14 @@ export interface FetchInit {
 /** The part of the fetch API the client uses, so tests can pass a fake. */
 export type FetchLike = (url: string, init: FetchInit) => Promise<Response>;
 
-export const builtinFetch: FetchLike = (url, init) =>
-  fetch(url, { method: init.method, headers: init.headers, body: init.body, signal: init.signal });
+export interface TransportOptions {
+  /** Trusted roots (PEM); default the system roots (src/net/roots.ts). */
+  roots?: readonly string[];
+  /** PEM bundle trusted in addition to the roots (a private registry's or token server's CA). */
+  extraCa?: string;
+  /** The proxy of each request; default none. */
+  proxy?: ProxySelector;
+}
 
 /** Go's transport keeps up to 32 idle connections per host (contract.md §4.4). */
 const MAX_SOCKETS_PER_HOST = 32;
@@ -27,16 +35,23 @@ function bodyAllowed(method: string, status: number): boolean {
   return method !== "HEAD" && status !== 204 && status !== 205 && status !== 304;
 }
 
-export function createCaBundleFetch(caPem: string): FetchLike {
-  const agents = {
-    "https:": new https.Agent({
-      keepAlive: true,
-      maxSockets: MAX_SOCKETS_PER_HOST,
-      ca: [...rootCertificates, caPem],
-      minVersion: "TLSv1.2",
-      ALPNProtocols: ["http/1.1"],
-    }),
-    "http:": new http.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS_PER_HOST }),
+export function createTransport(opts: TransportOptions = {}): FetchLike {
+  const ca = [...(opts.roots ?? systemRootCertificates()), ...(opts.extraCa ? [opts.extraCa] : [])];
+  // One agent per scheme and proxy, so keep-alive pools never mix direct and tunnelled connections.
+  const agents = new Map<string, http.Agent>();
+  const agentFor = (target: URL): http.Agent => {
+    const proxy = opts.proxy?.(target);
+    const key = `${target.protocol} ${proxy?.href ?? "direct"}`;
+    let agent = agents.get(key);
+    if (!agent) {
+      const common = { keepAlive: true, maxSockets: MAX_SOCKETS_PER_HOST, ...agentProxyOptions(proxy) };
+      agent =
+        target.protocol === "https:"
+          ? new https.Agent({ ...common, ca, minVersion: "TLSv1.2", ALPNProtocols: ["http/1.1"] })
+          : new http.Agent(common);
+      agents.set(key, agent);
+    }
+    return agent;
   };
   return (url, init) =>
     new Promise<Response>((resolve, reject) => {
@@ -44,12 +59,7 @@ export function createCaBundleFetch(caPem: string): FetchLike {
       const secure = target.protocol === "https:";
       const request = (secure ? https : http).request(
         target,
-        {
-          method: init.method,
-          headers: init.headers,
-          agent: secure ? agents["https:"] : agents["http:"],
-          signal: init.signal,
-        },
+        { method: init.method, headers: init.headers, agent: agentFor(target), signal: init.signal },
         (res) => {
           const chunks: Buffer[] = [];
           res.on("data", (chunk: Buffer) => chunks.push(chunk));

@@ -4,7 +4,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { parseChallenge } from "../../src/registry/challenge.ts";
-import { builtinFetch, createCaBundleFetch, type FetchLike } from "../../src/registry/transport.ts";
+import { createTransport, type FetchLike } from "../../src/registry/transport.ts";
 import type { TestRegistry } from "./registry.ts";
 
 export const OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json";
@@ -25,9 +25,9 @@ function authedFetch(
   reg: TestRegistry,
   repo: string,
 ): (url: string, init: RequestInitLike) => Promise<Response> {
-  const doFetch: FetchLike = reg.caFile
-    ? createCaBundleFetch(readFileSync(reg.caFile, "utf8"))
-    : builtinFetch;
+  const doFetch: FetchLike = createTransport({
+    extraCa: reg.caFile ? readFileSync(reg.caFile, "utf8") : undefined,
+  });
   let authorization: string | undefined;
   const basic = reg.credentials
     ? `Basic ${Buffer.from(`${reg.credentials.user}:${reg.credentials.password}`).toString("base64")}`

@@ -1,13 +1,15 @@
 // The install manifests: config/default and config/overlays/sa-key render with kubectl's kustomize
 // into the objects behaviours.md §4 describes; the RBAC grants exactly the API calls src/ makes (a
 // new call without a rule fails here); and the real authorizer lets the service account make each
-// of them once the rendered RBAC is applied.
+// of them once the rendered RBAC is applied. OCI_REGISTRY lives in a kustomize-edited env file, so
+// `kubectl apply -k` never resets it; the CRDs use nothing newer than the stated minimum Kubernetes.
 
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { globSync, readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
-import { before, describe, it } from "node:test";
+import { cpSync, globSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative, resolve } from "node:path";
+import { after, before, describe, it } from "node:test";
 import { parse, parseAllDocuments } from "yaml";
 import type { ResourceType } from "../../src/controller/resources.ts";
 import * as resources from "../../src/controller/resources.ts";
@@ -65,11 +67,20 @@ type Obj = any;
 let kubectl: string;
 
 function render(dir: string): Obj[] {
-  const yaml = execFileSync(kubectl, ["kustomize", join(repoRoot, dir)], { encoding: "utf8" });
+  const yaml = execFileSync(kubectl, ["kustomize", resolve(repoRoot, dir)], { encoding: "utf8" });
   return parseAllDocuments(yaml).map((doc) => {
     assert.deepEqual(doc.errors, [], `${dir} renders valid YAML`);
     return doc.toJS();
   });
+}
+
+/** The generated cocoon-operator-config ConfigMap (its name carries kustomize's content hash). */
+function configMap(objs: Obj[]): Obj {
+  const found = objs.filter(
+    (o) => o.kind === "ConfigMap" && o.metadata.name.startsWith("cocoon-operator-config-"),
+  );
+  assert.equal(found.length, 1, "one cocoon-operator-config ConfigMap");
+  return found[0];
 }
 
 function find(objs: Obj[], kind: string, name: string): Obj {
@@ -165,17 +176,19 @@ describe("install manifests", () => {
     saKey = render("config/overlays/sa-key");
   });
 
-  it("config/default renders the namespace, both CRDs, RBAC and the Deployment", () => {
+  it("config/default renders the namespace, both CRDs, RBAC, the Deployment, its config and metrics Service", () => {
     const names = defaults.map((o) => `${o.kind}/${o.metadata.name}`).sort();
     assert.deepEqual(names, [
       "ClusterRole/cocoon-operator",
       "ClusterRoleBinding/cocoon-operator",
+      `ConfigMap/${configMap(defaults).metadata.name}`,
       "CustomResourceDefinition/cocoonhibernations.cocoonset.cocoonstack.io",
       "CustomResourceDefinition/cocoonsets.cocoonset.cocoonstack.io",
       "Deployment/cocoon-operator",
       "Namespace/cocoon-system",
       "Role/cocoon-operator-leader-election",
       "RoleBinding/cocoon-operator-leader-election",
+      "Service/cocoon-operator-metrics",
       "ServiceAccount/cocoon-operator",
     ]);
     for (const obj of defaults) {
@@ -224,10 +237,10 @@ describe("install manifests", () => {
       "--health-probe-bind-address=:8081",
       "--leader-elect=true",
     ]);
-    assert.deepEqual(c.env, [
-      { name: "OPERATOR_LOG_LEVEL", value: "info" },
-      { name: "OCI_REGISTRY", value: "" },
-    ]);
+    // No OCI_REGISTRY in env: a value pinned here would undo `kubectl set env` at every apply.
+    assert.deepEqual(c.env, [{ name: "OPERATOR_LOG_LEVEL", value: "info" }]);
+    assert.deepEqual(c.envFrom, [{ configMapRef: { name: configMap(defaults).metadata.name } }]);
+    assert.deepEqual(configMap(defaults).data, { OCI_REGISTRY: "" });
     assert.deepEqual(c.ports, [
       { name: "metrics", containerPort: 8080, protocol: "TCP" },
       { name: "probe", containerPort: 8081, protocol: "TCP" },
@@ -242,8 +255,10 @@ describe("install manifests", () => {
       initialDelaySeconds: 5,
       periodSeconds: 10,
     });
+    // BENCHMARKS.md: 191 MiB resident with 10k pods cached, 177 MiB peak in the 800-pod scale-up,
+    // 3.95 s of CPU over its 28 s (docs/installation.md, "Resources").
     assert.deepEqual(c.resources, {
-      requests: { cpu: "100m", memory: "128Mi" },
+      requests: { cpu: "150m", memory: "192Mi" },
       limits: { cpu: "1", memory: "512Mi" },
     });
     assert.deepEqual(c.securityContext, {
@@ -251,6 +266,40 @@ describe("install manifests", () => {
       readOnlyRootFilesystem: true,
       capabilities: { drop: ["ALL"] },
     });
+  });
+
+  it("the metrics Service selects the operator pod and targets its metrics port", () => {
+    const service = find(defaults, "Service", "cocoon-operator-metrics");
+    const deploy = find(defaults, "Deployment", "cocoon-operator");
+    assert.deepEqual(service.spec.selector, deploy.spec.selector.matchLabels);
+    assert.deepEqual(service.spec.ports, [
+      { name: "metrics", port: 8080, targetPort: "metrics", protocol: "TCP" },
+    ]);
+    assert.ok(deploy.spec.template.spec.containers[0].ports.some((p: Obj) => p.name === "metrics"));
+  });
+
+  it("the prometheus component adds a ServiceMonitor for that Service, and nothing else", () => {
+    const dir = mkdtempSync(join(tmpdir(), "cocoon-overlay-"));
+    try {
+      const config = relative(dir, join(repoRoot, "config"));
+      writeFileSync(
+        join(dir, "kustomization.yaml"),
+        `resources: [${config}/default]\ncomponents: [${config}/components/prometheus]\n`,
+      );
+      const withMonitor = render(dir);
+      const monitor = find(withMonitor, "ServiceMonitor", "cocoon-operator");
+      assert.equal(monitor.apiVersion, "monitoring.coreos.com/v1");
+      assert.equal(monitor.metadata.namespace, "cocoon-system");
+      const service = find(defaults, "Service", "cocoon-operator-metrics");
+      assert.deepEqual(monitor.spec.selector, { matchLabels: service.metadata.labels });
+      assert.deepEqual(monitor.spec.endpoints, [{ port: "metrics", path: "/metrics", interval: "30s" }]);
+      assert.deepEqual(
+        withMonitor.filter((o) => o.kind !== "ServiceMonitor"),
+        defaults,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("the sa-key overlay adds only the key Secret mount and GOOGLE_APPLICATION_CREDENTIALS", () => {
@@ -392,5 +441,129 @@ describe("the rendered RBAC on a real API server", () => {
         `${attrs.verb} ${attrs.resource} in ${attrs.namespace} is denied`,
       );
     }
+  });
+});
+
+describe("kubectl apply -k and OCI_REGISTRY", () => {
+  const env = testEnv();
+  let dir: string;
+  const configMaps = new Set<string>();
+  const run = (...args: string[]) =>
+    execFileSync(kubectl, ["--kubeconfig", env.kubeconfigPath, ...args], { encoding: "utf8" });
+  const deployment = (): Obj =>
+    JSON.parse(run("-n", "cocoon-system", "get", "deploy/cocoon-operator", "-o", "json"));
+  const registryOf = (deploy: Obj): { env?: string; configMap?: string } => {
+    const c = deploy.spec.template.spec.containers[0];
+    const name = c.envFrom?.[0]?.configMapRef?.name;
+    if (name) configMaps.add(name);
+    const data = name
+      ? JSON.parse(run("-n", "cocoon-system", "get", "configmap", name, "-o", "json")).data
+      : undefined;
+    return { env: c.env.find((e: Obj) => e.name === "OCI_REGISTRY")?.value, configMap: data?.OCI_REGISTRY };
+  };
+  const applyWith = (registry: string) => {
+    writeFileSync(join(dir, "config/default/operator.env"), `OCI_REGISTRY=${registry}\n`);
+    run("apply", "-k", join(dir, "config/default"));
+  };
+
+  before(() => {
+    kubectl ??= join(controlPlaneBinDir(), "kubectl");
+    // A copy, so the test edits operator.env as a user would without touching the checkout.
+    dir = mkdtempSync(join(tmpdir(), "cocoon-install-"));
+    cpSync(join(repoRoot, "config"), join(dir, "config"), { recursive: true });
+  });
+
+  after(() => {
+    run("-n", "cocoon-system", "delete", "deploy/cocoon-operator", "--ignore-not-found");
+    if (configMaps.size > 0)
+      run("-n", "cocoon-system", "delete", "configmap", "--ignore-not-found", ...configMaps);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("takes the value from operator.env, and a re-apply keeps a value set with kubectl set env", () => {
+    applyWith("registry.example/first");
+    assert.deepEqual(registryOf(deployment()), { env: undefined, configMap: "registry.example/first" });
+
+    run(
+      "-n",
+      "cocoon-system",
+      "set",
+      "env",
+      "deploy/cocoon-operator",
+      "OCI_REGISTRY=registry.example/by-hand",
+    );
+    applyWith("registry.example/first");
+    assert.deepEqual(registryOf(deployment()), {
+      env: "registry.example/by-hand",
+      configMap: "registry.example/first",
+    });
+
+    run("-n", "cocoon-system", "set", "env", "deploy/cocoon-operator", "OCI_REGISTRY-");
+    applyWith("registry.example/second");
+    assert.deepEqual(registryOf(deployment()), { env: undefined, configMap: "registry.example/second" });
+  });
+});
+
+/**
+ * Fields of a CRD (as `path.key`) and the first Kubernetes minor that accepts them by default. A
+ * field missing here fails the test below: find its release, then raise the documented minimum if
+ * it is newer.
+ */
+const CRD_FEATURES: Record<string, { since: string; why: string }> = {
+  "x-kubernetes-validations.rule": {
+    since: "1.25",
+    why: "CustomResourceValidationExpressions beta, on by default",
+  },
+  "x-kubernetes-validations.message": { since: "1.25", why: "CustomResourceValidationExpressions beta" },
+  "x-kubernetes-validations.messageExpression": { since: "1.27", why: "added with the rules' beta in 1.27" },
+  "x-kubernetes-validations.reason": { since: "1.28", why: "added in 1.28" },
+  "x-kubernetes-validations.fieldPath": { since: "1.28", why: "added in 1.28" },
+  "x-kubernetes-validations.optionalOldSelf": {
+    since: "1.30",
+    why: "CRDValidationRatcheting: alpha 1.28, beta and on by default 1.30, GA 1.33; with the gate off the API server drops the field and `oldSelf.hasValue()` no longer compiles",
+  },
+  "spec.versions.selectableFields": {
+    since: "1.31",
+    why: "CustomResourceFieldSelectors beta, on by default",
+  },
+};
+
+function crdFeatures(crd: Obj): Set<string> {
+  const used = new Set<string>();
+  const walk = (schema: Obj): void => {
+    if (!schema || typeof schema !== "object") return;
+    for (const validation of schema["x-kubernetes-validations"] ?? []) {
+      for (const key of Object.keys(validation)) used.add(`x-kubernetes-validations.${key}`);
+    }
+    for (const child of Object.values(schema.properties ?? {})) walk(child);
+    walk(schema.items);
+    if (typeof schema.additionalProperties === "object") walk(schema.additionalProperties);
+  };
+  for (const version of crd.spec.versions) {
+    walk(version.schema.openAPIV3Schema);
+    if (version.selectableFields) used.add("spec.versions.selectableFields");
+  }
+  return used;
+}
+
+const minor = (version: string) => Number(version.split(".")[1]);
+
+describe("the minimum Kubernetes version", () => {
+  it("docs/installation.md states the newest release any CRD field needs", () => {
+    const doc = readFileSync(join(repoRoot, "docs/installation.md"), "utf8");
+    const stated = /Kubernetes (1\.\d+) or newer/.exec(doc)?.[1];
+    assert.ok(stated, "docs/installation.md states `Kubernetes 1.N or newer`");
+    let newest = "1.16";
+    const needs: string[] = [];
+    for (const file of globSync("config/crd/bases/*.yaml", { cwd: repoRoot })) {
+      for (const feature of crdFeatures(parse(readFileSync(join(repoRoot, file), "utf8")))) {
+        const known = CRD_FEATURES[feature];
+        assert.ok(known, `${file} uses ${feature}: add the release that accepts it to CRD_FEATURES`);
+        needs.push(`${feature} ${known.since}`);
+        if (minor(known.since) > minor(newest)) newest = known.since;
+      }
+    }
+    assert.ok(needs.includes("x-kubernetes-validations.optionalOldSelf 1.30"), needs.join(", "));
+    assert.equal(stated, newest, `the CRDs need ${newest}: ${[...new Set(needs)].join(", ")}`);
   });
 });

@@ -77,7 +77,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       kubeconfigPath: api.kubeconfigPath,
       registry: registry.host,
       onLine: (incarnation, line) => {
-        if (/"level":(40|50|60)/.test(line) && /annotation|crash|fatal|panic/i.test(line)) {
+        if (/"level":"(warn|error|fatal)"/.test(line) && /annotation|crash|fatal|panic/i.test(line)) {
           warnings.push(`#${incarnation} ${line.slice(0, 300)}`);
         }
       },

@@ -105,7 +105,7 @@ const phase = (want: string, extra: (cs: CocoonSet) => boolean = () => true) =>
     },
     60_000,
   );
-const warned = (fragment: string) => lines.some((l) => /"level":40/.test(l) && l.includes(fragment));
+const warned = (fragment: string) => lines.some((l) => /"level":"warn"/.test(l) && l.includes(fragment));
 
 it("reads corrupt operator annotations as empty with a warning and keeps working", {
   timeout: 150_000,

@@ -126,14 +126,46 @@ describe("string settings", () => {
     assert.equal(load(["--kubeconfig=/tmp/kc"]).kubeconfig, "/tmp/kc");
   });
 
-  it("OPERATOR_LOG_LEVEL: the four levels in any case; anything else is info, with a warning", () => {
-    for (const level of ["debug", "info", "warn", "error"]) {
-      assert.equal(load([], { OPERATOR_LOG_LEVEL: level.toUpperCase() }).logLevel, level);
+  it("OPERATOR_LOG_LEVEL: every level zerolog parses, in any case, and its numbers", () => {
+    const cases: [string | undefined, string][] = [
+      [undefined, "info"],
+      ["", "info"],
+      ["TRACE", "trace"],
+      ["Debug", "debug"],
+      ["info", "info"],
+      ["WARN", "warn"],
+      ["error", "error"],
+      ["fatal", "fatal"],
+      ["panic", "silent"],
+      ["disabled", "silent"],
+      ["-1", "trace"],
+      ["-128", "trace"],
+      ["0", "debug"],
+      ["+2", "warn"],
+      ["4", "fatal"],
+      ["127", "silent"],
+    ];
+    for (const [value, threshold] of cases) {
+      assert.equal(load([], { OPERATOR_LOG_LEVEL: value }).logLevel, threshold, String(value));
     }
-    const loud = loadConfig([], { ...REGISTRY, OPERATOR_LOG_LEVEL: "verbose" });
-    assert.equal(loud.config.logLevel, "info");
-    assert.match(loud.warnings.join("\n"), /OPERATOR_LOG_LEVEL="verbose"/);
-    assert.deepEqual(loadConfig([], { ...REGISTRY, OPERATOR_LOG_LEVEL: "" }).warnings, []);
+  });
+
+  it("an OPERATOR_LOG_LEVEL zerolog refuses stops the start with exit code 1, before OCI_REGISTRY", () => {
+    const cases: [string, string][] = [
+      ["verbose", "setup log: setup log: Unknown Level String: 'verbose', defaulting to NoLevel"],
+      ["warning", "setup log: setup log: Unknown Level String: 'warning', defaulting to NoLevel"],
+      [" info", "setup log: setup log: Unknown Level String: ' info', defaulting to NoLevel"],
+      ["128", "setup log: setup log: Out-Of-Bounds Level: '128', defaulting to NoLevel"],
+      ["-129", "setup log: setup log: Out-Of-Bounds Level: '-129', defaulting to NoLevel"],
+    ];
+    for (const [value, message] of cases) {
+      assert.throws(
+        () => loadConfig([], { OPERATOR_LOG_LEVEL: value }),
+        (err: unknown) =>
+          err instanceof ConfigError && err.exitCode === 1 && err.plain && err.message === message,
+        value,
+      );
+    }
   });
 });
 

@@ -155,6 +155,16 @@ describe("kubeconfig files", () => {
     assert.equal((await rest.credentials()).authorization, `Basic ${b64("me:pw")}`);
   });
 
+  it("carries the cluster's proxy-url", () => {
+    const dir = tempDir();
+    const rest = restConfigFromKubeconfig(
+      readKubeconfigFile(
+        write(join(dir, "config"), single({ server: "https://k", "proxy-url": "http://proxy:3128" }, {})),
+      ),
+    );
+    assert.equal(rest.proxyUrl, "http://proxy:3128");
+  });
+
   it("refuses what it does not support, and broken references, with clear errors", () => {
     const dir = tempDir();
     const load = (doc: KubeconfigDocument) =>
@@ -164,8 +174,12 @@ describe("kubeconfig files", () => {
       /auth-provider "gcp" is not supported; use an exec credential plugin/,
     );
     assert.throws(
-      () => load(single({ server: "https://k", "proxy-url": "http://proxy:3128" }, {})),
-      /proxy-url is not supported/,
+      () => load(single({ server: "https://k", "proxy-url": "socks5://proxy:1080" }, {})),
+      /proxy-url=socks5:\/\/proxy:1080: only http:\/\/ and https:\/\/ proxies are supported \(not socks5\)/,
+    );
+    assert.throws(
+      () => load(single({ server: "https://k", "proxy-url": "ftp://proxy" }, {})),
+      /proxy-url: unsupported scheme "ftp", must be http, https, or socks5/,
     );
     assert.throws(() => load(single({ server: "https://k" }, { as: "someone" })), /impersonation/);
     assert.throws(

@@ -62,7 +62,10 @@ describe("metrics endpoint", () => {
       ]) {
         assert.match(body, new RegExp(`^# TYPE ${name} `, "m"), name);
       }
-      assert.match(body, /^workqueue_depth\{name="metrics-test",controller="metrics-test",priority=""\} 3$/m);
+      assert.match(
+        body,
+        /^workqueue_depth\{name="metrics-test",controller="metrics-test",priority="0"\} 3$/m,
+      );
       assert.match(body, /^workqueue_adds_total\{name="metrics-test",controller="metrics-test"\} 1$/m);
       assert.match(
         body,
