@@ -1,6 +1,6 @@
 // What a command is (one entry of the table in commands/index.ts) and what it is given to run.
 
-import type { KubeClient } from "../controller/client.ts";
+import type { Client } from "../controller/client.ts";
 import type { RegistryClient } from "../registry/index.ts";
 import type { CompletionKind, FlagSpec, ParsedArgs } from "./flags.ts";
 import type { OutputFormat } from "./output.ts";
@@ -33,7 +33,7 @@ export interface Output {
 }
 
 export interface CommandContext extends Output {
-  client: KubeClient;
+  client: Client;
   namespace: string;
   output: OutputFormat;
   now(): number;

@@ -59,18 +59,21 @@ export class WarningWatch {
     return watch;
   }
 
-  /** The newest Warning since start; undefined when there is none (or the events cannot be read). */
-  async latest(): Promise<Warning | undefined> {
+  /**
+   * The newest Warning since start; with `orEarlier`, the newest one at all when none is new (a
+   * failure the operator reported before the command, which a no-op write did not change).
+   * Undefined when there is none or the events cannot be read.
+   */
+  async latest(orEarlier = false): Promise<Warning | undefined> {
     let events: ClusterEvent[];
     try {
       events = await objectEvents(this.ctx, this.kind, this.name);
     } catch {
       return undefined;
     }
-    const fresh = events.filter(
-      (e) => e.type === "Warning" && (e.count ?? 1) > (this.before.get(eventKey(e)) ?? 0),
-    );
-    const last = fresh.at(-1);
+    const warnings = events.filter((e) => e.type === "Warning");
+    const fresh = warnings.filter((e) => (e.count ?? 1) > (this.before.get(eventKey(e)) ?? 0));
+    const last = fresh.at(-1) ?? (orEarlier ? warnings.at(-1) : undefined);
     return last ? { reason: last.reason ?? "", message: last.message ?? "" } : undefined;
   }
 }
@@ -101,7 +104,7 @@ export async function waitUntil<T>(ctx: CommandContext, spec: WaitSpec<T>, timeo
       return state;
     }
     if (verdict.kind === "failed") {
-      const warning = await spec.warnings.latest();
+      const warning = await spec.warnings.latest(true);
       const reason = warning?.reason || verdict.reason;
       const message = warning?.message || verdict.message;
       throw new PluginError(`${spec.what} failed: ${reason}: ${message}`, EXIT_FAILED);
