@@ -34,12 +34,11 @@ export interface ParsedArgs {
   flags: Map<string, string | true>;
 }
 
-/** With ignoreUnknown (completion reads the global flags of a half-typed line), unknown flags are skipped. */
-export function parseArgs(
-  argv: readonly string[],
-  specs: readonly FlagSpec[],
-  ignoreUnknown = false,
-): ParsedArgs {
+/**
+ * With lenient (completion reads the global flags of a half-typed line), unknown flags and a last
+ * flag still waiting for its value are skipped instead of refused.
+ */
+export function parseArgs(argv: readonly string[], specs: readonly FlagSpec[], lenient = false): ParsedArgs {
   const byLong = new Map(specs.map((s) => [s.name, s]));
   const byShort = new Map(specs.filter((s) => s.short).map((s) => [s.short as string, s]));
   const positionals: string[] = [];
@@ -56,22 +55,22 @@ export function parseArgs(
       const inline = eq < 0 ? undefined : arg.slice(eq + 1);
       const spec = byLong.get(name);
       if (!spec) {
-        if (ignoreUnknown) continue;
+        if (lenient) continue;
         throw new UsageError(`unknown flag: --${name}`);
       }
-      i = take(spec, `--${name}`, inline, argv, i, flags);
+      i = take(spec, `--${name}`, inline, argv, i, flags, lenient);
       continue;
     }
     if (arg.startsWith("-") && arg.length > 1) {
       const letter = arg.slice(1, 2);
       const spec = byShort.get(letter);
       if (!spec) {
-        if (ignoreUnknown) continue;
+        if (lenient) continue;
         throw new UsageError(`unknown shorthand flag: '${letter}' in ${arg}`);
       }
       const rest = arg.slice(2);
       const inline = rest === "" ? undefined : rest.startsWith("=") ? rest.slice(1) : rest;
-      i = take(spec, `-${letter}`, inline, argv, i, flags);
+      i = take(spec, `-${letter}`, inline, argv, i, flags, lenient);
       continue;
     }
     positionals.push(arg);
@@ -87,6 +86,7 @@ function take(
   argv: readonly string[],
   i: number,
   flags: Map<string, string | true>,
+  lenient: boolean,
 ): number {
   switch (spec.kind) {
     case "boolean":
@@ -103,7 +103,10 @@ function take(
         return i;
       }
       const next = argv[i + 1];
-      if (next === undefined) throw new UsageError(`flag needs an argument: ${written}`);
+      if (next === undefined) {
+        if (lenient) return i;
+        throw new UsageError(`flag needs an argument: ${written}`);
+      }
       flags.set(spec.name, next);
       return i + 1;
     }

@@ -47,6 +47,7 @@ describe("parseArgs", () => {
 
   it("skips unknown flags when asked (completion of a half-typed line)", () => {
     assert.deepEqual(parseArgs(["--to", "node", "demo"], SPECS, true).positionals, ["node", "demo"]);
+    assert.equal(parseArgs(["-n"], SPECS, true).flags.has("namespace"), false);
   });
 });
 
