@@ -34,14 +34,18 @@ OCI_REGISTRY), then the set's recent events. -o wide adds the VM name, VM ID and
     const [name = ""] = args.positionals;
     const { cs, pods } = await readSetState(ctx, name);
     const members = membersOf(cs, pods);
-    const snapshots = await memberSnapshots(ctx, members);
-    const events = await objectEvents(ctx, KIND_COCOONSET, name);
-    const schedule = scheduleOf(cs);
+    const view: StatusView = {
+      cs,
+      members,
+      snapshots: await memberSnapshots(ctx, members),
+      events: await objectEvents(ctx, KIND_COCOONSET, name),
+      schedule: scheduleOf(cs),
+    };
     if (ctx.output === "json" || ctx.output === "yaml") {
-      ctx.out(formatStructured(structured(cs, members, snapshots, events, schedule), ctx.output));
+      ctx.out(formatStructured(structured(view), ctx.output));
       return;
     }
-    ctx.out(render(ctx, cs, members, snapshots, events, schedule));
+    ctx.out(render(ctx, view));
   },
 };
 
@@ -74,13 +78,16 @@ function scheduleOf(cs: CocoonSet): { idleSuspendAt?: string; expireAt?: string 
   return out;
 }
 
-function structured(
-  cs: CocoonSet,
-  members: readonly Member[],
-  snapshots: Map<string, SnapshotTag[]> | undefined,
-  events: readonly ClusterEvent[],
-  schedule: { idleSuspendAt?: string; expireAt?: string },
-): unknown {
+interface StatusView {
+  cs: CocoonSet;
+  members: readonly Member[];
+  /** Tags per VM name; undefined when no registry could be read. */
+  snapshots: Map<string, SnapshotTag[]> | undefined;
+  events: readonly ClusterEvent[];
+  schedule: { idleSuspendAt?: string; expireAt?: string };
+}
+
+function structured({ cs, members, snapshots, events, schedule }: StatusView): unknown {
   const s = cs.status;
   return {
     name: cs.metadata.name,
@@ -114,14 +121,7 @@ function structured(
   };
 }
 
-function render(
-  ctx: CommandContext,
-  cs: CocoonSet,
-  members: readonly Member[],
-  snapshots: Map<string, SnapshotTag[]> | undefined,
-  events: readonly ClusterEvent[],
-  schedule: { idleSuspendAt?: string; expireAt?: string },
-): string {
+function render(ctx: CommandContext, { cs, members, snapshots, events, schedule }: StatusView): string {
   const now = ctx.now();
   const s = cs.status;
   const when = (at: string) => {

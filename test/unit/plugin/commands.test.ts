@@ -67,6 +67,11 @@ function seedWarning(
   });
 }
 
+/** Plays the operator: replaces the set's status as stored. */
+function writeStatus(ctx: TestContext, status: CocoonSet["status"]): void {
+  ctx.fake.seed(COCOONSETS, { ...(ctx.fake.peek<CocoonSet>(COCOONSETS, "ns", "demo") as CocoonSet), status });
+}
+
 async function rejection(promise: Promise<unknown>): Promise<PluginError> {
   const err = await promise.then(
     () => assert.fail("expected the command to fail"),
@@ -122,16 +127,13 @@ describe("suspend", () => {
     seedWarning(ctx, "old", "WakeNoCapacity", "from before", "2026-05-14T11:59:00Z");
     ctx.onSleep = (slept) => {
       if (slept === 1000) {
-        ctx.fake.seed(COCOONSETS, {
-          ...(ctx.fake.peek<CocoonSet>(COCOONSETS, "ns", "demo") as CocoonSet),
-          status: {
-            readyAgents: 1,
-            desiredAgents: 1,
-            readyToolboxes: 0,
-            desiredToolboxes: 0,
-            observedGeneration: 2,
-            phase: "Suspending",
-          },
+        writeStatus(ctx, {
+          readyAgents: 1,
+          desiredAgents: 1,
+          readyToolboxes: 0,
+          desiredToolboxes: 0,
+          observedGeneration: 2,
+          phase: "Suspending",
         });
         seedWarning(
           ctx,
@@ -159,16 +161,13 @@ describe("suspend", () => {
     const ctx = testContext();
     seedSet(ctx);
     ctx.onSleep = () => {
-      ctx.fake.seed(COCOONSETS, {
-        ...(ctx.fake.peek<CocoonSet>(COCOONSETS, "ns", "demo") as CocoonSet),
-        status: {
-          readyAgents: 0,
-          desiredAgents: 1,
-          readyToolboxes: 0,
-          desiredToolboxes: 0,
-          observedGeneration: 2,
-          phase: "Failed",
-        },
+      writeStatus(ctx, {
+        readyAgents: 0,
+        desiredAgents: 1,
+        readyToolboxes: 0,
+        desiredToolboxes: 0,
+        observedGeneration: 2,
+        phase: "Failed",
       });
       seedWarning(ctx, "fail", "PodLifecycleFailed", "main pod ns/demo-0: VM gone");
     };
