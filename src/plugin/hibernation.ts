@@ -7,12 +7,10 @@ import {
   type CocoonHibernation,
   type HibernationDesire,
   KIND_COCOONHIBERNATION,
-  type ObjectMeta,
 } from "../apis/v1/types.ts";
 import { ANN_VM_NAME } from "../contract/keys.ts";
 import { readLifecycleState } from "../contract/lifecycle.ts";
 import { vmNameOf } from "../contract/pod.ts";
-import { isAlreadyExists } from "../controller/errors.ts";
 import { COCOONHIBERNATIONS } from "../controller/resources.ts";
 import { getHibernation, getPod, hibernations } from "./cluster.ts";
 import type { CommandContext } from "./command.ts";
@@ -48,25 +46,14 @@ async function requestDesire(
     });
     return { ch, action: `patched (desire ${desire})` };
   }
-  const fresh = (metadata: ObjectMeta & { generateName?: string }): CocoonHibernation => ({
+  // The CRD requires a new CocoonHibernation to be named after its pod.
+  const ch = await ctx.client.create<CocoonHibernation>(COCOONHIBERNATIONS, ctx.namespace, {
     apiVersion: API_VERSION,
     kind: KIND_COCOONHIBERNATION,
-    metadata: { ...metadata, namespace: ctx.namespace },
+    metadata: { name: podName, namespace: ctx.namespace },
     spec: { podRef: { name: podName }, desire },
   });
-  try {
-    const ch = await ctx.client.create(COCOONHIBERNATIONS, ctx.namespace, fresh({ name: podName }));
-    return { ch, action: `created (desire ${desire})` };
-  } catch (err) {
-    // A CocoonHibernation of that name exists for another pod: let the server pick a name.
-    if (!isAlreadyExists(err)) throw err;
-    const ch = await ctx.client.create(
-      COCOONHIBERNATIONS,
-      ctx.namespace,
-      fresh({ generateName: `${podName}-` }),
-    );
-    return { ch, action: `created (desire ${desire})` };
-  }
+  return { ch, action: `created (desire ${desire})` };
 }
 
 export function judgeHibernation(
@@ -104,18 +91,15 @@ export async function changeHibernation(
 ): Promise<void> {
   await cocoonPod(ctx, podName);
   const existing = (await hibernations(ctx)).find((ch) => ch.spec?.podRef?.name === podName);
+  const name = existing?.metadata.name ?? podName;
   // Watched from before the write, so a warning about this change is never taken for an old one.
-  const expectedName = existing?.metadata.name ?? podName;
-  const watch =
-    timeoutMs === undefined ? undefined : await WarningWatch.start(ctx, KIND_COCOONHIBERNATION, expectedName);
+  const warnings =
+    timeoutMs === undefined ? undefined : await WarningWatch.start(ctx, KIND_COCOONHIBERNATION, name);
   let { ch, action } = await requestDesire(ctx, podName, existing, desire);
-  const name = ch.metadata.name ?? "";
   const generation = ch.metadata.generation ?? 0;
   if (ctx.output === "table" || ctx.output === "wide")
     ctx.out(`cocoonhibernation.cocoonstack.io/${name} ${action}`);
-  if (watch && timeoutMs !== undefined) {
-    const warnings =
-      name === expectedName ? watch : await WarningWatch.start(ctx, KIND_COCOONHIBERNATION, name);
+  if (warnings && timeoutMs !== undefined) {
     const read = async () => {
       const [current, pod] = await Promise.all([
         getHibernation(ctx, name),
