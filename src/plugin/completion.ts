@@ -41,7 +41,8 @@ export async function complete(
   let candidates: string[] = [];
   if (pendingFlag?.kind === "string") kind = pendingFlag.complete;
   else if (current.startsWith("-")) candidates = flags.map((f) => `--${f.name}`);
-  else if (name === undefined) candidates = [...commands.map((c) => c.name), ...builtins];
+  else if (name === undefined || (name === "help" && positionalWords(before, flags).length === 1))
+    candidates = [...commands.map((c) => c.name), ...builtins];
   else if (name === "completion") candidates = [...COMPLETION_SHELLS];
   else if (command) kind = command.positionals[positionalWords(before, flags).length - 1]?.complete;
   if (kind === "files") return `\n:${DIRECTIVE_DEFAULT}`;

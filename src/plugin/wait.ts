@@ -9,7 +9,8 @@ import { EXIT_FAILED, EXIT_TIMEOUT, PluginError } from "./errors.ts";
 import { type FlagSpec, type ParsedArgs, stringFlag } from "./flags.ts";
 import { formatDuration, humanDuration, parseDuration } from "./output.ts";
 
-export const DEFAULT_WAIT_MS = 5 * 60_000;
+/** Longer than the operator's own deadlines (3 min to suspend, 5 min to wake), so its verdict comes first. */
+export const DEFAULT_WAIT_MS = 6 * 60_000;
 export const POLL_INTERVAL_MS = 1_000;
 
 export const WAIT_FLAG: FlagSpec = {

@@ -26,6 +26,7 @@ const ask = (...words: string[]) => complete(words, COMMANDS, GLOBAL_FLAGS, ["co
 describe("complete (cobra's __complete protocol)", () => {
   it("offers commands, then the argument the command takes, without file completion", async () => {
     assert.equal(await ask("su"), "suspend\n:4");
+    assert.equal(await ask("help", "mi"), "migrate\n:4");
     assert.equal(await ask("-n", "ns", "suspend", ""), "demo\n:4");
     assert.equal(await ask("hibernate", ""), "demo-0\n:4", "only pods vk-cocoon runs a VM for");
     assert.equal(await ask("migrate", "demo", "--to", ""), "node-b\n:4");
