@@ -14,6 +14,7 @@ import {
   type FlagSpec,
   type ParsedArgs,
   parseArgs,
+  positionalIndices,
   positionalWords,
   stringFlag,
 } from "./flags.ts";
@@ -98,15 +99,15 @@ async function dispatch(argv: readonly string[], io: PluginIO): Promise<number> 
     io.stdout(`${await complete(words.length ? words : [""], COMMANDS, GLOBAL_FLAGS, BUILTINS, sources)}\n`);
     return EXIT_OK;
   }
-  const name = positionalWords(argv, GLOBAL_FLAGS)[0];
+  const nameAt = positionalIndices(argv, GLOBAL_FLAGS)[0];
+  const name = nameAt === undefined ? undefined : argv[nameAt];
   if (name === undefined || name === "help") {
     const topic = name === "help" ? positionalWords(argv, GLOBAL_FLAGS)[1] : undefined;
     const command = topic === undefined ? undefined : findCommand(topic);
     io.stdout(`${command ? commandHelp(command) : pluginHelp()}\n`);
     return EXIT_OK;
   }
-  const rest = [...argv];
-  rest.splice(rest.indexOf(name), 1);
+  const rest = argv.filter((_, i) => i !== nameAt);
   if (name === "completion") {
     const args = parseArgs(rest, GLOBAL_FLAGS);
     const shell = args.positionals[0];

@@ -131,14 +131,19 @@ export function findFlag(word: string, flags: readonly FlagSpec[]): FlagSpec | u
 
 /** The words that are neither flags nor the values of string flags written apart from them. */
 export function positionalWords(words: readonly string[], flags: readonly FlagSpec[]): string[] {
-  const out: string[] = [];
+  return positionalIndices(words, flags).map((i) => words[i] as string);
+}
+
+/** Where positionalWords' words stand in `words`. */
+export function positionalIndices(words: readonly string[], flags: readonly FlagSpec[]): number[] {
+  const out: number[] = [];
   for (let i = 0; i < words.length; i++) {
     const word = words[i] as string;
     if (word === "--") {
-      out.push(...words.slice(i + 1));
+      for (let j = i + 1; j < words.length; j++) out.push(j);
       break;
     }
-    if (!word.startsWith("-") || word === "-") out.push(word);
+    if (!word.startsWith("-") || word === "-") out.push(i);
     else if (!word.includes("=") && findFlag(word, flags)?.kind === "string") i++;
   }
   return out;

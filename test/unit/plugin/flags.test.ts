@@ -51,6 +51,23 @@ describe("parseArgs", () => {
   });
 });
 
+describe("runPlugin finds the command after global flags", () => {
+  it("takes the command from its own position, not from a flag value that spells the same", async () => {
+    const { runPlugin } = await import("../../../src/plugin/cli.ts");
+    const stderr: string[] = [];
+    const io = {
+      stdout: () => {},
+      stderr: (t: string) => stderr.push(t),
+      env: { KUBECONFIG: "/nonexistent/kubeconfig" },
+      now: () => 0,
+      sleep: async () => {},
+    };
+    // The context is named "status"; the command "status" comes later, without its SET.
+    assert.equal(await runPlugin(["--context", "status", "-n", "ns", "status"], io), 2);
+    assert.match(stderr.join(""), /status needs SET/);
+  });
+});
+
 describe("positionalWords", () => {
   it("skips flags and the values of string flags written apart", () => {
     assert.deepEqual(positionalWords(["-n", "team", "suspend", "--wait", "demo"], SPECS), [
