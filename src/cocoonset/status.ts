@@ -21,10 +21,14 @@ import type { Classification } from "./classify.ts";
 
 export const CONDITION_READY = "Ready";
 export const CONDITION_PROGRESSING = "Progressing";
+export const CONDITION_SUSPENDED = "Suspended";
 export const REASON_ALL_AGENTS_READY = "AllAgentsReady";
 export const REASON_AGENTS_NOT_READY = "AgentsNotReady";
 export const REASON_RECONCILING = "Reconciling";
 export const REASON_STABLE = "Stable";
+export const REASON_SUSPENDED = "Suspended";
+export const REASON_SUSPEND_IN_PROGRESS = "SuspendInProgress";
+export const REASON_NOT_SUSPENDED = "NotSuspended";
 
 export interface StatusOptions {
   /** A phase a step forces (Pending, Suspending, Suspended, Waking, Migrating, Failed); else derived. */
@@ -72,7 +76,7 @@ export function computeStatus(
   );
   status.conditions = mergeConditions(
     cs.status?.conditions ?? [],
-    buildConditions(generation, counts, phase),
+    buildConditions(generation, counts, phase, cs.spec.suspend === true),
     opts.now,
   );
   return status;
@@ -137,15 +141,28 @@ function withoutEmpty<T extends object>(entry: T): T {
   return out as T;
 }
 
-function buildConditions(generation: number, counts: Counts, phase: CocoonSetPhase): Condition[] {
+/**
+ * Ready, Progressing and Suspended, each stamped with the generation they judge. Ready is True only
+ * in the derived Running phase: a phase a step forces (Suspending, Migrating, Waking, Failed, …) means
+ * the generation has not converged, whatever the pod counts say, so `kubectl wait --for=condition=Ready`
+ * never passes on a set that is still moving.
+ */
+function buildConditions(
+  generation: number,
+  counts: Counts,
+  phase: CocoonSetPhase,
+  suspendRequested: boolean,
+): Condition[] {
   const { readyAgents, desiredAgents, readyToolboxes, desiredToolboxes } = counts;
   const allReady = readyAgents === desiredAgents && desiredAgents > 0 && readyToolboxes === desiredToolboxes;
+  const ready = allReady && phase === "Running";
   const progressing = phase === "Pending" || phase === "Scaling";
+  const suspended = phase === "Suspended";
   const conditions: Condition[] = [
     {
       type: CONDITION_READY,
-      status: allReady ? "True" : "False",
-      reason: allReady ? REASON_ALL_AGENTS_READY : REASON_AGENTS_NOT_READY,
+      status: ready ? "True" : "False",
+      reason: ready ? REASON_ALL_AGENTS_READY : allReady ? phase : REASON_AGENTS_NOT_READY,
       message: `${readyAgents}/${desiredAgents} agents ready, ${readyToolboxes}/${desiredToolboxes} toolboxes ready`,
       observedGeneration: generation,
       lastTransitionTime: "",
@@ -155,6 +172,18 @@ function buildConditions(generation: number, counts: Counts, phase: CocoonSetPha
       status: progressing ? "True" : "False",
       reason: progressing ? REASON_RECONCILING : REASON_STABLE,
       message: phase,
+      observedGeneration: generation,
+      lastTransitionTime: "",
+    },
+    {
+      type: CONDITION_SUSPENDED,
+      status: suspended ? "True" : "False",
+      reason: suspended
+        ? REASON_SUSPENDED
+        : suspendRequested
+          ? REASON_SUSPEND_IN_PROGRESS
+          : REASON_NOT_SUSPENDED,
+      message: suspended ? "every VM is hibernated" : suspendRequested ? phase : "spec.suspend is false",
       observedGeneration: generation,
       lastTransitionTime: "",
     },

@@ -92,6 +92,8 @@ export interface RegistryClient extends SnapshotRegistry {
   headManifest(repo: string, ref: string, signal?: AbortSignal): Promise<ManifestHead | null>;
   /** GET; throws ManifestNotFoundError on 404. */
   getManifest(repo: string, ref: string, signal?: AbortSignal): Promise<Manifest>;
+  /** The repository's tags (distribution's tags/list, every page); [] when the repository is unknown. */
+  listTags(repo: string, signal?: AbortSignal): Promise<string[]>;
 }
 
 export function createRegistryClient(base: string, opts: RegistryClientOptions = {}): RegistryClient {
@@ -134,16 +136,18 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
       call,
     );
 
-  const failure = (method: string, repo: string, ref: string, result: HttpResult): RegistryError => {
+  const errorAt = (method: string, path: string, result: HttpResult): RegistryError => {
     const parsed = parseErrorBody(result.body.toString("utf8"));
     return new RegistryError({
       status: result.status,
       code: parsed?.code ?? statusCode(result.status),
       message: parsed?.message || `unexpected status ${result.status}`,
       method,
-      url: `${parsedBase.host}${manifestPath(parsedBase, repo, ref)}`,
+      url: `${parsedBase.host}${path}`,
     });
   };
+  const failure = (method: string, repo: string, ref: string, result: HttpResult): RegistryError =>
+    errorAt(method, manifestPath(parsedBase, repo, ref), result);
 
   const head = async (repo: string, ref: string, call: CallSignal): Promise<ManifestHead | null> => {
     const result = await manifestRequest("HEAD", repo, ref, "pull", call);
@@ -208,6 +212,20 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
     };
   };
 
+  const listTags = async (repo: string, call: CallSignal): Promise<string[]> => {
+    const tags: string[] = [];
+    let path: string | undefined = `/v2/${repositoryPath(parsedBase, repo)}/tags/list`;
+    while (path !== undefined) {
+      const result = await session.request("GET", path, repositoryPath(parsedBase, repo), "pull", {}, call);
+      if (result.status === 404) return tags;
+      if (result.status !== 200) throw errorAt("GET", path, result);
+      const body = JSON.parse(result.body.toString("utf8")) as { tags?: unknown };
+      if (Array.isArray(body.tags)) for (const tag of body.tags) if (typeof tag === "string") tags.push(tag);
+      path = nextPagePath(result.headers.get("link"));
+    }
+    return tags;
+  };
+
   /** DELETE one reference; true when the registry refused it because it is a tag. */
   const deleteOnce = async (repo: string, ref: string, call: CallSignal): Promise<"done" | "refused-tag"> => {
     const result = await manifestRequest("DELETE", repo, ref, "push,pull", call);
@@ -231,6 +249,7 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
       return (await head(repo, tag, callSignal(signal))) !== null;
     },
     getManifest: (repo, ref, signal) => get(repo, ref, callSignal(signal)),
+    listTags: (repo, signal) => listTags(repo, callSignal(signal)),
     async getSnapshot(repo, tag, signal) {
       let manifest: Manifest;
       try {
@@ -255,6 +274,14 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
       return true;
     },
   };
+}
+
+/** The path of a `Link: </v2/…?last=x&n=y>; rel="next"` header, as distribution paginates. */
+function nextPagePath(link: string | null): string | undefined {
+  const match = link?.match(/<([^>]+)>\s*;\s*rel="?next"?/);
+  if (!match?.[1]) return undefined;
+  const url = new URL(match[1], "http://registry.invalid");
+  return url.pathname + url.search;
 }
 
 function stringRecord(value: unknown): Record<string, string> {

@@ -248,6 +248,76 @@ describe("conditions", () => {
     });
   });
 
+  it("Ready is False in a forced phase even when every pod is Ready: the generation has not converged", () => {
+    for (const phase of ["Suspending", "Migrating", "Waking", "Failed"] as const) {
+      const status = computeStatus(set(0), classify(main()), { phase, now: NOW });
+      assert.deepEqual(condition(status, "Ready"), {
+        type: "Ready",
+        status: "False",
+        reason: phase,
+        message: "1/1 agents ready, 0/0 toolboxes ready",
+        observedGeneration: 2,
+        lastTransitionTime: NOW,
+      });
+    }
+  });
+
+  it("Ready flips to False in the first status computed for a suspend of a Ready set", () => {
+    const cs = set(0, [], 3);
+    cs.status = computeStatus(set(0, [], 2), classify(main()), { now: NOW });
+    assert.equal(condition(cs.status, "Ready")?.status, "True");
+    cs.spec.suspend = true;
+    const next = computeStatus(cs, classify(main()), { phase: "Suspending", now: LATER });
+    assert.deepEqual(
+      [condition(next, "Ready")?.status, condition(next, "Ready")?.observedGeneration],
+      ["False", 3],
+    );
+    assert.equal(condition(next, "Ready")?.lastTransitionTime, LATER);
+  });
+
+  it("Suspended is True exactly in phase Suspended, at the generation it judged", () => {
+    const cs = set(0, [], 4);
+    cs.spec.suspend = true;
+    const status = computeStatus(cs, classify(main(false)), { phase: "Suspended", now: NOW });
+    assert.deepEqual(condition(status, "Suspended"), {
+      type: "Suspended",
+      status: "True",
+      reason: "Suspended",
+      message: "every VM is hibernated",
+      observedGeneration: 4,
+      lastTransitionTime: NOW,
+    });
+  });
+
+  it("Suspended is False SuspendInProgress while a requested suspend has not landed", () => {
+    const cs = set(0);
+    cs.spec.suspend = true;
+    for (const phase of ["Suspending", "Failed"] as const) {
+      const status = computeStatus(cs, classify(main()), { phase, now: NOW });
+      assert.deepEqual(
+        [condition(status, "Suspended")?.status, condition(status, "Suspended")?.reason],
+        ["False", "SuspendInProgress"],
+      );
+      assert.equal(condition(status, "Suspended")?.message, phase);
+    }
+  });
+
+  it("Suspended is False NotSuspended on a running set, and flips back after a resume", () => {
+    const cs = set(0);
+    cs.spec.suspend = true;
+    cs.status = computeStatus(cs, classify(main(false)), { phase: "Suspended", now: NOW });
+    cs.spec.suspend = false;
+    const resumed = computeStatus(cs, classify(main()), { now: LATER });
+    assert.deepEqual(condition(resumed, "Suspended"), {
+      type: "Suspended",
+      status: "False",
+      reason: "NotSuspended",
+      message: "spec.suspend is false",
+      observedGeneration: 2,
+      lastTransitionTime: LATER,
+    });
+  });
+
   it("keeps lastTransitionTime while a condition's status holds, and stamps a flip", () => {
     const cs = set(1);
     cs.status = computeStatus(cs, classify(main()), { now: NOW });

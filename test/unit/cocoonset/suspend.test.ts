@@ -19,6 +19,7 @@ import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
 import {
   IMAGE,
   phaseFailed,
+  ready,
   type ScalingHarness,
   scalingHarness,
   scalingSet,
@@ -156,6 +157,42 @@ describe("step 6: suspend (retain)", () => {
       "patch cocoonsets/demo suspending-since=2026-01-01T00:00:00Z",
       "patch cocoonsets/demo status phase=Suspending",
     ]);
+  });
+
+  it("the first Suspending write turns Ready False and Suspended SuspendInProgress at the new generation", async () => {
+    const cs = suspendedSet({ generation: 3 });
+    cs.status = {
+      phase: "Running",
+      observedGeneration: 2,
+      readyAgents: 2,
+      desiredAgents: 2,
+      readyToolboxes: 0,
+      desiredToolboxes: 0,
+      conditions: [
+        {
+          type: "Ready",
+          status: "True",
+          observedGeneration: 2,
+          reason: "AllAgentsReady",
+          message: "",
+          lastTransitionTime: "2025-12-31T00:00:00Z",
+        },
+      ],
+    };
+    const h = scalingHarness(cs, (stored) => [ready(subPod(stored)), ready(mainPod(stored))]);
+    await run(h);
+    const conditions = h.set().status?.conditions ?? [];
+    const brief = (type: string) => {
+      const c = conditions.find((x) => x.type === type);
+      return [c?.status, c?.reason, c?.observedGeneration];
+    };
+    assert.equal(phase(h), "Suspending");
+    assert.deepEqual(
+      brief("Ready"),
+      ["False", "Suspending", 3],
+      "every pod is still Ready, yet Ready is False",
+    );
+    assert.deepEqual(brief("Suspended"), ["False", "SuspendInProgress", 3]);
   });
 
   it("merges the record with VMs an earlier cycle left and skips pods already annotated", async () => {

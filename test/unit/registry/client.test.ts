@@ -302,6 +302,39 @@ describe("deleteManifest / deleteIfPresent", () => {
   });
 });
 
+describe("listTags", () => {
+  it("follows distribution's Link pages under the base path", async () => {
+    const { fetch, seen } = fakeFetch(ping200, (req) => {
+      const url = new URL(req.url);
+      if (req.method !== "GET" || url.pathname !== "/v2/proj/vm/tags/list") return undefined;
+      if (url.searchParams.get("last") === "hibernate")
+        return new Response(JSON.stringify({ name: "proj/vm", tags: ["latest"] }), { status: 200 });
+      return new Response(JSON.stringify({ name: "proj/vm", tags: ["hibernate"] }), {
+        status: 200,
+        headers: { link: '</v2/proj/vm/tags/list?last=hibernate&n=1>; rel="next"' },
+      });
+    });
+    const client = createRegistryClient("reg.example.com/proj", { fetch, keychain: anonymous });
+    assert.deepEqual(await client.listTags("vm"), ["hibernate", "latest"]);
+    assert.deepEqual(
+      seen.filter((r) => !r.url.endsWith("/v2/")).map((r) => new URL(r.url).search),
+      ["", "?last=hibernate&n=1"],
+    );
+  });
+
+  it("answers [] for an unknown repository and RegistryError for a refusal", async () => {
+    const { fetch } = fakeFetch(
+      ping200,
+      on("GET", "https://reg.example.com/v2/gone/tags/list", () => errorBody(404, "NAME_UNKNOWN")),
+      on("GET", "https://reg.example.com/v2/secret/tags/list", () => errorBody(403, "DENIED", "no")),
+    );
+    const client = createRegistryClient("reg.example.com", { fetch, keychain: anonymous });
+    assert.deepEqual(await client.listTags("gone"), []);
+    const err = await registryError(client.listTags("secret"));
+    assert.equal(err.code, "DENIED");
+  });
+});
+
 describe("authentication", () => {
   const bearerPing = (realm = "https://auth.example.com/token") =>
     on(

@@ -1,0 +1,89 @@
+// The plugin's reads, each turning "not found" into a message naming what was asked for.
+
+import type { Pod } from "../apis/core.ts";
+import type { CocoonHibernation, CocoonSet, ObjectMeta } from "../apis/v1/types.ts";
+import { LABEL_COCOONSET } from "../contract/keys.ts";
+import { isNotFound } from "../controller/errors.ts";
+import { COCOONHIBERNATIONS, COCOONSETS, EVENTS, NODES, PODS } from "../controller/resources.ts";
+import type { CommandContext } from "./command.ts";
+import { PluginError } from "./errors.ts";
+
+export interface Node {
+  metadata: ObjectMeta;
+  spec?: { unschedulable?: boolean };
+}
+
+/** The parts of a core/v1 Event the plugin shows. */
+export interface ClusterEvent {
+  metadata: ObjectMeta;
+  involvedObject: { kind?: string; name?: string };
+  type?: string;
+  reason?: string;
+  message?: string;
+  count?: number;
+  firstTimestamp?: string;
+  lastTimestamp?: string;
+  eventTime?: string;
+}
+
+type Reader = Pick<CommandContext, "client" | "namespace">;
+
+async function getOrExplain<T>(read: () => Promise<T>, missing: string): Promise<T> {
+  try {
+    return await read();
+  } catch (err) {
+    if (isNotFound(err)) throw new PluginError(missing);
+    throw err;
+  }
+}
+
+export function getSet(ctx: Reader, name: string): Promise<CocoonSet> {
+  return getOrExplain(
+    () => ctx.client.get<CocoonSet>(COCOONSETS, ctx.namespace, name),
+    `cocoonset "${name}" not found in namespace "${ctx.namespace}"`,
+  );
+}
+
+export function getPod(ctx: Reader, name: string): Promise<Pod> {
+  return getOrExplain(
+    () => ctx.client.get<Pod>(PODS, ctx.namespace, name),
+    `pod "${name}" not found in namespace "${ctx.namespace}"`,
+  );
+}
+
+export function getNode(ctx: Pick<CommandContext, "client">, name: string): Promise<Node> {
+  return getOrExplain(() => ctx.client.get<Node>(NODES, "", name), `node "${name}" not found`);
+}
+
+export function getHibernation(ctx: Reader, name: string): Promise<CocoonHibernation> {
+  return ctx.client.get<CocoonHibernation>(COCOONHIBERNATIONS, ctx.namespace, name);
+}
+
+/** The set's pods that are not being deleted, by name. */
+export async function setPods(ctx: Reader, set: string): Promise<Pod[]> {
+  const { items } = await ctx.client.list<Pod>(PODS, ctx.namespace, {
+    labelSelector: `${LABEL_COCOONSET}=${set}`,
+  });
+  return items
+    .filter((pod) => !pod.metadata.deletionTimestamp)
+    .sort((a, b) => (a.metadata.name ?? "").localeCompare(b.metadata.name ?? ""));
+}
+
+/** Events about the object of `kind` named `name`, oldest first. */
+export async function objectEvents(ctx: Reader, kind: string, name: string): Promise<ClusterEvent[]> {
+  const { items } = await ctx.client.list<ClusterEvent>(EVENTS, ctx.namespace, {
+    fieldSelector: `involvedObject.kind=${kind},involvedObject.name=${name}`,
+  });
+  return items.sort((a, b) => eventTime(a).localeCompare(eventTime(b)));
+}
+
+export function eventTime(event: ClusterEvent): string {
+  return (
+    event.lastTimestamp || event.eventTime || event.firstTimestamp || event.metadata.creationTimestamp || ""
+  );
+}
+
+/** Every CocoonHibernation of the namespace. */
+export async function hibernations(ctx: Reader): Promise<CocoonHibernation[]> {
+  return (await ctx.client.list<CocoonHibernation>(COCOONHIBERNATIONS, ctx.namespace)).items;
+}

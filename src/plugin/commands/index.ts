@@ -1,0 +1,23 @@
+// The plugin's commands, in the order help lists them. A new command is one module in this
+// directory and one entry here; help, flag parsing and completion follow from the entry.
+
+import type { Command } from "../command.ts";
+import { hibernate } from "./hibernate.ts";
+import { migrate } from "./migrate.ts";
+import { resume } from "./resume.ts";
+import { snapshots } from "./snapshots.ts";
+import { status } from "./status.ts";
+import { suspend } from "./suspend.ts";
+import { touch } from "./touch.ts";
+import { wake } from "./wake.ts";
+
+export const COMMANDS: readonly Command[] = [
+  status,
+  suspend,
+  resume,
+  hibernate,
+  wake,
+  migrate,
+  snapshots,
+  touch,
+];

@@ -1,0 +1,25 @@
+import { COCOONSETS } from "../../controller/resources.ts";
+import { ANN_LAST_ACTIVITY } from "../../idle/policy.ts";
+import { getSet } from "../cluster.ts";
+import type { Command } from "../command.ts";
+import { formatStructured, rfc3339 } from "../output.ts";
+
+export const touch: Command = {
+  name: "touch",
+  summary: "Record activity on a set now (postpones an idle suspend)",
+  description: `Sets the annotation ${ANN_LAST_ACTIVITY} to the current time (RFC 3339, UTC) with a
+merge patch. The spec is untouched, so the generation does not change and nothing needs waiting for.`,
+  positionals: [{ name: "SET", complete: "cocoonsets" }],
+  flags: [],
+  examples: ["touch demo"],
+  async run(ctx, args) {
+    const [name = ""] = args.positionals;
+    await getSet(ctx, name);
+    const stamp = rfc3339(ctx.now());
+    const cs = await ctx.client.patch(COCOONSETS, ctx.namespace, name, {
+      metadata: { annotations: { [ANN_LAST_ACTIVITY]: stamp } },
+    });
+    if (ctx.output === "json" || ctx.output === "yaml") ctx.out(formatStructured(cs, ctx.output));
+    else ctx.out(`cocoonset.cocoonstack.io/${name} touched (${ANN_LAST_ACTIVITY}=${stamp})`);
+  },
+};

@@ -1,0 +1,29 @@
+// Exit codes and the errors that carry them: every failure the plugin reports ends in one of these,
+// with a message written for the person at the terminal (never a stack trace).
+
+export const EXIT_OK = 0;
+/** The request could not be made or was refused: unknown object, bad input, API or registry error. */
+export const EXIT_ERROR = 1;
+/** The command line itself is wrong: unknown command or flag, missing argument, bad value. */
+export const EXIT_USAGE = 2;
+/** --wait saw the operator report failure (phase Failed); the message carries its reason. */
+export const EXIT_FAILED = 3;
+/** --wait ran out of time; the message carries the operator's latest warning. */
+export const EXIT_TIMEOUT = 4;
+
+export class PluginError extends Error {
+  readonly exitCode: number;
+
+  constructor(message: string, exitCode: number = EXIT_ERROR) {
+    super(message);
+    this.name = "PluginError";
+    this.exitCode = exitCode;
+  }
+}
+
+export class UsageError extends PluginError {
+  constructor(message: string) {
+    super(message, EXIT_USAGE);
+    this.name = "UsageError";
+  }
+}

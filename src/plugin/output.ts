@@ -1,0 +1,110 @@
+// Output as kubectl prints it: tables with upper-case headers and three-space gutters, ages in
+// kubectl's short form (HumanDuration), sizes in binary units; -o json and -o yaml print the
+// structured result instead. Durations on the command line are Go's (30s, 5m, 1h30m).
+
+import { stringify } from "yaml";
+import { UsageError } from "./errors.ts";
+
+export const OUTPUT_FORMATS = ["wide", "json", "yaml"] as const;
+export type OutputFormat = "table" | (typeof OUTPUT_FORMATS)[number];
+
+export function parseOutputFormat(value: string | undefined): OutputFormat {
+  if (value === undefined || value === "") return "table";
+  if ((OUTPUT_FORMATS as readonly string[]).includes(value)) return value as OutputFormat;
+  throw new UsageError(`unknown output format "${value}": want one of ${OUTPUT_FORMATS.join(", ")}`);
+}
+
+/** Rows under upper-case headers, columns padded to their widest cell, the last one unpadded. */
+export function formatTable(headers: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = headers.map((h, col) => Math.max(h.length, ...rows.map((r) => (r[col] ?? "").length)));
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((cell, col) => (col === cells.length - 1 ? cell : cell.padEnd(widths[col] ?? 0)))
+      .join("   ")
+      .trimEnd();
+  return [line(headers.map((h) => h.toUpperCase())), ...rows.map(line)].join("\n");
+}
+
+/** The structured result as JSON (two-space indent) or YAML. */
+export function formatStructured(value: unknown, format: "json" | "yaml"): string {
+  return format === "json" ? JSON.stringify(value, null, 2) : stringify(value).trimEnd();
+}
+
+/** apimachinery's duration.HumanDuration: 45s, 3m20s, 17m, 5h30m, 30h, 3d4h, 120d, 2y30d. */
+export function humanDuration(ms: number): string {
+  const seconds = Math.floor(ms / 1000);
+  if (seconds < -1) return "<invalid>";
+  if (seconds < 0) return "0s";
+  if (seconds < 60 * 2) return `${seconds}s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 10) return seconds % 60 === 0 ? `${minutes}m` : `${minutes}m${seconds % 60}s`;
+  if (minutes < 60 * 3) return `${minutes}m`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 8) return minutes % 60 === 0 ? `${hours}h` : `${hours}h${minutes % 60}m`;
+  if (hours < 48) return `${hours}h`;
+  if (hours < 24 * 8)
+    return hours % 24 === 0 ? `${Math.floor(hours / 24)}d` : `${Math.floor(hours / 24)}d${hours % 24}h`;
+  if (hours < 24 * 365 * 2) return `${Math.floor(hours / 24)}d`;
+  const years = Math.floor(hours / 24 / 365);
+  if (years < 8) {
+    const days = Math.floor(hours / 24) % 365;
+    return days === 0 ? `${years}y` : `${years}y${days}d`;
+  }
+  return `${years}y`;
+}
+
+/** The age of an RFC 3339 time at `nowMs`; "<unknown>" when there is none. */
+export function age(time: string | undefined, nowMs: number): string {
+  const at = time ? Date.parse(time) : Number.NaN;
+  return Number.isNaN(at) ? "<unknown>" : humanDuration(nowMs - at);
+}
+
+const SIZE_UNITS = ["B", "KiB", "MiB", "GiB", "TiB"];
+
+/** 512B, 1.5KiB, 12.0MiB. */
+export function humanSize(bytes: number): string {
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < SIZE_UNITS.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return unit === 0 ? `${value}B` : `${value.toFixed(1)}${SIZE_UNITS[unit]}`;
+}
+
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** Go's time.ParseDuration for ms, s, m and h ("1h30m", "90s", "0"). */
+export function parseDuration(text: string): number {
+  if (text === "0") return 0;
+  const part = /(\d+(?:\.\d+)?)(ms|s|m|h)/y;
+  let total = 0;
+  let at = 0;
+  while (at < text.length) {
+    part.lastIndex = at;
+    const match = part.exec(text);
+    if (!match) break;
+    total += Number(match[1]) * (DURATION_UNITS[match[2] as string] ?? 0);
+    at = part.lastIndex;
+  }
+  if (text === "" || at !== text.length) {
+    throw new UsageError(`invalid duration "${text}": use a number with a unit, e.g. 90s, 5m, 1h30m`);
+  }
+  return total;
+}
+
+/** Go's time.Duration.String for whole seconds: 45s, 5m0s, 1h30m0s. */
+export function formatDuration(ms: number): string {
+  const seconds = Math.round(ms / 1000);
+  const h = Math.floor(seconds / 3600);
+  const m = Math.floor((seconds % 3600) / 60);
+  const s = seconds % 60;
+  if (h > 0) return `${h}h${m}m${s}s`;
+  if (m > 0) return `${m}m${s}s`;
+  return `${s}s`;
+}
+
+/** RFC 3339 UTC with whole seconds, as metav1.Time is written. */
+export function rfc3339(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
+}

@@ -1,0 +1,185 @@
+// A CocoonSet's state as the plugin reads and judges it: the members (one per agent slot and
+// toolbox of the spec, plus any other pod the set still has), and the --wait goals of the
+// state-changing set commands, each judged at the generation the command's write produced.
+
+import type { Pod } from "../apis/core.ts";
+import { type CocoonSet, type Condition, KIND_COCOONSET } from "../apis/v1/types.ts";
+import {
+  LABEL_ROLE,
+  LABEL_SLOT,
+  LIFECYCLE_HIBERNATED,
+  ROLE_MAIN,
+  ROLE_SUB_AGENT,
+  ROLE_TOOLBOX,
+} from "../contract/keys.ts";
+import { readLifecycleState } from "../contract/lifecycle.ts";
+import { isPodReady, unschedulableMessage, vmNameOf } from "../contract/pod.ts";
+import { agentPodName, agentVMName, toolboxPodName, toolboxVMName } from "../contract/vmname.ts";
+import { COCOONSETS } from "../controller/resources.ts";
+import { getSet, setPods } from "./cluster.ts";
+import type { CommandContext } from "./command.ts";
+import { formatStructured } from "./output.ts";
+import { type Verdict, type WaitSpec, WarningWatch, waitUntil } from "./wait.ts";
+
+export interface Member {
+  /** The agent slot ("0" is the main) or the toolbox name. */
+  slot: string;
+  role: string;
+  podName: string;
+  vmName: string;
+  pod: Pod | undefined;
+}
+
+/** Every member the spec asks for, in slot order then toolbox order, then any leftover pod. */
+export function membersOf(cs: CocoonSet, pods: readonly Pod[]): Member[] {
+  const ns = cs.metadata.namespace ?? "";
+  const name = cs.metadata.name ?? "";
+  const byName = new Map(pods.map((pod) => [pod.metadata.name ?? "", pod]));
+  const members: Member[] = [];
+  const add = (slot: string, role: string, podName: string, vmName: string) => {
+    const pod = byName.get(podName);
+    byName.delete(podName);
+    members.push({ slot, role, podName, vmName: (pod && vmNameOf(pod)) || vmName, pod });
+  };
+  for (let slot = 0; slot <= (cs.spec.agent.replicas ?? 0); slot++) {
+    add(
+      String(slot),
+      slot === 0 ? ROLE_MAIN : ROLE_SUB_AGENT,
+      agentPodName(name, slot),
+      agentVMName(ns, name, slot),
+    );
+  }
+  for (const toolbox of cs.spec.toolboxes ?? []) {
+    add(
+      toolbox.name,
+      ROLE_TOOLBOX,
+      toolboxPodName(name, toolbox.name),
+      toolboxVMName(ns, name, toolbox.name),
+    );
+  }
+  for (const [podName, pod] of byName) {
+    const labels = pod.metadata.labels ?? {};
+    add(labels[LABEL_SLOT] ?? "?", labels[LABEL_ROLE] ?? "?", podName, vmNameOf(pod));
+  }
+  return members;
+}
+
+/** What a member's pod is doing, in a few words: "ready", "lifecycle hibernating", "unschedulable: …". */
+export function memberState(member: Member): string {
+  const pod = member.pod;
+  if (!pod) return "no pod";
+  const unschedulable = unschedulableMessage(pod);
+  if (unschedulable !== undefined) return `unschedulable: ${unschedulable}`;
+  const lifecycle = readLifecycleState(pod);
+  if (isPodReady(pod)) return lifecycle ? `ready (lifecycle ${lifecycle})` : "ready";
+  return lifecycle ? `lifecycle ${lifecycle}` : `pod ${pod.status?.phase ?? "Pending"}`;
+}
+
+export interface SetState {
+  cs: CocoonSet;
+  pods: Pod[];
+}
+
+export async function readSetState(ctx: CommandContext, name: string): Promise<SetState> {
+  const [cs, pods] = await Promise.all([getSet(ctx, name), setPods(ctx, name)]);
+  return { cs, pods };
+}
+
+/** The condition of `type` as judged at `generation` or later; undefined while only an older one exists. */
+export function conditionAt(cs: CocoonSet, type: string, generation: number): Condition | undefined {
+  const condition = cs.status?.conditions?.find((c) => c.type === type);
+  if (!condition) return undefined;
+  const judged = condition.observedGeneration ?? cs.status?.observedGeneration ?? 0;
+  return judged >= generation ? condition : undefined;
+}
+
+export type SetGoal = { kind: "suspended" } | { kind: "ready" } | { kind: "migrated"; node: string };
+
+const GOAL_TEXT: Record<SetGoal["kind"], string> = {
+  suspended: "suspend",
+  ready: "be Ready",
+  migrated: "move its main",
+};
+
+export function judgeSet(state: SetState, generation: number, goal: SetGoal): Verdict {
+  const { cs } = state;
+  const observed = cs.status?.observedGeneration ?? 0;
+  if (observed < generation) {
+    return {
+      kind: "waiting",
+      progress: `waiting for the operator to observe generation ${generation} (observed ${observed})`,
+    };
+  }
+  const phase = cs.status?.phase ?? "";
+  if (phase === "Failed") {
+    const ready = conditionAt(cs, "Ready", generation);
+    return { kind: "failed", reason: "Failed", message: ready?.message ?? "phase Failed" };
+  }
+  const members = membersOf(cs, state.pods);
+  const main = members[0];
+  if (goal.kind === "suspended") {
+    if (conditionAt(cs, "Suspended", generation)?.status === "True") {
+      return {
+        kind: "done",
+        summary: `cocoonset "${cs.metadata.name}" is Suspended (generation ${generation})`,
+      };
+    }
+    const pending = members.find((m) => m.pod && readLifecycleState(m.pod) !== LIFECYCLE_HIBERNATED);
+    return { kind: "waiting", progress: progress(phase, pending) };
+  }
+  const ready = conditionAt(cs, "Ready", generation)?.status === "True";
+  const placed = goal.kind !== "migrated" || main?.pod?.spec.nodeName === goal.node;
+  if (ready && placed) {
+    const where = goal.kind === "migrated" ? ` on node ${goal.node}` : "";
+    return {
+      kind: "done",
+      summary: `cocoonset "${cs.metadata.name}" is Ready${where} (generation ${generation})`,
+    };
+  }
+  const pending = !placed ? main : members.find((m) => !m.pod || !isPodReady(m.pod));
+  return { kind: "waiting", progress: progress(phase, pending) };
+}
+
+function progress(phase: string, member: Member | undefined): string {
+  const where = member?.pod?.spec.nodeName ? ` on ${member.pod.spec.nodeName}` : "";
+  const waitingOn = member ? `; waiting on pod ${member.podName}${where}: ${memberState(member)}` : "";
+  return `phase ${phase || "(none)"}${waitingOn}`;
+}
+
+/** The WaitSpec of a set goal, judged at `generation`. */
+export function setWait(
+  ctx: CommandContext,
+  name: string,
+  generation: number,
+  goal: SetGoal,
+  warnings: WarningWatch,
+): WaitSpec<SetState> {
+  return {
+    what: `cocoonset "${name}" to ${GOAL_TEXT[goal.kind]}${goal.kind === "migrated" ? ` to node ${goal.node}` : ""}`,
+    read: () => readSetState(ctx, name),
+    judge: (state) => judgeSet(state, generation, goal),
+    warnings,
+  };
+}
+
+/**
+ * Merge-patches the set's spec, reports the generation the write produced, and with --wait polls
+ * until `goal` holds at that generation. Prints the final object for -o json|yaml.
+ */
+export async function changeSet(
+  ctx: CommandContext,
+  name: string,
+  spec: Record<string, unknown>,
+  goal: SetGoal,
+  timeoutMs: number | undefined,
+  done: string,
+): Promise<void> {
+  const warnings = timeoutMs === undefined ? undefined : await WarningWatch.start(ctx, KIND_COCOONSET, name);
+  let cs = await ctx.client.patch<CocoonSet>(COCOONSETS, ctx.namespace, name, { spec });
+  const generation = cs.metadata.generation ?? 0;
+  if (ctx.output === "table" || ctx.output === "wide") ctx.out(`cocoonset.cocoonstack.io/${name} ${done}`);
+  if (warnings && timeoutMs !== undefined) {
+    cs = (await waitUntil(ctx, setWait(ctx, name, generation, goal, warnings), timeoutMs)).cs;
+  }
+  if (ctx.output === "json" || ctx.output === "yaml") ctx.out(formatStructured(cs, ctx.output));
+}

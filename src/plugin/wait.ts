@@ -1,0 +1,127 @@
+// The --wait loop every state-changing command shares: poll the object, judge it, print progress
+// when it changes, and end with success, the operator's failure, or a timeout. Judges decide by
+// generation (the one the command's write produced), never by a condition left from before it; the
+// operator's reason comes from the Warning events it emitted after the command started.
+
+import { type ClusterEvent, objectEvents } from "./cluster.ts";
+import type { CommandContext } from "./command.ts";
+import { EXIT_FAILED, EXIT_TIMEOUT, PluginError } from "./errors.ts";
+import { type FlagSpec, type ParsedArgs, stringFlag } from "./flags.ts";
+import { formatDuration, humanDuration, parseDuration } from "./output.ts";
+
+/** Longer than the operator's own deadlines (3 min to suspend, 5 min to wake), so its verdict comes first. */
+export const DEFAULT_WAIT_MS = 6 * 60_000;
+export const POLL_INTERVAL_MS = 1_000;
+
+export const WAIT_FLAG: FlagSpec = {
+  name: "wait",
+  kind: "optional",
+  value: "DURATION",
+  help: `wait until the operator has carried the change out (default ${formatDuration(DEFAULT_WAIT_MS)}); exit 3 if it reports failure, 4 on timeout`,
+};
+
+/** The --wait timeout in ms; undefined when the flag is absent. */
+export function waitTimeout(args: ParsedArgs): number | undefined {
+  if (!args.flags.has("wait")) return undefined;
+  const value = stringFlag(args, "wait");
+  return value === undefined ? DEFAULT_WAIT_MS : parseDuration(value);
+}
+
+export type Verdict =
+  | { kind: "done"; summary: string }
+  | { kind: "failed"; reason: string; message: string }
+  | { kind: "waiting"; progress: string };
+
+export interface Warning {
+  reason: string;
+  message: string;
+}
+
+/**
+ * The Warning events about one object that appear, or are counted again, after construction: what
+ * the operator said about this change, not about an earlier one.
+ */
+export class WarningWatch {
+  private readonly ctx: CommandContext;
+  private readonly kind: string;
+  private readonly name: string;
+  private readonly before = new Map<string, number>();
+
+  private constructor(ctx: CommandContext, kind: string, name: string) {
+    this.ctx = ctx;
+    this.kind = kind;
+    this.name = name;
+  }
+
+  static async start(ctx: CommandContext, kind: string, name: string): Promise<WarningWatch> {
+    const watch = new WarningWatch(ctx, kind, name);
+    for (const event of await objectEvents(ctx, kind, name))
+      watch.before.set(eventKey(event), event.count ?? 1);
+    return watch;
+  }
+
+  /**
+   * The newest Warning since start; with `orEarlier`, the newest one at all when none is new (a
+   * failure the operator reported before the command, which a no-op write did not change).
+   * Undefined when there is none or the events cannot be read.
+   */
+  async latest(orEarlier = false): Promise<Warning | undefined> {
+    let events: ClusterEvent[];
+    try {
+      events = await objectEvents(this.ctx, this.kind, this.name);
+    } catch {
+      return undefined;
+    }
+    const warnings = events.filter((e) => e.type === "Warning");
+    const fresh = warnings.filter((e) => (e.count ?? 1) > (this.before.get(eventKey(e)) ?? 0));
+    const last = fresh.at(-1) ?? (orEarlier ? warnings.at(-1) : undefined);
+    return last ? { reason: last.reason ?? "", message: last.message ?? "" } : undefined;
+  }
+}
+
+function eventKey(event: ClusterEvent): string {
+  return event.metadata.uid ?? event.metadata.name ?? "";
+}
+
+export interface WaitSpec<T> {
+  /** What is awaited, completing "waiting for …", e.g. `cocoonset "demo" to suspend`. */
+  what: string;
+  read(): Promise<T>;
+  judge(state: T): Verdict;
+  warnings: WarningWatch;
+}
+
+/** Polls until the judge says done; throws PluginError with EXIT_FAILED or EXIT_TIMEOUT otherwise. */
+export async function waitUntil<T>(ctx: CommandContext, spec: WaitSpec<T>, timeoutMs: number): Promise<T> {
+  const start = ctx.now();
+  let shown = "";
+  ctx.info(`waiting for ${spec.what} (timeout ${formatDuration(timeoutMs)})`);
+  for (;;) {
+    const state = await spec.read();
+    const verdict = spec.judge(state);
+    const elapsed = ctx.now() - start;
+    if (verdict.kind === "done") {
+      ctx.info(`[${humanDuration(elapsed)}] ${verdict.summary}`);
+      return state;
+    }
+    if (verdict.kind === "failed") {
+      const warning = await spec.warnings.latest(true);
+      const reason = warning?.reason || verdict.reason;
+      const message = warning?.message || verdict.message;
+      throw new PluginError(`${spec.what} failed: ${reason}: ${message}`, EXIT_FAILED);
+    }
+    if (verdict.progress !== shown) {
+      shown = verdict.progress;
+      ctx.info(`[${humanDuration(elapsed)}] ${verdict.progress}`);
+    }
+    if (elapsed >= timeoutMs) {
+      const warning = await spec.warnings.latest();
+      const said = warning ? `; the operator reports ${warning.reason}: ${warning.message}` : "";
+      throw new PluginError(
+        `timed out after ${formatDuration(timeoutMs)} waiting for ${spec.what} (${verdict.progress})${said}`,
+        EXIT_TIMEOUT,
+      );
+    }
+    await ctx.sleep(Math.min(POLL_INTERVAL_MS, timeoutMs - elapsed));
+  }
+}

@@ -1,0 +1,416 @@
+// kubectl cocoon against the real environment: the operator in-process, vk-cocoon simulated on
+// virtual nodes, a real registry. Each command succeeds and fails as the docs say, --wait ends on the
+// operator's outcome at the command's generation, and the plugin runs as `kubectl cocoon` from PATH.
+
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { delimiter, join, resolve } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { parse, stringify } from "yaml";
+import type { CocoonHibernation, CocoonSet, CocoonSetSpec } from "../../src/apis/v1/types.ts";
+import { runPlugin } from "../../src/plugin/cli.ts";
+import { EXIT_ERROR, EXIT_FAILED, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE } from "../../src/plugin/errors.ts";
+import { controlPlaneBinDir } from "../env/controlplane.ts";
+import { type Simulator, startSimulator } from "../env/simulator/index.ts";
+import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
+import { startTestOperator, type TestOperator } from "../support/operator.ts";
+import { getSet, setPods, setsPath } from "../support/setapi.ts";
+
+const IMAGE = "ubuntu-dev-base";
+const env = testEnv();
+const suffix = randomBytes(3).toString("hex");
+const pool = `plug-${suffix}`;
+const nodeA = `plug-a-${suffix}`;
+const nodeB = `plug-b-${suffix}`;
+/** One seat, held by a squatter, so a migration to it waits with MigrateNoCapacity. */
+const nodeFull = `plug-full-${suffix}`;
+const nodeElsewhere = `plug-else-${suffix}`;
+const repoRoot = resolve(import.meta.dirname, "../..");
+let ns: string;
+let sim: Simulator;
+let operator: TestOperator;
+
+before(async () => {
+  ns = await createNamespace(env, "plugin");
+  sim = await startSimulator({
+    ...env,
+    nodes: [
+      { name: nodeA, pool },
+      { name: nodeB, pool },
+      { name: nodeFull, pool, pods: 1 },
+      { name: nodeElsewhere, pool: `other-${suffix}` },
+    ],
+  });
+  operator = await startTestOperator({ namespace: ns });
+});
+
+after(async () => {
+  await operator?.stop();
+  await sim?.stop({ removeNodes: true });
+});
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+const baseEnv = { KUBECONFIG: env.kubeconfigPath, OCI_REGISTRY: env.registry };
+
+/** The plugin in-process, as the kubectl-cocoon executable runs it, in the test namespace. */
+async function cocoon(argv: string[], pluginEnv: Record<string, string> = baseEnv): Promise<Run> {
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  const code = await runPlugin(["-n", ns, ...argv], {
+    stdout: (text) => stdout.push(text),
+    stderr: (text) => stderr.push(text),
+    env: pluginEnv,
+    now: () => Date.now(),
+    sleep: (ms) => new Promise((done) => setTimeout(done, ms)),
+  });
+  return { code, stdout: stdout.join(""), stderr: stderr.join("") };
+}
+
+function expectCode(run: Run, code: number): void {
+  assert.equal(run.code, code, `exit ${run.code}\nstdout: ${run.stdout}\nstderr: ${run.stderr}`);
+}
+
+async function createSet(name: string, spec: Partial<CocoonSetSpec>): Promise<void> {
+  const cs: CocoonSet = {
+    apiVersion: "cocoonset.cocoonstack.io/v1",
+    kind: "CocoonSet",
+    metadata: { name, namespace: ns },
+    spec: { nodePool: pool, agent: { image: IMAGE, replicas: 0, mode: "clone" }, ...spec },
+  };
+  const res = await apiRequest(env, "POST", setsPath(ns), cs);
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+}
+
+function running(name: string): Promise<CocoonSet> {
+  return waitFor(
+    `${name} Running at its generation`,
+    async () => {
+      const cs = await getSet(env, ns, name);
+      return cs.status?.phase === "Running" && cs.status.observedGeneration === cs.metadata.generation
+        ? cs
+        : undefined;
+    },
+    60_000,
+  );
+}
+
+function condition(cs: CocoonSet, type: string) {
+  return cs.status?.conditions?.find((c) => c.type === type);
+}
+
+function run(file: string, args: string[], extraEnv: Record<string, string>): Promise<Run> {
+  return new Promise((done) => {
+    execFile(
+      file,
+      args,
+      { env: { ...process.env, ...extraEnv }, encoding: "utf8" },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === "number" ? err.code : 1) : 0;
+        done({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+describe("kubectl cocoon suspend / status / snapshots / resume", () => {
+  it("suspends a group with --wait, shows its snapshots, satisfies kubectl wait, and resumes it", {
+    timeout: 240_000,
+  }, async () => {
+    await createSet("group", { agent: { image: IMAGE, replicas: 1, mode: "clone" } });
+    const started = await running("group");
+
+    const suspended = await cocoon(["suspend", "group", "--wait=120s"]);
+    expectCode(suspended, EXIT_OK);
+    assert.equal(suspended.stdout, "cocoonset.cocoonstack.io/group suspended\n");
+    const generation = (started.metadata.generation ?? 0) + 1;
+    assert.match(suspended.stderr, new RegExp(`is Suspended \\(generation ${generation}\\)`));
+    const cs = await getSet(env, ns, "group");
+    assert.equal(cs.status?.phase, "Suspended", "--wait returned only once the set was Suspended");
+    assert.deepEqual(
+      [condition(cs, "Suspended")?.status, condition(cs, "Suspended")?.observedGeneration],
+      ["True", generation],
+    );
+    assert.deepEqual(
+      [condition(cs, "Ready")?.status, condition(cs, "Ready")?.reason],
+      ["False", "AgentsNotReady"],
+    );
+
+    const kubectl = join(controlPlaneBinDir(), "kubectl");
+    const waited = await run(
+      kubectl,
+      ["-n", ns, "wait", "--for=condition=Suspended", "cocoonset/group", "--timeout=30s"],
+      {
+        KUBECONFIG: env.kubeconfigPath,
+      },
+    );
+    expectCode(waited, 0);
+
+    const status = await cocoon(["status", "group"]);
+    expectCode(status, EXIT_OK);
+    assert.match(status.stdout, /^Phase: +Suspended /m);
+    assert.match(
+      status.stdout,
+      new RegExp(`^1 +sub-agent +group-1 +(${nodeA}|${nodeB}) +hibernated +false +hibernate `, "m"),
+    );
+    assert.match(
+      status.stdout,
+      /^0 +main +group-0 +\S+ +hibernated +false +hibernate \(\d+s, [\d.]+[KM]?i?B\)$/m,
+    );
+    assert.match(status.stdout, /^Events:/m);
+
+    const json = await cocoon(["status", "group", "-o", "json"]);
+    expectCode(json, EXIT_OK);
+    const parsed = JSON.parse(json.stdout) as {
+      members: { vm: string; snapshots: { tag: string; size: number }[] }[];
+    };
+    assert.deepEqual(
+      parsed.members.map((m) => [m.vm, m.snapshots.map((s) => s.tag)]),
+      [
+        [`vk-${ns}-group-0`, ["hibernate"]],
+        [`vk-${ns}-group-1`, ["hibernate"]],
+      ],
+    );
+    assert.ok(parsed.members.every((m) => m.snapshots.every((s) => s.size > 0)));
+
+    const listed = await cocoon(["snapshots", "group"]);
+    expectCode(listed, EXIT_OK);
+    assert.match(listed.stdout, /^VM +TAG +SIZE +AGE$/m);
+    assert.match(listed.stdout, new RegExp(`^vk-${ns}-group-1 +hibernate +[\\d.]+\\S*B +\\d+s$`, "m"));
+
+    const resumed = await cocoon(["resume", "group", "--wait=120s"]);
+    expectCode(resumed, EXIT_OK);
+    assert.match(resumed.stderr, new RegExp(`is Ready \\(generation ${generation + 1}\\)`));
+    const woken = await getSet(env, ns, "group");
+    assert.deepEqual(
+      [
+        condition(woken, "Ready")?.status,
+        condition(woken, "Ready")?.observedGeneration,
+        woken.status?.readyAgents,
+      ],
+      ["True", generation + 1, 2],
+    );
+    assert.equal(condition(woken, "Suspended")?.reason, "NotSuspended");
+  });
+
+  it("refuses --release on a set with a sub-agent, naming the CRD rule, and changes nothing", async () => {
+    const before = await getSet(env, ns, "group");
+    const refused = await cocoon(["suspend", "group", "--release"]);
+    expectCode(refused, EXIT_ERROR);
+    assert.match(
+      refused.stderr,
+      /^error: --release needs a main-only set: hibernatePolicy=release requires agent.replicas=0 and no toolboxes/,
+    );
+    const after = await getSet(env, ns, "group");
+    assert.equal(after.metadata.generation, before.metadata.generation);
+    assert.equal(after.spec.suspend, before.spec.suspend);
+  });
+
+  it("releases a main-only set's seat and brings it back with --wait", { timeout: 240_000 }, async () => {
+    await createSet("solo", { nodeName: nodeA });
+    await running("solo");
+    const released = await cocoon(["suspend", "solo", "--release", "--wait=120s"]);
+    expectCode(released, EXIT_OK);
+    assert.equal((await setPods(env, ns, "solo")).length, 0, "the seat is freed");
+    assert.equal((await getSet(env, ns, "solo")).spec.hibernatePolicy, "release");
+    const resumed = await cocoon(["resume", "solo", "--wait=120s"]);
+    expectCode(resumed, EXIT_OK);
+    assert.equal((await setPods(env, ns, "solo"))[0]?.spec.nodeName, nodeA);
+  });
+
+  it("needs a registry for snapshots, and reports an unknown set", async () => {
+    const noRegistry = await cocoon(["snapshots", "group"], { KUBECONFIG: env.kubeconfigPath });
+    expectCode(noRegistry, EXIT_ERROR);
+    assert.match(noRegistry.stderr, /^error: no registry configured: pass --registry/);
+    const unknown = await cocoon(["status", "ghost"]);
+    expectCode(unknown, EXIT_ERROR);
+    assert.equal(unknown.stderr, `error: cocoonset "ghost" not found in namespace "${ns}"\n`);
+  });
+});
+
+describe("kubectl cocoon hibernate / wake", () => {
+  it("hibernates one pod and wakes it through one CocoonHibernation", { timeout: 180_000 }, async () => {
+    await running("group");
+    const hibernated = await cocoon(["hibernate", "group-1", "--wait=120s"]);
+    expectCode(hibernated, EXIT_OK);
+    assert.equal(hibernated.stdout, "cocoonhibernation.cocoonstack.io/group-1 created (desire Hibernate)\n");
+    assert.match(hibernated.stderr, /pod "group-1" is Hibernated \(generation 1\)/);
+
+    const woken = await cocoon(["wake", "group-1", "--wait=120s", "-o", "yaml"]);
+    expectCode(woken, EXIT_OK);
+    const ch = parse(woken.stdout) as CocoonHibernation;
+    assert.deepEqual(
+      [ch.metadata.name, ch.spec.desire, ch.status?.phase, ch.metadata.generation],
+      ["group-1", "Wake", "Active", 2],
+    );
+    assert.match(woken.stderr, /pod "group-1" is Active \(generation 2\)/);
+  });
+
+  it("refuses an unknown pod and a pod vk-cocoon does not run", async () => {
+    const res = await apiRequest(env, "POST", `/api/v1/namespaces/${ns}/pods`, {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "plain" },
+      spec: { containers: [{ name: "c", image: "busybox" }] },
+    });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const plain = await cocoon(["hibernate", "plain"]);
+    expectCode(plain, EXIT_ERROR);
+    assert.match(plain.stderr, /^error: pod "plain" is not managed by vk-cocoon/);
+    const ghost = await cocoon(["wake", "ghost"]);
+    expectCode(ghost, EXIT_ERROR);
+    assert.equal(ghost.stderr, `error: pod "ghost" not found in namespace "${ns}"\n`);
+    const chs = await apiRequest(
+      env,
+      "GET",
+      `/apis/cocoonset.cocoonstack.io/v1/namespaces/${ns}/cocoonhibernations`,
+    );
+    assert.deepEqual(
+      (chs.body.items as CocoonHibernation[]).map((ch) => ch.spec.podRef.name),
+      ["group-1"],
+      "no CocoonHibernation for a refused pod",
+    );
+  });
+});
+
+describe("kubectl cocoon migrate", () => {
+  it("refuses a node outside the pool or unknown, and a missing --to", async () => {
+    const elsewhere = await cocoon(["migrate", "solo", "--to", nodeElsewhere]);
+    expectCode(elsewhere, EXIT_ERROR);
+    assert.match(
+      elsewhere.stderr,
+      new RegExp(`node "${nodeElsewhere}" is not in the set's pool: .*cocoonstack.io/pool=${pool}`),
+    );
+    expectCode(await cocoon(["migrate", "solo", "--to", "ghost-node"]), EXIT_ERROR);
+    const usage = await cocoon(["migrate", "solo"]);
+    expectCode(usage, EXIT_USAGE);
+    assert.match(usage.stderr, /^error: migrate needs --to NODE/);
+    assert.equal((await getSet(env, ns, "solo")).spec.nodeName, nodeA, "nothing was pinned");
+  });
+
+  it("moves the main to another node with --wait", { timeout: 180_000 }, async () => {
+    const moved = await cocoon(["migrate", "solo", "--to", nodeB, "--wait=120s"]);
+    expectCode(moved, EXIT_OK);
+    assert.match(moved.stderr, new RegExp(`is Ready on node ${nodeB}`));
+    const [main] = await setPods(env, ns, "solo");
+    assert.equal(main?.spec.nodeName, nodeB);
+    assert.equal(main?.metadata.annotations?.["vm.cocoonstack.io/restore-from-hibernate"], "true");
+  });
+
+  it("times out with the operator's MigrateNoCapacity while the node has no seat", {
+    timeout: 180_000,
+  }, async () => {
+    await createSet("squatter", { nodeName: nodeFull });
+    await running("squatter");
+    await createSet("tenant", { nodeName: nodeA });
+    await running("tenant");
+    const stuck = await cocoon(["migrate", "tenant", "--to", nodeFull, "--wait=20s"]);
+    expectCode(stuck, EXIT_TIMEOUT);
+    assert.match(
+      stuck.stderr,
+      /error: timed out after 20s waiting for cocoonset "tenant" to move its main to node \S+ \(phase Migrating; .*\); the operator reports MigrateNoCapacity: main pod tenant-0 unschedulable: /,
+    );
+  });
+});
+
+describe("kubectl cocoon on a failed set", () => {
+  it("--wait exits 3 with the operator's reason", { timeout: 120_000 }, async () => {
+    sim.faults.failBoot(`vk-${ns}-fragile-0`, "bring-up refused by the test");
+    await createSet("fragile", {});
+    await waitFor(
+      "fragile Failed",
+      async () => ((await getSet(env, ns, "fragile")).status?.phase === "Failed" ? true : undefined),
+      60_000,
+    );
+    const failed = await cocoon(["resume", "fragile", "--wait=60s"]);
+    expectCode(failed, EXIT_FAILED);
+    assert.match(
+      failed.stderr,
+      /error: cocoonset "fragile" to be Ready failed: PodLifecycleFailed: main pod .*bring-up refused by the test/,
+    );
+    sim.faults.failBoot(`vk-${ns}-fragile-0`, null);
+  });
+});
+
+describe("kubectl cocoon touch, flags and kubeconfig rules", () => {
+  it("touch stamps last-activity without a new generation", async () => {
+    const before = await getSet(env, ns, "group");
+    const touched = await cocoon(["touch", "group"]);
+    expectCode(touched, EXIT_OK);
+    const after = await getSet(env, ns, "group");
+    const stamp = after.metadata.annotations?.["cocoonset.cocoonstack.io/last-activity"] ?? "";
+    assert.match(stamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    assert.ok(Math.abs(Date.parse(stamp) - Date.now()) < 60_000, stamp);
+    assert.equal(after.metadata.generation, before.metadata.generation);
+  });
+
+  it("rejects bad flags and values with a usage error", async () => {
+    for (const argv of [
+      ["status", "group", "-o", "xml"],
+      ["suspend", "group", "--wait=soon"],
+      ["frobnicate"],
+      ["status"],
+      ["status", "a", "b"],
+    ]) {
+      const bad = await cocoon(argv);
+      expectCode(bad, EXIT_USAGE);
+      assert.match(bad.stderr, /^error: .+\nrun 'kubectl cocoon --help' for usage\n$/);
+    }
+    const noWrite = await getSet(env, ns, "group");
+    assert.equal(noWrite.spec.suspend, false, "a bad --wait value stops suspend before its write");
+  });
+
+  it("takes the namespace from the context, --kubeconfig over KUBECONFIG, and refuses an unknown --context", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "kubectl-cocoon-"));
+    const config = parse(readFileSync(env.kubeconfigPath, "utf8")) as {
+      contexts: { context: { namespace?: string } }[];
+    };
+    for (const c of config.contexts) c.context.namespace = ns;
+    const withNamespace = join(dir, "config");
+    writeFileSync(withNamespace, stringify(config));
+    const stdout: string[] = [];
+    const code = await runPlugin(["status", "group", "--kubeconfig", withNamespace], {
+      stdout: (t) => stdout.push(t),
+      stderr: () => {},
+      env: { KUBECONFIG: join(dir, "missing") },
+      now: () => Date.now(),
+      sleep: async () => {},
+    });
+    assert.equal(code, EXIT_OK);
+    assert.match(stdout.join(""), new RegExp(`^Namespace: +${ns}$`, "m"));
+    const unknown = await cocoon(["status", "group", "--context", "nope"]);
+    expectCode(unknown, EXIT_ERROR);
+    assert.match(unknown.stderr, /context "nope" not found/);
+  });
+
+  it("runs as `kubectl cocoon` from PATH, with kubectl's completion", { timeout: 60_000 }, async () => {
+    const binDir = controlPlaneBinDir();
+    const path = [join(repoRoot, "bin"), binDir, process.env.PATH ?? ""].join(delimiter);
+    const kubectl = join(binDir, "kubectl");
+    const shown = await run(kubectl, ["cocoon", "-n", ns, "status", "group"], { ...baseEnv, PATH: path });
+    expectCode(shown, 0);
+    assert.match(shown.stdout, /^0 +main +group-0 /m);
+    const missing = await run(kubectl, ["cocoon", "-n", ns, "status", "ghost"], { ...baseEnv, PATH: path });
+    expectCode(missing, EXIT_ERROR);
+    assert.match(missing.stderr, /cocoonset "ghost" not found/);
+    const completed = await run(kubectl, ["__complete", "cocoon", "-n", ns, "suspend", ""], {
+      ...baseEnv,
+      PATH: path,
+    });
+    expectCode(completed, 0);
+    assert.deepEqual(
+      completed.stdout
+        .split("\n")
+        .filter((l) => l !== "" && !l.startsWith(":"))
+        .sort(),
+      ["fragile", "group", "solo", "squatter", "tenant"],
+    );
+  });
+});

@@ -1,0 +1,347 @@
+// The commands over the in-memory client: the writes they make (and refuse to make), the --wait loop
+// against a status that moves while it sleeps, and what status prints.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { Pod } from "../../../src/apis/core.ts";
+import type { CocoonHibernation, CocoonSet, CocoonSetSpec } from "../../../src/apis/v1/types.ts";
+import { COCOONHIBERNATIONS, COCOONSETS, EVENTS, NODES, PODS } from "../../../src/controller/resources.ts";
+import type { Command } from "../../../src/plugin/command.ts";
+import { hibernate } from "../../../src/plugin/commands/hibernate.ts";
+import { migrate } from "../../../src/plugin/commands/migrate.ts";
+import { snapshots } from "../../../src/plugin/commands/snapshots.ts";
+import { status } from "../../../src/plugin/commands/status.ts";
+import { suspend } from "../../../src/plugin/commands/suspend.ts";
+import { touch } from "../../../src/plugin/commands/touch.ts";
+import { wake } from "../../../src/plugin/commands/wake.ts";
+import { EXIT_FAILED, EXIT_TIMEOUT, PluginError } from "../../../src/plugin/errors.ts";
+import { parseArgs } from "../../../src/plugin/flags.ts";
+import type { RegistryClient } from "../../../src/registry/index.ts";
+import { NOW, type TestContext, testContext } from "./context.ts";
+
+function run(ctx: TestContext, command: Command, argv: string[]): Promise<void> {
+  return command.run(ctx, parseArgs(argv, command.flags));
+}
+
+function seedSet(
+  ctx: TestContext,
+  spec: Partial<CocoonSetSpec> = {},
+  status?: CocoonSet["status"],
+): CocoonSet {
+  return ctx.fake.seed<CocoonSet>(COCOONSETS, {
+    apiVersion: "cocoonset.cocoonstack.io/v1",
+    kind: "CocoonSet",
+    metadata: { name: "demo", namespace: "ns" },
+    spec: { agent: { image: "img", replicas: 0 }, ...spec },
+    ...(status ? { status } : {}),
+  });
+}
+
+function seedPod(
+  ctx: TestContext,
+  name: string,
+  annotations: Record<string, string>,
+  nodeName = "node-a",
+): void {
+  ctx.fake.seed<Pod>(PODS, {
+    metadata: { name, namespace: "ns", labels: { "cocoonset.cocoonstack.io/name": "demo" }, annotations },
+    spec: { containers: [], nodeName },
+    status: { phase: "Running", conditions: [{ type: "Ready", status: "True" }] },
+  });
+}
+
+function seedWarning(
+  ctx: TestContext,
+  name: string,
+  reason: string,
+  message: string,
+  at = "2026-05-14T11:00:00Z",
+): void {
+  ctx.fake.seed(EVENTS, {
+    metadata: { name, namespace: "ns" },
+    involvedObject: { kind: "CocoonSet", name: "demo" },
+    type: "Warning",
+    reason,
+    message,
+    count: 1,
+    lastTimestamp: at,
+  });
+}
+
+/** Plays the operator: replaces the set's status as stored. */
+function writeStatus(ctx: TestContext, status: CocoonSet["status"]): void {
+  ctx.fake.seed(COCOONSETS, { ...(ctx.fake.peek<CocoonSet>(COCOONSETS, "ns", "demo") as CocoonSet), status });
+}
+
+async function rejection(promise: Promise<unknown>): Promise<PluginError> {
+  const err = await promise.then(
+    () => assert.fail("expected the command to fail"),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof PluginError, String(err));
+  return err;
+}
+
+describe("suspend", () => {
+  it("patches spec.suspend (and hibernatePolicy for --release) on a main-only set", async () => {
+    const ctx = testContext();
+    seedSet(ctx);
+    await run(ctx, suspend, ["demo", "--release"]);
+    const patch = ctx.fake.writes().map((c) => [c.verb, c.resource, c.body]);
+    assert.deepEqual(patch, [
+      ["patch", "cocoonsets", { spec: { suspend: true, hibernatePolicy: "release" } }],
+    ]);
+    assert.deepEqual(ctx.stdout, ["cocoonset.cocoonstack.io/demo suspended"]);
+  });
+
+  it("refuses --release on a set with sub-agents or toolboxes, writing nothing", async () => {
+    const ctx = testContext();
+    seedSet(ctx, { agent: { image: "img", replicas: 2 }, toolboxes: [{ name: "tb" }] });
+    const err = await rejection(run(ctx, suspend, ["demo", "--release"]));
+    assert.match(
+      err.message,
+      /requires agent.replicas=0 and no toolboxes.*has 2 sub-agent\(s\) and 1 toolbox/,
+    );
+    assert.deepEqual(ctx.fake.writes(), []);
+  });
+
+  it("names the set and namespace when the set does not exist", async () => {
+    const err = await rejection(run(testContext(), suspend, ["nope"]));
+    assert.equal(err.message, 'cocoonset "nope" not found in namespace "ns"');
+  });
+
+  it("--wait times out with the operator's warning from after the change, not an older one", async () => {
+    const ctx = testContext();
+    seedSet(
+      ctx,
+      {},
+      {
+        readyAgents: 1,
+        desiredAgents: 1,
+        readyToolboxes: 0,
+        desiredToolboxes: 0,
+        observedGeneration: 1,
+        phase: "Running",
+      },
+    );
+    // Stamped later than the new one, so only "seen before the change" keeps it out.
+    seedWarning(ctx, "old", "WakeNoCapacity", "from before", "2026-05-14T11:59:00Z");
+    ctx.onSleep = (slept) => {
+      if (slept === 1000) {
+        writeStatus(ctx, {
+          readyAgents: 1,
+          desiredAgents: 1,
+          readyToolboxes: 0,
+          desiredToolboxes: 0,
+          observedGeneration: 2,
+          phase: "Suspending",
+        });
+        seedWarning(
+          ctx,
+          "new",
+          "SuspendTimedOut",
+          "suspend not confirmed within 3m0s: vk-ns-demo-0:hibernate is not in the registry yet",
+        );
+      }
+    };
+    const err = await rejection(run(ctx, suspend, ["demo", "--wait=3s"]));
+    assert.equal(err.exitCode, EXIT_TIMEOUT);
+    assert.match(
+      err.message,
+      /^timed out after 3s waiting for cocoonset "demo" to suspend \(phase Suspending/,
+    );
+    assert.match(err.message, /the operator reports SuspendTimedOut: suspend not confirmed within 3m0s/);
+    assert.ok(
+      ctx.stderr.some((line) =>
+        line.includes("waiting for the operator to observe generation 2 (observed 1)"),
+      ),
+    );
+  });
+
+  it("--wait exits with the operator's reason when the set turns Failed at the new generation", async () => {
+    const ctx = testContext();
+    seedSet(ctx);
+    ctx.onSleep = () => {
+      writeStatus(ctx, {
+        readyAgents: 0,
+        desiredAgents: 1,
+        readyToolboxes: 0,
+        desiredToolboxes: 0,
+        observedGeneration: 2,
+        phase: "Failed",
+      });
+      seedWarning(ctx, "fail", "PodLifecycleFailed", "main pod ns/demo-0: VM gone");
+    };
+    const err = await rejection(run(ctx, suspend, ["demo", "--wait"]));
+    assert.equal(err.exitCode, EXIT_FAILED);
+    assert.equal(
+      err.message,
+      'cocoonset "demo" to suspend failed: PodLifecycleFailed: main pod ns/demo-0: VM gone',
+    );
+  });
+});
+
+describe("migrate", () => {
+  const seedNode = (ctx: TestContext, name: string, labels: Record<string, string>) =>
+    ctx.fake.seed(NODES, { metadata: { name, labels } });
+
+  it("refuses a node outside the set's pool, writing nothing", async () => {
+    const ctx = testContext();
+    seedSet(ctx, { nodePool: "gpu" });
+    seedNode(ctx, "node-b", { "cocoonstack.io/pool": "default" });
+    seedNode(ctx, "node-c", {});
+    const wrong = await rejection(run(ctx, migrate, ["demo", "--to", "node-b"]));
+    assert.match(wrong.message, /cocoonstack.io\/pool=gpu, and the node is in pool "default"/);
+    const none = await rejection(run(ctx, migrate, ["demo", "--to", "node-c"]));
+    assert.match(none.message, /and the node has no such label/);
+    const missing = await rejection(run(ctx, migrate, ["demo", "--to", "node-z"]));
+    assert.equal(missing.message, 'node "node-z" not found');
+    assert.deepEqual(ctx.fake.writes(), []);
+  });
+
+  it("refuses a node of another snapshot CPU class, and pins an eligible one", async () => {
+    const ctx = testContext();
+    seedSet(ctx, { snapshotCompatibilityClass: "milan" });
+    seedNode(ctx, "node-b", {
+      "cocoonstack.io/pool": "default",
+      "cocoonstack.io/snapshot-cpu-class": "rome",
+    });
+    seedNode(ctx, "node-c", {
+      "cocoonstack.io/pool": "default",
+      "cocoonstack.io/snapshot-cpu-class": "milan",
+    });
+    await rejection(run(ctx, migrate, ["demo", "--to", "node-b"]));
+    await run(ctx, migrate, ["demo", "--to", "node-c"]);
+    assert.deepEqual(
+      ctx.fake.writes().map((c) => c.body),
+      [{ spec: { nodeName: "node-c" } }],
+    );
+  });
+});
+
+describe("hibernate / wake", () => {
+  it("refuses a pod vk-cocoon does not run a VM for", async () => {
+    const ctx = testContext();
+    seedPod(ctx, "web", {});
+    const err = await rejection(run(ctx, hibernate, ["web"]));
+    assert.match(err.message, /^pod "web" is not managed by vk-cocoon/);
+    assert.deepEqual(ctx.fake.writes(), []);
+  });
+
+  it("creates the pod's CocoonHibernation, then flips the same one to Wake", async () => {
+    const ctx = testContext();
+    seedPod(ctx, "demo-0", { "vm.cocoonstack.io/name": "vk-ns-demo-0" });
+    await run(ctx, hibernate, ["demo-0"]);
+    await run(ctx, wake, ["demo-0"]);
+    const chs = ctx.fake.all<CocoonHibernation>(COCOONHIBERNATIONS, "ns");
+    assert.deepEqual(
+      chs.map((ch) => [ch.metadata.name, ch.spec]),
+      [["demo-0", { podRef: { name: "demo-0" }, desire: "Wake" }]],
+    );
+    assert.deepEqual(
+      ctx.fake.writes().map((c) => c.verb),
+      ["create", "patch"],
+    );
+    assert.deepEqual(ctx.stdout, [
+      "cocoonhibernation.cocoonstack.io/demo-0 created (desire Hibernate)",
+      "cocoonhibernation.cocoonstack.io/demo-0 patched (desire Wake)",
+    ]);
+  });
+});
+
+describe("touch", () => {
+  it("merge-patches the last-activity annotation with the time now, RFC 3339 UTC", async () => {
+    const ctx = testContext();
+    seedSet(ctx);
+    await run(ctx, touch, ["demo"]);
+    assert.deepEqual(
+      ctx.fake.writes().map((c) => c.body),
+      [{ metadata: { annotations: { "cocoonset.cocoonstack.io/last-activity": "2026-05-14T12:00:00Z" } } }],
+    );
+    assert.equal(ctx.fake.peek<CocoonSet>(COCOONSETS, "ns", "demo")?.metadata.generation, 1);
+  });
+});
+
+function fakeRegistry(tags: Record<string, string[]>): RegistryClient {
+  return {
+    base: { host: "reg.example.com", path: "cocoon", insecure: false },
+    listTags: async (repo: string) => tags[repo] ?? [],
+    getManifest: async (repo: string, ref: string) => ({
+      digest: `sha256:${repo}-${ref}`,
+      mediaType: "application/vnd.oci.image.manifest.v1+json",
+      raw: Buffer.from("{}"),
+      manifest: {
+        config: { size: 1024 },
+        layers: [{ size: 3 * 1024 * 1024 }],
+        annotations: { "org.opencontainers.image.created": new Date(NOW - 180_000).toISOString() },
+      },
+    }),
+  } as unknown as RegistryClient;
+}
+
+describe("status", () => {
+  const settled = {
+    readyAgents: 1,
+    desiredAgents: 1,
+    readyToolboxes: 0,
+    desiredToolboxes: 0,
+    observedGeneration: 1,
+    phase: "Suspended" as const,
+  };
+
+  it("prints a line per member with its snapshot tags, age and size", async () => {
+    const ctx = testContext({ registry: fakeRegistry({ "vk-ns-demo-0": ["hibernate"] }) });
+    seedSet(ctx, {}, settled);
+    seedPod(ctx, "demo-0", {
+      "vm.cocoonstack.io/name": "vk-ns-demo-0",
+      "vm.cocoonstack.io/lifecycle-state": "hibernated",
+    });
+    await run(ctx, status, ["demo"]);
+    const text = ctx.stdout.join("\n");
+    assert.match(text, /^Phase: +Suspended \(generation 1, observed 1\)$/m);
+    assert.match(text, /^0 +main +demo-0 +node-a +hibernated +true +hibernate \(3m, 3\.0MiB\)$/m);
+    assert.doesNotMatch(text, /Idle suspend at|Expires at/);
+  });
+
+  it("shows the idle-suspend and expiry times when the status has them", async () => {
+    const ctx = testContext();
+    seedSet(ctx, {}, {
+      ...settled,
+      idleSuspendAt: "2026-05-14T12:30:00Z",
+      expireAt: "2026-05-13T12:00:00Z",
+    } as CocoonSet["status"]);
+    await run(ctx, status, ["demo"]);
+    const text = ctx.stdout.join("\n");
+    assert.match(text, /^Idle suspend at: +2026-05-14T12:30:00Z \(in 30m\)$/m);
+    assert.match(text, /^Expires at: +2026-05-13T12:00:00Z \(24h ago\)$/m);
+    assert.ok(ctx.stderr.some((line) => line.startsWith("snapshots not shown: no registry configured")));
+  });
+});
+
+describe("snapshots", () => {
+  it("needs a registry", async () => {
+    const ctx = testContext();
+    seedSet(ctx);
+    const err = await rejection(run(ctx, snapshots, ["demo"]));
+    assert.match(err.message, /^no registry configured: pass --registry/);
+  });
+
+  it("lists every tag of every VM of the set as JSON", async () => {
+    const ctx = testContext({
+      output: "json",
+      registry: fakeRegistry({ "vk-ns-demo-0": ["latest", "hibernate"], "vk-ns-demo-tb": ["latest"] }),
+    });
+    seedSet(ctx, { toolboxes: [{ name: "tb" }] });
+    await run(ctx, snapshots, ["demo"]);
+    const listed = JSON.parse(ctx.stdout.join("\n")) as {
+      snapshots: { vm: string; tag: string; size: number }[];
+    };
+    assert.deepEqual(
+      listed.snapshots.map((s) => [s.vm, s.tag, s.size]),
+      [
+        ["vk-ns-demo-0", "hibernate", 1024 + 3 * 1024 * 1024],
+        ["vk-ns-demo-0", "latest", 1024 + 3 * 1024 * 1024],
+        ["vk-ns-demo-tb", "latest", 1024 + 3 * 1024 * 1024],
+      ],
+    );
+  });
+});

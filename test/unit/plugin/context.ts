@@ -1,0 +1,42 @@
+// A CommandContext over the in-memory FakeClient, with a fixed clock and captured output.
+import type { CommandContext } from "../../../src/plugin/command.ts";
+import type { OutputFormat } from "../../../src/plugin/output.ts";
+import type { RegistryClient } from "../../../src/registry/index.ts";
+import { FakeClient } from "../../support/fakeclient.ts";
+
+export const NOW = Date.parse("2026-05-14T12:00:00Z");
+
+export interface TestContext extends CommandContext {
+  fake: FakeClient;
+  /** Runs at every sleep of the command, after the clock has moved by the sleep. */
+  onSleep: (sleptMs: number) => void;
+  stdout: string[];
+  stderr: string[];
+}
+
+export function testContext(
+  opts: { output?: OutputFormat; registry?: RegistryClient; namespace?: string } = {},
+): TestContext {
+  const fake = new FakeClient();
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  let now = NOW;
+  const ctx: TestContext = {
+    fake,
+    onSleep: () => {},
+    stdout,
+    stderr,
+    client: fake,
+    namespace: opts.namespace ?? "ns",
+    output: opts.output ?? "table",
+    out: (text) => stdout.push(text),
+    info: (text) => stderr.push(text),
+    now: () => now,
+    sleep: async (ms) => {
+      now += ms;
+      ctx.onSleep(now - NOW);
+    },
+    registry: () => opts.registry,
+  };
+  return ctx;
+}
