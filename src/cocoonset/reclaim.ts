@@ -139,6 +139,20 @@ export function finishUnsuspend(record: ReclaimRecord): ReclaimRecord {
   return { ...record, suspended: [] };
 }
 
+/**
+ * A branch from a checkpoint (issue 19) seeded these VMs' `:hibernate` tags before their first pod:
+ * each is owed a restore (steps 11–13 create its pod restore-marked), and its tag is recorded so that
+ * step 10 drops it once the VM runs, at this generation or later.
+ */
+export function recordBranch(
+  record: ReclaimRecord,
+  generation: number,
+  vms: Iterable<string>,
+): ReclaimRecord {
+  const list = [...vms];
+  return { ...record, generation, vms: union(record.vms, list), restore: union(record.restore, list) };
+}
+
 /** The VM's tag was dropped (woken, or the image rule / a fork-from create dropped it): forget it. */
 export function dropVM(record: ReclaimRecord, vm: string): ReclaimRecord {
   return dropVMs(record, [vm]);

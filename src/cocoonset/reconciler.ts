@@ -1,6 +1,7 @@
 // The CocoonSet reconcile pass, in the order of the spec's numbered list. Each step lives in its own
 // module under steps/ and returns CONTINUE or a result that ends the pass; nothing else happens here.
 
+import { branchFromCheckpoint } from "../checkpoint/branch.ts";
 import type { Reconciler, Request, Result } from "../controller/reconciler.ts";
 import { classifyPods } from "./classify.ts";
 import { type CocoonSetDeps, Pass, type StepOutcome } from "./pass.ts";
@@ -28,6 +29,8 @@ const STEPS: readonly Step[] = [
   reconcileMigration, // 8
   reconcileWake, // 9
   reconcileUnsuspend, // 10
+  // Issue 19: a set annotated from-checkpoint is seeded from the checkpoint before its first pod.
+  branchFromCheckpoint,
   reconcileMain, // 11
   reconcileSubAgents, // 12
   reconcileToolboxes, // 13

@@ -14,6 +14,7 @@ import type { Request } from "../controller/reconciler.ts";
 import { type Logger, log } from "../log.ts";
 import type { SnapshotRegistry } from "../registry/index.ts";
 import { PodCreateExpectations } from "./expectations.ts";
+import type { BranchingDeps } from "./pass.ts";
 import { CocoonSetReconciler } from "./reconciler.ts";
 import { InformerCocoonSetView, type OperatorInformers } from "./view.ts";
 
@@ -29,6 +30,8 @@ export interface CocoonSetControllerOptions {
   /** Sets reconciled in parallel (COCOONSET_CONCURRENCY); below 1 is a setup error. */
   concurrency?: number;
   log?: Logger;
+  /** Checkpoints new sets branch from (issue 19); absent when the kind is not served. */
+  branching?: BranchingDeps;
   /** Created-pod expectations; default a fresh one for this controller. */
   expectations?: PodCreateExpectations;
 }
@@ -52,6 +55,7 @@ export function setupCocoonSetController(manager: Manager, options: CocoonSetCon
     clock,
     log: (options.log ?? log).child({ controller: COCOONSET_CONTROLLER }),
     expectations,
+    ...(options.branching ? { branching: options.branching } : {}),
   });
   const controller = new Controller({
     name: COCOONSET_CONTROLLER,

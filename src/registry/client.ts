@@ -79,12 +79,52 @@ export interface SnapshotRegistry {
   deleteIfPresent(repo: string, tag: string, signal?: AbortSignal): Promise<boolean>;
 }
 
-export interface RegistryClient extends SnapshotRegistry {
-  readonly base: RegistryBase;
+/** How one blob reached the target repository. */
+export type BlobCopy = "mounted" | "streamed";
+
+export interface ManifestCopy {
+  /** The digest of the manifest now under the target tag (the source's: the bytes are identical). */
+  digest: string;
+  mediaType: string;
+  /** Per blob of the manifest (config first, then layers); empty for a copy within one repository. */
+  blobs: BlobCopy[];
+}
+
+/**
+ * The writes checkpoints and branching make (decisions.md #10): manifest PUTs of existing content and
+ * blob copies between repositories. Nothing here builds a snapshot of its own.
+ */
+export interface CheckpointRegistry extends SnapshotRegistry {
   /** HEAD: the manifest's descriptor, or null on 404. */
   headManifest(repo: string, ref: string, signal?: AbortSignal): Promise<ManifestHead | null>;
   /** GET; throws ManifestNotFoundError on 404. */
   getManifest(repo: string, ref: string, signal?: AbortSignal): Promise<Manifest>;
+  /** PUT `raw` as `<repo>:<tag>`; every blob it references must be in repo already. Returns its digest. */
+  putManifest(
+    repo: string,
+    tag: string,
+    raw: Buffer,
+    mediaType: string,
+    signal?: AbortSignal,
+  ): Promise<string>;
+  /**
+   * Makes blob `digest` of `fromRepo` available in `toRepo`: a cross-repository mount (POST
+   * …/blobs/uploads/?mount=&from=, one token for push on toRepo and pull on fromRepo); where the registry
+   * answers the mount with a plain upload session instead, the blob is streamed through (GET, PUT).
+   */
+  copyBlob(fromRepo: string, toRepo: string, digest: string, signal?: AbortSignal): Promise<BlobCopy>;
+  /** Copies `<fromRepo>@<ref>` to `<toRepo>:<toTag>`: its blobs (copyBlob) and then the manifest PUT. */
+  copyManifest(
+    fromRepo: string,
+    ref: string,
+    toRepo: string,
+    toTag: string,
+    signal?: AbortSignal,
+  ): Promise<ManifestCopy>;
+}
+
+export interface RegistryClient extends CheckpointRegistry {
+  readonly base: RegistryBase;
 }
 
 export function createRegistryClient(base: string, opts: RegistryClientOptions = {}): RegistryClient {
@@ -121,14 +161,17 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
       call,
     );
 
-  const failure = (method: string, repo: string, ref: string, result: HttpResult): RegistryError => {
+  const failure = (method: string, repo: string, ref: string, result: HttpResult): RegistryError =>
+    failureAt(method, manifestPath(parsedBase, repo, ref), result);
+
+  const failureAt = (method: string, path: string, result: HttpResult): RegistryError => {
     const parsed = parseErrorBody(result.body.toString("utf8"));
     return new RegistryError({
       status: result.status,
       code: parsed?.code ?? statusCode(result.status),
       message: parsed?.message || `unexpected status ${result.status}`,
       method,
-      url: `${parsedBase.host}${manifestPath(parsedBase, repo, ref)}`,
+      url: `${parsedBase.host}${path}`,
     });
   };
 
@@ -163,7 +206,7 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
       });
     }
     if (result.status !== 200) throw failure("GET", repo, ref, result);
-    const computed = `sha256:${createHash("sha256").update(result.body).digest("hex")}`;
+    const computed = sha256(result.body);
     const invalid = (message: string): RegistryError =>
       new RegistryError({
         status: 200,
@@ -211,6 +254,69 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
     await deleteOnce(repo, target, call);
   };
 
+  const put = async (repo: string, tag: string, raw: Buffer, mediaType: string, call: CallSignal) => {
+    const result = await session.request(
+      "PUT",
+      manifestPath(parsedBase, repo, tag),
+      repositoryPath(parsedBase, repo),
+      "push,pull",
+      { "content-type": mediaType },
+      call,
+      { body: raw },
+    );
+    if (result.status !== 201) throw failure("PUT", repo, tag, result);
+    return result.headers.get("docker-content-digest") ?? sha256(raw);
+  };
+
+  const copyBlob = async (fromRepo: string, toRepo: string, digest: string, call: CallSignal) => {
+    const from = repositoryPath(parsedBase, fromRepo);
+    const to = repositoryPath(parsedBase, toRepo);
+    const uploads = `/v2/${to}/blobs/uploads/`;
+    const mountQuery = `?mount=${encodeURIComponent(digest)}&from=${encodeURIComponent(from)}`;
+    const mount = await session.request("POST", `${uploads}${mountQuery}`, to, "push,pull", {}, call, {
+      scopes: [`repository:${from}:pull`],
+    });
+    if (mount.status === 201) return "mounted" as const;
+    if (mount.status !== 202) throw failureAt("POST", uploads, mount);
+    // 202: the registry opened an ordinary upload instead (no mount support, or the source is not
+    // readable for the mount); the blob goes through this process without being held in memory.
+    const location = mount.headers.get("location");
+    if (!location) {
+      throw new RegistryError({
+        status: 202,
+        code: "UPLOAD_LOCATION_MISSING",
+        message: "upload session without a Location header",
+        method: "POST",
+        url: `${parsedBase.host}${uploads}`,
+      });
+    }
+    const blobPath = `/v2/${from}/blobs/${digest}`;
+    const source = await session.open("GET", blobPath, from, "pull", {}, call);
+    if (source.status !== 200 || source.stream === null) {
+      await source.stream?.cancel().catch(() => undefined);
+      throw new RegistryError({
+        status: source.status,
+        code: statusCode(source.status),
+        message: "blob not readable from the source repository",
+        method: "GET",
+        url: `${parsedBase.host}${blobPath}`,
+      });
+    }
+    const target = new URL(location, "http://registry.invalid");
+    target.searchParams.set("digest", digest);
+    const upload = await session.request(
+      "PUT",
+      `${target.pathname}${target.search}`,
+      to,
+      "push,pull",
+      { "content-type": "application/octet-stream" },
+      call,
+      { body: source.stream },
+    );
+    if (upload.status !== 201) throw failureAt("PUT", target.pathname, upload);
+    return "streamed" as const;
+  };
+
   return {
     base: parsedBase,
     headManifest: (repo, ref, signal) => head(repo, ref, callSignal(signal)),
@@ -234,6 +340,20 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
       if (isDigest(ref)) await deleteOnce(repo, ref, call);
       else await deleteTag(repo, ref, undefined, call);
     },
+    putManifest: (repo, tag, raw, mediaType, signal) => put(repo, tag, raw, mediaType, callSignal(signal)),
+    copyBlob: (fromRepo, toRepo, digest, signal) => copyBlob(fromRepo, toRepo, digest, callSignal(signal)),
+    async copyManifest(fromRepo, ref, toRepo, toTag, signal) {
+      const call = callSignal(signal);
+      const manifest = await get(fromRepo, ref, call);
+      const blobs: BlobCopy[] = [];
+      if (fromRepo !== toRepo) {
+        for (const digest of referencedBlobs(manifest.manifest)) {
+          blobs.push(await copyBlob(fromRepo, toRepo, digest, call));
+        }
+      }
+      const digest = await put(toRepo, toTag, manifest.raw, manifest.mediaType, call);
+      return { digest, mediaType: manifest.mediaType, blobs };
+    },
     async deleteIfPresent(repo, tag, signal) {
       const call = callSignal(signal);
       const seen = await head(repo, tag, call);
@@ -242,6 +362,40 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
       return true;
     },
   };
+}
+
+function sha256(bytes: Buffer): string {
+  return `sha256:${createHash("sha256").update(bytes).digest("hex")}`;
+}
+
+/**
+ * The blobs an image manifest references: config, then layers. An index references manifests, not
+ * blobs, and a snapshot is never one: it is refused rather than copied half.
+ */
+export function referencedBlobs(manifest: Record<string, unknown>): string[] {
+  if (Array.isArray(manifest.manifests)) {
+    throw new RegistryError({
+      status: 0,
+      code: "MANIFEST_UNSUPPORTED",
+      message: "an image index cannot be copied as a snapshot",
+      method: "GET",
+      url: "",
+    });
+  }
+  const descriptors = [manifest.config, ...(Array.isArray(manifest.layers) ? manifest.layers : [])];
+  return descriptors.flatMap((d) => {
+    const digest = (d as { digest?: unknown } | undefined)?.digest;
+    return typeof digest === "string" ? [digest] : [];
+  });
+}
+
+/** Bytes an image manifest references (config and layer sizes). */
+export function referencedBytes(manifest: Record<string, unknown>): number {
+  const descriptors = [manifest.config, ...(Array.isArray(manifest.layers) ? manifest.layers : [])];
+  return descriptors.reduce<number>((total, d) => {
+    const size = (d as { size?: unknown } | undefined)?.size;
+    return total + (typeof size === "number" && size > 0 ? size : 0);
+  }, 0);
 }
 
 function stringRecord(value: unknown): Record<string, string> {

@@ -5,12 +5,15 @@
 // the system roots plus the bundle. TLS verification stays on in both.
 import http from "node:http";
 import https from "node:https";
+import { Readable } from "node:stream";
+import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { rootCertificates } from "node:tls";
 
 export interface FetchInit {
   method: string;
   headers: Record<string, string>;
-  body?: string | Buffer;
+  /** A stream is sent as it is read (a blob copied from another repository). */
+  body?: string | Buffer | ReadableStream<Uint8Array>;
   signal?: AbortSignal;
 }
 
@@ -18,7 +21,14 @@ export interface FetchInit {
 export type FetchLike = (url: string, init: FetchInit) => Promise<Response>;
 
 export const builtinFetch: FetchLike = (url, init) =>
-  fetch(url, { method: init.method, headers: init.headers, body: init.body, signal: init.signal });
+  fetch(url, {
+    method: init.method,
+    headers: init.headers,
+    body: init.body,
+    signal: init.signal,
+    // Required by fetch for a streamed request body.
+    ...(init.body instanceof ReadableStream ? { duplex: "half" } : {}),
+  } as RequestInit);
 
 /** Go's transport keeps up to 32 idle connections per host (contract.md §4.4). */
 const MAX_SOCKETS_PER_HOST = 32;
@@ -66,6 +76,10 @@ export function createCaBundleFetch(caPem: string): FetchLike {
         },
       );
       request.on("error", reject);
-      request.end(init.body);
+      if (init.body instanceof ReadableStream) {
+        Readable.fromWeb(init.body as NodeReadableStream<Uint8Array>).pipe(request);
+      } else {
+        request.end(init.body);
+      }
     });
 }
