@@ -153,12 +153,7 @@ export class CheckpointReconciler implements Reconciler {
 
     // The copy is one suspend's state only if the set stayed suspended throughout: a wake and a
     // new suspend each take a new generation, so the API server's set must still be at this one.
-    const now = await this.deps.client
-      .get<CocoonSet>(COCOONSETS, namespace, setName)
-      .catch((err: unknown) => {
-        if (isNotFound(err)) return undefined;
-        throw err;
-      });
+    const now = await this.readSet(namespace, setName);
     const moved = !now
       ? `CocoonSet ${setName} was deleted during the copy`
       : (notSuspendedReason(now) ??
@@ -198,6 +193,16 @@ export class CheckpointReconciler implements Reconciler {
     this.event(ck, "Normal", REASON_READY, `${copied.length} snapshots tagged ${tag}, ${totalBytes} bytes`);
     await this.prune(updated, true);
     return {};
+  }
+
+  /** The set as the API server holds it now; undefined when it is gone. */
+  private async readSet(namespace: string, name: string): Promise<CocoonSet | undefined> {
+    try {
+      return await this.deps.client.get<CocoonSet>(COCOONSETS, namespace, name);
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
   }
 
   /** Pending with a message; no call when the status already says so. */
