@@ -45,6 +45,7 @@ export async function startTestOperator(opts: TestOperatorOptions = {}): Promise
   await operator.start();
   const { cocoonSets, pods, hibernations } = operator.informers;
   await Promise.all([cocoonSets.waitForSync(), pods.waitForSync(), hibernations.waitForSync()]);
+  if (operator.checkpoints.isAvailable) await operator.checkpoints.informer.waitForSync();
   return {
     operator,
     client: operator.client,
