@@ -47,7 +47,7 @@ export async function branchFromCheckpoint(pass: Pass): Promise<StepOutcome> {
   if (!branched && hasHadPods(pass)) return CONTINUE;
 
   const branching = pass.deps.branching;
-  const lookup = branching?.checkpoints.getCheckpoint(pass.namespace, name) ?? "unavailable";
+  const lookup = branching ? branching.checkpoints.getCheckpoint(pass.namespace, name) : "unavailable";
   if (!branching || lookup === "unavailable") {
     return waitForCheckpoint(
       pass,

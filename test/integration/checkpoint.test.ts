@@ -318,9 +318,10 @@ describe("checkpoint bad input", () => {
 
   it("a branch from an unknown checkpoint creates nothing and says so", async () => {
     await createSet("lost", {}, { [ANN_FROM_CHECKPOINT]: "no-such-checkpoint" });
-    await waitFor("BranchWaiting event", async () =>
-      (await hasEvent("lost", "BranchWaiting")) ? true : undefined,
+    const event = await waitFor("BranchWaiting event", async () =>
+      (await objectEvents(env, ns, "lost")).find((e) => e.reason === "BranchWaiting"),
     );
+    assert.match(event.message, /CocoonCheckpoint no-such-checkpoint not found/);
     assert.equal((await getSet(env, ns, "lost")).status?.phase, "Pending");
     assert.deepEqual(await setPods(env, ns, "lost"), []);
   });
