@@ -300,11 +300,20 @@ describe("checkpoint and branch", () => {
 });
 
 describe("checkpoint bad input", () => {
-  it("rejects a checkpoint name that would not make a registry tag", async () => {
+  it("rejects a name that would not make a registry tag, and a spec edit", async () => {
     const res = await createCheckpoint("x".repeat(124), "src");
     assert.equal(res.status, 422, JSON.stringify(res.body));
     assert.match(JSON.stringify(res.body), /ckpt-<name> is limited to 128/);
     assert.equal((await createCheckpoint("x".repeat(123), "nothing-here")).status, 201);
+    const moved = await apiRequest(
+      env,
+      "PATCH",
+      `${checkpointsPath()}/${"x".repeat(123)}`,
+      { spec: { cocoonSetRef: { name: "another-set" } } },
+      "application/merge-patch+json",
+    );
+    assert.equal(moved.status, 422, JSON.stringify(moved.body));
+    assert.match(JSON.stringify(moved.body), /spec is immutable/);
   });
 
   it("a checkpoint of an unknown set waits Pending with a message", async () => {
