@@ -28,6 +28,7 @@ import {
   REASON_BRANCH_WAITING,
   REASON_BRANCHED,
 } from "./keys.ts";
+import { sameRepositoryBranchManifest } from "./manifest.ts";
 import { type BranchCopy, planBranch } from "./members.ts";
 
 /** A set waiting for its checkpoint looks again after this; the checkpoint's own events come sooner. */
@@ -104,9 +105,16 @@ function branchedMessage(checkpoint: CocoonCheckpoint, plan: readonly BranchCopy
   return `branched from CocoonCheckpoint ${checkpoint.metadata.name} of CocoonSet ${source}: ${plan.length} VMs restore from it`;
 }
 
-/** The new VM's `:hibernate` becomes exactly the checkpointed manifest (by digest); in place already: skipped. */
+/** The new VM's `:hibernate` becomes the checkpointed manifest (by digest); in place already: skipped. */
 async function copySnapshot(pass: Pass, registry: CheckpointRegistry, copy: BranchCopy): Promise<void> {
   const digest = copy.member.digest ?? "";
+  if (copy.member.vmName === copy.targetVM) {
+    // The checkpoint's own repository: the manifest PUT alone, under a digest of its own.
+    const source = await registry.getManifest(copy.member.vmName, digest, pass.signal);
+    const raw = sameRepositoryBranchManifest(source.raw, pass.namespace, pass.name);
+    await registry.putManifest(copy.targetVM, TAG_HIBERNATE, raw, source.mediaType, pass.signal);
+    return;
+  }
   const present = await registry.headManifest(copy.targetVM, TAG_HIBERNATE, pass.signal);
   if (present?.digest === digest) return;
   const result = await registry.copyManifest(

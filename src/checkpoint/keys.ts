@@ -14,6 +14,8 @@ export const FINALIZER_COCOONCHECKPOINT = "cocooncheckpoint.cocoonset.cocoonstac
  * checkpoint would take a still-suspended set's `:hibernate` with it.
  */
 export const MANIFEST_ANN_CHECKPOINT = "cocoonset.cocoonstack.io/checkpoint";
+/** Stamped on a branch's `:hibernate` written into the checkpoint's own repository (`<ns>/<set>`). */
+export const MANIFEST_ANN_BRANCH = "cocoonset.cocoonstack.io/branch";
 /** The CocoonSet condition saying which checkpoint the set came from. */
 export const CONDITION_BRANCHED = "Branched";
 

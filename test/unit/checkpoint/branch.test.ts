@@ -113,6 +113,31 @@ describe("branchFromCheckpoint", () => {
     }
   });
 
+  it("a set re-created under its checkpoint's source name gets :hibernate copies that dropping leaves the checkpoint", async () => {
+    const f = fixture((r) => {
+      const ck = readyCheckpoint(r);
+      // The checkpoint's members live in the very repositories the new set's VMs use.
+      const members = (ck.status?.members ?? []).map((m) => {
+        const vm = m.vmName.replace(`-${SOURCE}-`, `-${SET}-`);
+        return { ...m, vmName: vm, digest: r.push(vm, "ckpt-ck", IMAGE) };
+      });
+      return {
+        ...ck,
+        spec: { cocoonSetRef: { name: SET } },
+        status: { ...ck.status, phase: "Ready" as const, members },
+      };
+    });
+    await f.run();
+    const main = newVM(0);
+    const checkpointDigest = f.registry.digestOf(main, "ckpt-ck");
+    const copied = f.registry.digestOf(main, "hibernate");
+    assert.ok(copied);
+    assert.notEqual(copied, checkpointDigest);
+    // Step 10 drops :hibernate by digest once the VM runs; the checkpoint's tag must survive that.
+    await f.registry.deleteManifest(main, copied);
+    assert.equal(f.registry.digestOf(main, "ckpt-ck"), checkpointDigest);
+  });
+
   it("a refused copy fails the pass with nothing created and no restore owed; the retry resumes", async () => {
     const f = fixture((r) => readyCheckpoint(r));
     f.registry.failOn = (op, repo) =>
