@@ -11,7 +11,9 @@ import {
   ManifestNotFoundError,
   type RegistryClientOptions,
   RegistryError,
+  referencedBlobs,
 } from "../../src/registry/index.ts";
+import { builtinFetch } from "../../src/registry/transport.ts";
 import { freePort } from "../env/ports.ts";
 import { startRegistry, type TestRegistry } from "../env/registry.ts";
 import { pushTestManifest } from "../env/registry-push.ts";
@@ -331,11 +333,7 @@ describe("manifest copies", () => {
     assert.deepEqual(result.blobs, ["mounted", "mounted"]);
     assert.equal(result.digest, pushed.digest);
     assert.equal((await client.headManifest("vk-ns-dst-0", "hibernate"))?.digest, pushed.digest);
-    const manifest = (await client.getManifest("vk-ns-dst-0", "hibernate")).manifest as {
-      config: { digest: string };
-      layers: { digest: string }[];
-    };
-    for (const digest of [manifest.config.digest, ...manifest.layers.map((l) => l.digest)]) {
+    for (const digest of referencedBlobs((await client.getManifest("vk-ns-dst-0", "hibernate")).manifest)) {
       assert.equal(await blobStatus("vk-ns-dst-0", digest), 200, `${digest} is in the target repository`);
     }
     const order = calls
@@ -357,24 +355,14 @@ describe("manifest copies", () => {
       const target = new URL(url);
       target.searchParams.delete("mount");
       target.searchParams.delete("from");
-      return fetch(target, {
-        method: init.method,
-        headers: init.headers,
-        body: init.body,
-        signal: init.signal,
-        ...(init.body instanceof ReadableStream ? { duplex: "half" } : {}),
-      } as RequestInit);
+      return builtinFetch(target.href, init);
     };
     const { calls, opts } = recording({ dockerConfigPath: noConfig, fetch: noMount });
     const client = createRegistryClient(`${reg.host}/proj`, opts);
     const result = await client.copyManifest("vk-ns-src-1", pushed.digest, "vk-ns-dst-1", "hibernate");
     assert.deepEqual(result.blobs, ["streamed", "streamed"]);
     assert.equal((await client.headManifest("vk-ns-dst-1", "hibernate"))?.digest, pushed.digest);
-    const manifest = (await client.getManifest("vk-ns-dst-1", "hibernate")).manifest as {
-      config: { digest: string };
-      layers: { digest: string }[];
-    };
-    for (const digest of [manifest.config.digest, ...manifest.layers.map((l) => l.digest)]) {
+    for (const digest of referencedBlobs((await client.getManifest("vk-ns-dst-1", "hibernate")).manifest)) {
       assert.equal(await blobStatus("vk-ns-dst-1", digest), 200, `${digest} is in the target repository`);
       assert.ok(calls.some((c) => c.method === "GET" && c.path === `/v2/proj/vk-ns-src-1/blobs/${digest}`));
     }
