@@ -106,9 +106,9 @@ export function createOperator(config: OperatorConfig): Operator {
    * Checkpoints run only where the cluster serves the v1alpha1 kind: a cluster set up for the Go
    * operator has no such CRD, and its informer would never sync. That is logged, not fatal.
    */
-  const startCheckpoints = async (): Promise<void> => {
+  const startCheckpoints = async (signal?: AbortSignal): Promise<void> => {
     if (!checkpointRegistry) return;
-    if (!(await checkpointKindServed(client, config.watchNamespace))) {
+    if (!(await checkpointKindServed(client, config.watchNamespace, { clock, log, signal }))) {
       log.warn(
         "CocoonCheckpoint (cocoonset.cocoonstack.io/v1alpha1) is not served or not permitted; running without checkpoints (apply config/crd and config/rbac to enable them)",
       );
@@ -134,7 +134,7 @@ export function createOperator(config: OperatorConfig): Operator {
     registry,
     checkpoints,
     async start(signal) {
-      await startCheckpoints();
+      await startCheckpoints(signal);
       await manager.start(signal);
     },
     async stop(deadlineMs) {

@@ -8,6 +8,7 @@ import { createInformer, type Informer, stripManagedFields } from "../controller
 import type { Client, WatchClient } from "../controller/client.ts";
 import { ApiError } from "../controller/errors.ts";
 import { COCOONCHECKPOINTS } from "../controller/resources.ts";
+import type { Logger } from "../log.ts";
 
 /** Checkpoints by `<namespace>/<spec.cocoonSetRef.name>`. */
 export const CHECKPOINT_BY_SET_INDEX = "cocoonset";
@@ -62,16 +63,27 @@ export class CheckpointCatalog implements CheckpointReader {
   }
 }
 
+const PROBE_BACKOFF_START_MS = 500;
+const PROBE_BACKOFF_MAX_MS = 10_000;
+
 /**
- * One LIST: true when the API serves the kind. 404 (no CRD) and 403 (a ClusterRole from
- * before checkpoints) mean the operator runs without them; other failures are thrown.
+ * One LIST: true when the API serves the kind. 404 (no CRD) and 403 (a ClusterRole from before
+ * checkpoints) mean the operator runs without them. Anything else (the API server not up yet) is
+ * retried with backoff until one of those answers, or the signal aborts.
  */
-export async function checkpointKindServed(client: Client, namespace: string | undefined): Promise<boolean> {
-  try {
-    await client.list(COCOONCHECKPOINTS, namespace);
-    return true;
-  } catch (err) {
-    if (err instanceof ApiError && (err.status === 404 || err.status === 403)) return false;
-    throw err;
+export async function checkpointKindServed(
+  client: Client,
+  namespace: string | undefined,
+  opts: { clock: Clock; log: Logger; signal?: AbortSignal },
+): Promise<boolean> {
+  for (let backoff = PROBE_BACKOFF_START_MS; ; backoff = Math.min(backoff * 2, PROBE_BACKOFF_MAX_MS)) {
+    try {
+      await client.list(COCOONCHECKPOINTS, namespace);
+      return true;
+    } catch (err) {
+      if (err instanceof ApiError && (err.status === 404 || err.status === 403)) return false;
+      opts.log.warn({ err, retryInMs: backoff }, "probing for the CocoonCheckpoint API failed; retrying");
+    }
+    await opts.clock.sleep(backoff, opts.signal);
   }
 }
