@@ -8,6 +8,7 @@ import { FINALIZER_COCOONCHECKPOINT, MANIFEST_ANN_CHECKPOINT } from "../../../sr
 import { CheckpointReconciler, type CheckpointView } from "../../../src/checkpoint/reconciler.ts";
 import { FakeClock } from "../../../src/clock.ts";
 import { COCOONCHECKPOINTS, COCOONSETS } from "../../../src/controller/resources.ts";
+import { checkpointBytesTotal, checkpointsTotal } from "../../../src/metrics/checkpoint.ts";
 import { FakeCheckpointRegistry } from "../../support/checkpointregistry.ts";
 import { cocoonSet, NS, RecordingEvents, SET } from "../../support/cocoonset.ts";
 import { FakeClient } from "../../support/fakeclient.ts";
@@ -159,6 +160,12 @@ describe("CheckpointReconciler", () => {
       );
     }
     assert.ok(f.events.events.some((e) => e.reason === "CheckpointReady"));
+    const ready = (await checkpointsTotal.get()).values.find(
+      (v) => v.labels.transition === "ready" && v.labels.cocoonset === SET && v.labels.namespace === NS,
+    );
+    assert.ok((ready?.value ?? 0) >= 1, "cocoon_operator_checkpoints_total{transition=ready}");
+    const bytes = (await checkpointBytesTotal.get()).values.find((v) => v.labels.cocoonset === SET);
+    assert.ok((bytes?.value ?? 0) >= 630, "cocoon_operator_checkpoint_bytes_total");
 
     f.client.clearCalls();
     f.registry.log.length = 0;
