@@ -5,14 +5,14 @@
 // machinery runs unchanged: steps 11–13 create the pods restore-marked (the image rule still drops a
 // snapshot of another image), and step 10 drops each copied tag once its VM runs.
 //
-// The branch completes before any pod exists: every copy done, then the record persisted, then the
-// Branched condition. A pass that cannot finish throws, so nothing is created over a half-copied set,
+// The branch completes before any pod exists: the target VMs recorded (so any copy that lands is
+// dropped in time), every copy done, the restores owed, then the Branched condition. A pass that cannot finish throws, so nothing is created over a half-copied set,
 // and the retry resumes (a copy already in place is skipped). The checkpoint itself is only read.
 
 import type { CocoonSet, Condition } from "../apis/v1/types.ts";
 import type { CocoonCheckpoint } from "../apis/v1alpha1/types.ts";
 import { CONTINUE, finish, type Pass, type StepOutcome } from "../cocoonset/pass.ts";
-import { recordBranch } from "../cocoonset/reclaim.ts";
+import { oweBranchRestores, recordBranchTargets } from "../cocoonset/reclaim.ts";
 import { mergeConditions } from "../cocoonset/status.ts";
 import { writeStatus } from "../cocoonset/steps/status.ts";
 import { formatRFC3339 } from "../cocoonset/suspenddeadline.ts";
@@ -67,13 +67,16 @@ export async function branchFromCheckpoint(pass: Pass): Promise<StepOutcome> {
   const { registry } = branching;
 
   const plan = planBranch(pass.cs, lookup);
-  if (!branched)
+  const targets = plan.map((c) => c.targetVM);
+  if (!branched) {
     await writeBranched(
       pass,
       "False",
       REASON_COPYING,
       `copying ${plan.length} snapshots of CocoonCheckpoint ${name}`,
     );
+  }
+  await persistReclaim(pass, recordBranchTargets(reclaimRecord(pass), pass.generation, targets));
   try {
     for (const copy of plan) await copySnapshot(pass, registry, copy);
   } catch (err) {
@@ -85,14 +88,7 @@ export async function branchFromCheckpoint(pass: Pass): Promise<StepOutcome> {
     );
     throw err;
   }
-  await persistReclaim(
-    pass,
-    recordBranch(
-      reclaimRecord(pass),
-      pass.generation,
-      plan.map((c) => c.targetVM),
-    ),
-  );
+  await persistReclaim(pass, oweBranchRestores(reclaimRecord(pass), targets));
   const message = branchedMessage(lookup, plan);
   await writeBranched(pass, "True", REASON_FROM_CHECKPOINT, message);
   setEvent(pass, "Normal", REASON_BRANCHED, message);

@@ -391,7 +391,13 @@ describe("checkpoint bad input", () => {
     assert.equal(await digestOf(vmName("half", "tools"), TAG_HIBERNATE), undefined);
     const half = await getSet(env, ns, "half");
     assert.deepEqual(await setPods(env, ns, "half"), []);
-    assert.equal(half.metadata.annotations?.[ANN_HIBERNATE_RECLAIM], undefined);
+    const record = JSON.parse(half.metadata.annotations?.[ANN_HIBERNATE_RECLAIM] ?? "{}");
+    assert.equal(record.restore, undefined, "no VM is owed a restore yet");
+    assert.deepEqual(
+      [...record.vms].sort(),
+      SLOTS.map((slot) => vmName("half", slot)).sort(),
+      "every target is recorded, so a copy that landed is dropped in time",
+    );
     assert.equal(half.status?.conditions?.find((c) => c.type === CONDITION_BRANCHED)?.status, "False");
 
     refusedTargets.clear();

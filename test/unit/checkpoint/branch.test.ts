@@ -64,6 +64,11 @@ function fixture(lookup: (registry: FakeCheckpointRegistry) => CheckpointLookup,
 }
 
 const pods = (f: ReturnType<typeof fixture>) => f.client.all<Pod>(PODS, NS);
+/** How many VMs the set's reclaim record holds, and how many it owes a restore. */
+function recordSummary(cs: CocoonSet | undefined): string {
+  const record = readReclaim(cs?.metadata.annotations?.[ANN_HIBERNATE_RECLAIM]).value;
+  return `recorded=${record.vms.length} owed=${record.restore.length}`;
+}
 const branched = (cs: CocoonSet | undefined) =>
   cs?.status?.conditions?.find((c) => c.type === CONDITION_BRANCHED);
 
@@ -72,10 +77,7 @@ describe("branchFromCheckpoint", () => {
     const f = fixture((r) => readyCheckpoint(r));
     const order: string[] = [];
     f.registry.failOn = (op, repo, ref) => {
-      if (op === "put")
-        order.push(
-          `put ${repo}:${ref} record=${storedSet(f.client)?.metadata.annotations?.[ANN_HIBERNATE_RECLAIM] ?? "none"}`,
-        );
+      if (op === "put") order.push(`put ${repo}:${ref} ${recordSummary(storedSet(f.client))}`);
       return undefined;
     };
     await f.run();
@@ -92,9 +94,9 @@ describe("branchFromCheckpoint", () => {
       "the checkpoint lacks it: fresh boot",
     );
     assert.deepEqual(order, [
-      `put ${newVM(0)}:hibernate record=none`,
-      `put ${newVM(1)}:hibernate record=none`,
-      `put ${newVM("tb")}:hibernate record=none`,
+      `put ${newVM(0)}:hibernate recorded=3 owed=0`,
+      `put ${newVM(1)}:hibernate recorded=3 owed=0`,
+      `put ${newVM("tb")}:hibernate recorded=3 owed=0`,
     ]);
 
     const stored = storedSet(f.client);
@@ -145,7 +147,11 @@ describe("branchFromCheckpoint", () => {
     await assert.rejects(f.run(), /refused/);
     assert.deepEqual(pods(f), []);
     const stored = storedSet(f.client);
-    assert.equal(stored?.metadata.annotations?.[ANN_HIBERNATE_RECLAIM], undefined);
+    assert.equal(
+      recordSummary(stored),
+      "recorded=3 owed=0",
+      "every target recorded for a drop, none owed a restore",
+    );
     assert.equal(branched(stored)?.status, "False");
     assert.ok(f.events.events.some((e) => e.reason === "BranchCopyFailed" && e.type === "Warning"));
 
