@@ -46,6 +46,9 @@ import { checkpointManifest } from "./manifest.ts";
 import { mergeMembers, setSlots } from "./members.ts";
 import { checkpointsToPrune, parseKeepCheckpoints } from "./prune.ts";
 
+/** A Suspended set without any snapshot (nothing will announce one) is looked at again after this. */
+const NO_SNAPSHOT_RETRY_MS = 30_000;
+
 /** Cached reads. */
 export interface CheckpointView {
   getCheckpoint(namespace: string, name: string): CocoonCheckpoint | undefined;
@@ -117,7 +120,7 @@ export class CheckpointReconciler implements Reconciler {
     // The member list is durable before the first tag is written: a delete then knows every tag
     // that may exist, whatever happens to the copy.
     const planned = mergeMembers(ck.status?.members ?? [], slots);
-    await this.writeStatus(ck, {
+    const copying = await this.writeStatus(ck, {
       phase: "Copying",
       message: `copying ${slots.length} snapshots of CocoonSet ${setName}`,
       members: planned,
@@ -148,7 +151,10 @@ export class CheckpointReconciler implements Reconciler {
       });
     }
     if (copied.length === 0) {
-      return this.wait(ck, `CocoonSet ${setName} is Suspended but no VM of it has a :hibernate snapshot`);
+      // No event of the set's announces a snapshot appearing: look again later.
+      const message = `CocoonSet ${setName} is Suspended but no VM of it has a :hibernate snapshot`;
+      await this.wait(copying, message);
+      return { requeueAfterMs: NO_SNAPSHOT_RETRY_MS };
     }
 
     // The copy is one suspend's state only if the set stayed suspended throughout: a wake and a
@@ -160,7 +166,7 @@ export class CheckpointReconciler implements Reconciler {
         (now.metadata.generation === cs.metadata.generation
           ? undefined
           : `CocoonSet ${setName} changed during the copy`));
-    if (moved) return this.wait(ck, `${moved}; copying again once it is Suspended`);
+    if (moved) return this.wait(copying, `${moved}; copying again once it is Suspended`);
 
     const totalBytes = copied.reduce((sum, m) => sum + (m.bytes ?? 0), 0);
     // Members planned earlier but not copied now keep an entry without a digest, so a delete still
@@ -176,7 +182,7 @@ export class CheckpointReconciler implements Reconciler {
           ...(toolbox === undefined ? {} : { toolbox }),
         })),
     ];
-    const updated = await this.writeStatus(ck, {
+    const updated = await this.writeStatus(copying, {
       phase: "Ready",
       message:
         missing.length === 0
