@@ -79,6 +79,18 @@ export interface SnapshotRegistry {
   deleteIfPresent(repo: string, tag: string, signal?: AbortSignal): Promise<boolean>;
 }
 
+/** A blob as a manifest references it; the size, when known, extends the copy's deadline. */
+export interface BlobRef {
+  digest: string;
+  size?: number;
+}
+
+/**
+ * A streamed blob copy may take longer than one call's deadline: it gets this much more time per
+ * byte, i.e. it times out only below 8 MiB/s.
+ */
+const STREAM_FLOOR_BYTES_PER_MS = (8 * 1024 * 1024) / 1000;
+
 /** How one blob reached the target repository. */
 export type BlobCopy = "mounted" | "streamed";
 
@@ -112,7 +124,7 @@ export interface CheckpointRegistry extends SnapshotRegistry {
    * …/blobs/uploads/?mount=&from=, one token for push on toRepo and pull on fromRepo); where the registry
    * answers the mount with a plain upload session instead, the blob is streamed through (GET, PUT).
    */
-  copyBlob(fromRepo: string, toRepo: string, digest: string, signal?: AbortSignal): Promise<BlobCopy>;
+  copyBlob(fromRepo: string, toRepo: string, blob: BlobRef, signal?: AbortSignal): Promise<BlobCopy>;
   /** Copies `<fromRepo>@<ref>` to `<toRepo>:<toTag>`: its blobs (copyBlob) and then the manifest PUT. */
   copyManifest(
     fromRepo: string,
@@ -140,8 +152,8 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
     ]);
   const session = new Session({ base: parsedBase, keychain, fetch: fetchImpl, onRequest: opts.onRequest });
 
-  const callSignal = (caller?: AbortSignal): CallSignal => {
-    const timeout = AbortSignal.timeout(timeoutMs);
+  const callSignal = (caller?: AbortSignal, extraMs = 0): CallSignal => {
+    const timeout = AbortSignal.timeout(timeoutMs + extraMs);
     return { signal: caller ? AbortSignal.any([caller, timeout]) : timeout, caller, timeout };
   };
 
@@ -268,6 +280,15 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
     return result.headers.get("docker-content-digest") ?? sha256(raw);
   };
 
+  /** One blob, under a deadline of its own that grows with its size. */
+  const copyBlobWithin = (fromRepo: string, toRepo: string, blob: BlobRef, caller?: AbortSignal) =>
+    copyBlob(
+      fromRepo,
+      toRepo,
+      blob.digest,
+      callSignal(caller, Math.ceil((blob.size ?? 0) / STREAM_FLOOR_BYTES_PER_MS)),
+    );
+
   const copyBlob = async (fromRepo: string, toRepo: string, digest: string, call: CallSignal) => {
     const from = repositoryPath(parsedBase, fromRepo);
     const to = repositoryPath(parsedBase, toRepo);
@@ -341,17 +362,16 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
       else await deleteTag(repo, ref, undefined, call);
     },
     putManifest: (repo, tag, raw, mediaType, signal) => put(repo, tag, raw, mediaType, callSignal(signal)),
-    copyBlob: (fromRepo, toRepo, digest, signal) => copyBlob(fromRepo, toRepo, digest, callSignal(signal)),
+    copyBlob: copyBlobWithin,
     async copyManifest(fromRepo, ref, toRepo, toTag, signal) {
-      const call = callSignal(signal);
-      const manifest = await get(fromRepo, ref, call);
+      const manifest = await get(fromRepo, ref, callSignal(signal));
       const blobs: BlobCopy[] = [];
       if (fromRepo !== toRepo) {
-        for (const digest of referencedBlobs(manifest.manifest)) {
-          blobs.push(await copyBlob(fromRepo, toRepo, digest, call));
+        for (const blob of referencedBlobs(manifest.manifest)) {
+          blobs.push(await copyBlobWithin(fromRepo, toRepo, blob, signal));
         }
       }
-      const digest = await put(toRepo, toTag, manifest.raw, manifest.mediaType, call);
+      const digest = await put(toRepo, toTag, manifest.raw, manifest.mediaType, callSignal(signal));
       return { digest, mediaType: manifest.mediaType, blobs };
     },
     async deleteIfPresent(repo, tag, signal) {
@@ -372,7 +392,7 @@ function sha256(bytes: Buffer): string {
  * The blobs an image manifest references: config, then layers. An index references manifests, not
  * blobs, and a snapshot is never one: it is refused rather than copied half.
  */
-export function referencedBlobs(manifest: Record<string, unknown>): string[] {
+export function referencedBlobs(manifest: Record<string, unknown>): BlobRef[] {
   if (Array.isArray(manifest.manifests)) {
     throw new RegistryError({
       status: 0,
@@ -384,18 +404,15 @@ export function referencedBlobs(manifest: Record<string, unknown>): string[] {
   }
   const descriptors = [manifest.config, ...(Array.isArray(manifest.layers) ? manifest.layers : [])];
   return descriptors.flatMap((d) => {
-    const digest = (d as { digest?: unknown } | undefined)?.digest;
-    return typeof digest === "string" ? [digest] : [];
+    const { digest, size } = (d ?? {}) as { digest?: unknown; size?: unknown };
+    if (typeof digest !== "string") return [];
+    return [typeof size === "number" && size > 0 ? { digest, size } : { digest }];
   });
 }
 
 /** Bytes an image manifest references (config and layer sizes). */
 export function referencedBytes(manifest: Record<string, unknown>): number {
-  const descriptors = [manifest.config, ...(Array.isArray(manifest.layers) ? manifest.layers : [])];
-  return descriptors.reduce<number>((total, d) => {
-    const size = (d as { size?: unknown } | undefined)?.size;
-    return total + (typeof size === "number" && size > 0 ? size : 0);
-  }, 0);
+  return referencedBlobs(manifest).reduce((total, blob) => total + (blob.size ?? 0), 0);
 }
 
 function stringRecord(value: unknown): Record<string, string> {

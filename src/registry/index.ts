@@ -3,6 +3,7 @@ export type { Challenge } from "./challenge.ts";
 export {
   BASE_IMAGE_ANNOTATION,
   type BlobCopy,
+  type BlobRef,
   type CheckpointRegistry,
   createRegistryClient,
   DEFAULT_TIMEOUT_MS,

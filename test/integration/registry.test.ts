@@ -1,6 +1,6 @@
 // The registry client against the real docker-registry (distribution 2.8) of the test environment.
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,7 +13,7 @@ import {
   RegistryError,
   referencedBlobs,
 } from "../../src/registry/index.ts";
-import { builtinFetch } from "../../src/registry/transport.ts";
+import { builtinFetch, createCaBundleFetch } from "../../src/registry/transport.ts";
 import { freePort } from "../env/ports.ts";
 import { startRegistry, type TestRegistry } from "../env/registry.ts";
 import { pushTestManifest } from "../env/registry-push.ts";
@@ -333,7 +333,9 @@ describe("manifest copies", () => {
     assert.deepEqual(result.blobs, ["mounted", "mounted"]);
     assert.equal(result.digest, pushed.digest);
     assert.equal((await client.headManifest("vk-ns-dst-0", "hibernate"))?.digest, pushed.digest);
-    for (const digest of referencedBlobs((await client.getManifest("vk-ns-dst-0", "hibernate")).manifest)) {
+    for (const { digest } of referencedBlobs(
+      (await client.getManifest("vk-ns-dst-0", "hibernate")).manifest,
+    )) {
       assert.equal(await blobStatus("vk-ns-dst-0", digest), 200, `${digest} is in the target repository`);
     }
     const order = calls
@@ -362,7 +364,9 @@ describe("manifest copies", () => {
     const result = await client.copyManifest("vk-ns-src-1", pushed.digest, "vk-ns-dst-1", "hibernate");
     assert.deepEqual(result.blobs, ["streamed", "streamed"]);
     assert.equal((await client.headManifest("vk-ns-dst-1", "hibernate"))?.digest, pushed.digest);
-    for (const digest of referencedBlobs((await client.getManifest("vk-ns-dst-1", "hibernate")).manifest)) {
+    for (const { digest } of referencedBlobs(
+      (await client.getManifest("vk-ns-dst-1", "hibernate")).manifest,
+    )) {
       assert.equal(await blobStatus("vk-ns-dst-1", digest), 200, `${digest} is in the target repository`);
       assert.ok(calls.some((c) => c.method === "GET" && c.path === `/v2/proj/vk-ns-src-1/blobs/${digest}`));
     }
@@ -415,5 +419,23 @@ describe("manifest copies on a token auth registry", () => {
     assert.ok(mountToken, "a push token for the target was requested");
     assert.ok(mountToken.scopes.includes("repository:proj/vk-ns-from-0:pull"), mountToken.scopes.join(" "));
     assert.equal((await client.headManifest("vk-ns-to-0", "hibernate"))?.digest, pushed.digest);
+  });
+
+  it("streams with bearer tokens over the CA-bundle transport where the mount is not taken", async () => {
+    const pushed = await pushTestManifest(reg, "proj/vk-ns-from-1", "ckpt-d");
+    const caFetch = createCaBundleFetch(readFileSync(reg.caFile ?? "", "utf8"));
+    const noMount: FetchLike = (url, init) => {
+      const target = new URL(url);
+      target.searchParams.delete("mount");
+      target.searchParams.delete("from");
+      return caFetch(target.href, init);
+    };
+    const client = createRegistryClient(`${reg.host}/proj`, {
+      fetch: noMount,
+      dockerConfigPath: dockerConfig("token-brancher-stream", reg.host, "brancher", "brancher-secret"),
+    });
+    const result = await client.copyManifest("vk-ns-from-1", pushed.digest, "vk-ns-to-1", "hibernate");
+    assert.deepEqual(result.blobs, ["streamed", "streamed"]);
+    assert.equal((await client.headManifest("vk-ns-to-1", "hibernate"))?.digest, pushed.digest);
   });
 });

@@ -5,6 +5,7 @@
 import { createHash } from "node:crypto";
 import {
   type BlobCopy,
+  type BlobRef,
   type CheckpointRegistry,
   type Manifest,
   type ManifestCopy,
@@ -134,7 +135,7 @@ export class FakeCheckpointRegistry implements CheckpointRegistry {
   async putManifest(repo: string, tag: string, raw: Buffer): Promise<string> {
     this.#call("put", repo, tag);
     const manifest = JSON.parse(raw.toString("utf8")) as Record<string, unknown>;
-    for (const blob of referencedBlobs(manifest)) {
+    for (const { digest: blob } of referencedBlobs(manifest)) {
       if (!this.#blobs.has(`${repo}@${blob}`)) throw FakeCheckpointRegistry.error(400);
     }
     const digest = sha256(raw);
@@ -143,7 +144,7 @@ export class FakeCheckpointRegistry implements CheckpointRegistry {
     return digest;
   }
 
-  async copyBlob(fromRepo: string, toRepo: string, digest: string): Promise<BlobCopy> {
+  async copyBlob(fromRepo: string, toRepo: string, { digest }: BlobRef): Promise<BlobCopy> {
     this.#call("mount", toRepo, digest);
     if (!this.#blobs.has(`${fromRepo}@${digest}`)) throw FakeCheckpointRegistry.error(404);
     this.#blobs.add(`${toRepo}@${digest}`);
