@@ -291,6 +291,17 @@ describe("registry that is down", () => {
 });
 
 // Checkpoints and branching (issue 19): manifest PUT within a repository, blob copies across them.
+
+/** A registry without cross-repository mounts: it ignores mount= and opens an ordinary upload (202). */
+function withoutMount(transport: FetchLike): FetchLike {
+  return (url, init) => {
+    const target = new URL(url);
+    target.searchParams.delete("mount");
+    target.searchParams.delete("from");
+    return transport(target.href, init);
+  };
+}
+
 describe("manifest copies", () => {
   let reg: TestRegistry;
   before(async () => {
@@ -352,14 +363,7 @@ describe("manifest copies", () => {
 
   it("streams each blob through when the registry answers the mount with a plain upload session", async () => {
     const pushed = await pushTestManifest(reg, "proj/vk-ns-src-1", "ckpt-b");
-    // A registry without cross-repository mounts ignores mount= and opens an ordinary upload (202).
-    const noMount: FetchLike = (url, init) => {
-      const target = new URL(url);
-      target.searchParams.delete("mount");
-      target.searchParams.delete("from");
-      return builtinFetch(target.href, init);
-    };
-    const { calls, opts } = recording({ dockerConfigPath: noConfig, fetch: noMount });
+    const { calls, opts } = recording({ dockerConfigPath: noConfig, fetch: withoutMount(builtinFetch) });
     const client = createRegistryClient(`${reg.host}/proj`, opts);
     const result = await client.copyManifest("vk-ns-src-1", pushed.digest, "vk-ns-dst-1", "hibernate");
     assert.deepEqual(result.blobs, ["streamed", "streamed"]);
@@ -423,15 +427,8 @@ describe("manifest copies on a token auth registry", () => {
 
   it("streams with bearer tokens over the CA-bundle transport where the mount is not taken", async () => {
     const pushed = await pushTestManifest(reg, "proj/vk-ns-from-1", "ckpt-d");
-    const caFetch = createCaBundleFetch(readFileSync(reg.caFile ?? "", "utf8"));
-    const noMount: FetchLike = (url, init) => {
-      const target = new URL(url);
-      target.searchParams.delete("mount");
-      target.searchParams.delete("from");
-      return caFetch(target.href, init);
-    };
     const client = createRegistryClient(`${reg.host}/proj`, {
-      fetch: noMount,
+      fetch: withoutMount(createCaBundleFetch(readFileSync(reg.caFile ?? "", "utf8"))),
       dockerConfigPath: dockerConfig("token-brancher-stream", reg.host, "brancher", "brancher-secret"),
     });
     const result = await client.copyManifest("vk-ns-from-1", pushed.digest, "vk-ns-to-1", "hibernate");
