@@ -140,6 +140,22 @@ describe("branchFromCheckpoint", () => {
     assert.equal(f.registry.digestOf(main, "ckpt-ck"), checkpointDigest);
   });
 
+  it("the snapshot image rule still applies: a slot asking for another image drops its copy and boots fresh", async () => {
+    const f = fixture((r) => readyCheckpoint(r), { agent: { image: "other-image", replicas: 1 } });
+    await f.run();
+    const main = pods(f).find((p) => p.metadata.name === `${SET}-0`);
+    assert.ok(main, "the main is created");
+    assert.equal(main.metadata.annotations?.[ANN_RESTORE_FROM_HIBERNATE], undefined);
+    assert.equal(
+      f.registry.digestOf(newVM(0), "hibernate"),
+      undefined,
+      "the copy vk-cocoon would refuse is gone",
+    );
+    const record = readReclaim(storedSet(f.client)?.metadata.annotations?.[ANN_HIBERNATE_RECLAIM]).value;
+    assert.ok(!record.vms.includes(newVM(0)) && !record.restore.includes(newVM(0)));
+    assert.ok(record.restore.includes(newVM("tb")), "the toolbox, same image, still restores");
+  });
+
   it("a refused copy fails the pass with nothing created and no restore owed; the retry resumes", async () => {
     const f = fixture((r) => readyCheckpoint(r));
     f.registry.failOn = (op, repo) =>
