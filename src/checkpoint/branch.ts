@@ -6,8 +6,9 @@
 // snapshot of another image), and step 10 drops each copied tag once its VM runs.
 //
 // The branch completes before any pod exists: the target VMs recorded (so any copy that lands is
-// dropped in time), every copy done, the restores owed, then the Branched condition. A pass that cannot finish throws, so nothing is created over a half-copied set,
-// and the retry resumes (a copy already in place is skipped). The checkpoint itself is only read.
+// dropped in time), every copy done, the restores owed, then the Branched condition. A pass that
+// cannot finish throws, so nothing is created over a half-copied set, and the retry resumes (a copy
+// already in place is skipped). The checkpoint itself is only read.
 
 import type { CocoonSet, Condition } from "../apis/v1/types.ts";
 import type { CocoonCheckpoint } from "../apis/v1alpha1/types.ts";
