@@ -2,6 +2,8 @@
 // registry client, the manager (metrics, probes, optional leader election) and the controllers.
 // main.ts builds the config from flags and environment; tests and benchmarks call this directly.
 
+import { CheckpointCatalog, checkpointKindServed } from "./checkpoint/catalog.ts";
+import { asCheckpointRegistry, setsBranchingFrom, setupCheckpointController } from "./checkpoint/setup.ts";
 import type { Clock } from "./clock.ts";
 import { systemClock } from "./clock.ts";
 import { setupCocoonSetController } from "./cocoonset/setup.ts";
@@ -15,6 +17,7 @@ import { setupHibernationController } from "./hibernation/setup.ts";
 import { log } from "./log.ts";
 // Registers the cocoon_operator_* collectors, so /metrics lists them before their first sample.
 import "./metrics/cocoon.ts";
+import "./metrics/checkpoint.ts";
 import { createRegistryClient, type SnapshotRegistry } from "./registry/index.ts";
 
 export interface OperatorConfig {
@@ -41,6 +44,8 @@ export interface Operator {
   readonly client: KubeClient;
   readonly informers: OperatorInformers;
   readonly registry: SnapshotRegistry | undefined;
+  /** CocoonCheckpoints; its lookups answer "unavailable" until start() found the kind served. */
+  readonly checkpoints: CheckpointCatalog;
   /** Resolves once servers listen and informers run; controllers start when caches sync (and lead). */
   start(signal?: AbortSignal): Promise<void>;
   /** Graceful: in-flight reconciles get up to deadlineMs, then everything stops. */
@@ -76,13 +81,16 @@ export function createOperator(config: OperatorConfig): Operator {
       : {}),
   });
 
-  setupCocoonSetController(manager, {
+  const checkpoints = new CheckpointCatalog(client, { clock, namespace: config.watchNamespace });
+  const checkpointRegistry = asCheckpointRegistry(registry);
+  const cocoonSetController = setupCocoonSetController(manager, {
     client,
     informers,
     registry,
     events,
     clock,
     concurrency: config.cocoonSetConcurrency,
+    ...(checkpointRegistry ? { branching: { checkpoints, registry: checkpointRegistry } } : {}),
   });
   if (!registry) throw new Error("OCI_REGISTRY must be set");
   setupHibernationController(manager, {
@@ -95,12 +103,41 @@ export function createOperator(config: OperatorConfig): Operator {
     concurrency: config.hibernationConcurrency,
   });
 
+  /**
+   * Checkpoints run only where the cluster serves the v1alpha1 kind: a cluster set up for the Go
+   * operator has no such CRD, and its informer would never sync. That is logged, not fatal.
+   */
+  const startCheckpoints = async (signal?: AbortSignal): Promise<void> => {
+    if (!checkpointRegistry) return;
+    if (!(await checkpointKindServed(client, config.watchNamespace, { clock, log, signal }))) {
+      log.warn(
+        "CocoonCheckpoint (cocoonset.cocoonstack.io/v1alpha1) is not served or not permitted; running without checkpoints (apply config/crd and config/rbac to enable them)",
+      );
+      return;
+    }
+    checkpoints.markAvailable();
+    setupCheckpointController(manager, {
+      client,
+      catalog: checkpoints,
+      informers,
+      registry: checkpointRegistry,
+      events,
+      clock,
+      log,
+    });
+    cocoonSetController.watches(checkpoints.informer, (ck) => setsBranchingFrom(informers, ck));
+  };
+
   return {
     manager,
     client,
     informers,
     registry,
-    start: (signal) => manager.start(signal),
+    checkpoints,
+    async start(signal) {
+      await startCheckpoints(signal);
+      await manager.start(signal);
+    },
     async stop(deadlineMs) {
       await manager.stop(deadlineMs);
       client.close();

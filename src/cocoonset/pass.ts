@@ -4,12 +4,13 @@
 
 import type { Pod } from "../apis/core.ts";
 import type { CocoonHibernation, CocoonSet, CocoonSetPhase } from "../apis/v1/types.ts";
+import type { CheckpointReader } from "../checkpoint/catalog.ts";
 import type { Clock } from "../clock.ts";
 import type { Client } from "../controller/client.ts";
 import type { EventRecorder } from "../controller/events.ts";
 import type { Result } from "../controller/reconciler.ts";
 import type { Logger } from "../log.ts";
-import type { SnapshotRegistry } from "../registry/index.ts";
+import type { CheckpointRegistry, SnapshotRegistry } from "../registry/index.ts";
 import type { Classification } from "./classify.ts";
 import type { PodCreateExpectations } from "./expectations.ts";
 
@@ -42,11 +43,18 @@ export interface CocoonSetDeps {
   events: EventRecorder;
   clock: Clock;
   log: Logger;
+  /** Checkpoints to branch new sets from (issue 19); absent: a from-checkpoint set waits, saying why. */
+  branching?: BranchingDeps;
   /**
    * Pods this process created that the cache has not shown yet (one per controller, shared with the
    * pods informer's handler). Absent: every pass trusts the cache alone.
    */
   expectations?: PodCreateExpectations;
+}
+
+export interface BranchingDeps {
+  checkpoints: CheckpointReader;
+  registry: CheckpointRegistry;
 }
 
 export type StepOutcome = { readonly done: false } | { readonly done: true; readonly result: Result };

@@ -139,6 +139,24 @@ export function finishUnsuspend(record: ReclaimRecord): ReclaimRecord {
   return { ...record, suspended: [] };
 }
 
+/**
+ * A branch from a checkpoint (issue 19) is about to seed these VMs' `:hibernate` tags before their
+ * first pod: each is recorded first, so step 10 (once the VM runs, at this generation or later) or the
+ * teardown drops whatever copy lands, even from a branch that never completes.
+ */
+export function recordBranchTargets(
+  record: ReclaimRecord,
+  generation: number,
+  vms: Iterable<string>,
+): ReclaimRecord {
+  return { ...record, generation, vms: union(record.vms, [...vms]) };
+}
+
+/** Every copy of the branch is in place: each VM is owed a restore, so steps 11–13 restore-mark its pod. */
+export function oweBranchRestores(record: ReclaimRecord, vms: Iterable<string>): ReclaimRecord {
+  return { ...record, restore: union(record.restore, [...vms]) };
+}
+
 /** The VM's tag was dropped (woken, or the image rule / a fork-from create dropped it): forget it. */
 export function dropVM(record: ReclaimRecord, vm: string): ReclaimRecord {
   return dropVMs(record, [vm]);

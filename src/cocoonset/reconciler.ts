@@ -2,6 +2,7 @@
 // module under steps/ and returns CONTINUE or a result that ends the pass; nothing else happens here
 // but the wake-up for the idle and expiry policy's next deadline.
 
+import { branchFromCheckpoint } from "../checkpoint/branch.ts";
 import type { Reconciler, Request, Result } from "../controller/reconciler.ts";
 import { nextDeadlineInMs } from "../idle/deadlines.ts";
 import { readIdlePolicy } from "../idle/policy.ts";
@@ -38,6 +39,8 @@ const STEPS: readonly Step[] = [
   reconcileMigration, // 8
   reconcileWake, // 9
   reconcileUnsuspend, // 10
+  // Issue 19: a set annotated from-checkpoint is seeded from the checkpoint before its first pod.
+  branchFromCheckpoint,
   reconcileMain, // 11
   reconcileSubAgents, // 12
   reconcileToolboxes, // 13

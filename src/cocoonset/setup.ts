@@ -16,6 +16,7 @@ import { idlePolicyAnnotationsChanged } from "../idle/policy.ts";
 import { type Logger, log } from "../log.ts";
 import type { SnapshotRegistry } from "../registry/index.ts";
 import { PodCreateExpectations } from "./expectations.ts";
+import type { BranchingDeps } from "./pass.ts";
 import { CocoonSetReconciler } from "./reconciler.ts";
 import { InformerCocoonSetView, type OperatorInformers } from "./view.ts";
 
@@ -31,6 +32,8 @@ export interface CocoonSetControllerOptions {
   /** Sets reconciled in parallel (COCOONSET_CONCURRENCY); below 1 is a setup error. */
   concurrency?: number;
   log?: Logger;
+  /** Checkpoints new sets branch from (issue 19); absent when the kind is not served. */
+  branching?: BranchingDeps;
   /** Created-pod expectations; default a fresh one for this controller. */
   expectations?: PodCreateExpectations;
 }
@@ -54,6 +57,7 @@ export function setupCocoonSetController(manager: Manager, options: CocoonSetCon
     clock,
     log: (options.log ?? log).child({ controller: COCOONSET_CONTROLLER }),
     expectations,
+    ...(options.branching ? { branching: options.branching } : {}),
   });
   const controller = new Controller({
     name: COCOONSET_CONTROLLER,

@@ -1,6 +1,7 @@
 // The API resources the operator talks to, and how their REST paths are built.
 
 import { GROUP, VERSION } from "../apis/v1/types.ts";
+import { PLURAL_COCOONCHECKPOINTS, VERSION_V1ALPHA1 } from "../apis/v1alpha1/types.ts";
 
 export interface ResourceType {
   /** API group; "" for the core group. */
@@ -45,6 +46,14 @@ export const COCOONHIBERNATIONS: ResourceType = {
   version: VERSION,
   plural: "cocoonhibernations",
   kind: "CocoonHibernation",
+  namespaced: true,
+};
+
+export const COCOONCHECKPOINTS: ResourceType = {
+  group: GROUP,
+  version: VERSION_V1ALPHA1,
+  plural: PLURAL_COCOONCHECKPOINTS,
+  kind: "CocoonCheckpoint",
   namespaced: true,
 };
 

@@ -86,12 +86,64 @@ export interface SnapshotRegistry {
   deleteIfPresent(repo: string, tag: string, signal?: AbortSignal): Promise<boolean>;
 }
 
-export interface RegistryClient extends SnapshotRegistry {
-  readonly base: RegistryBase;
+/** A blob as a manifest references it; the size, when known, extends the copy's deadline. */
+export interface BlobRef {
+  digest: string;
+  size?: number;
+}
+
+/**
+ * A streamed blob copy may take longer than one call's deadline: it gets this much more time per
+ * byte, i.e. it times out only below 8 MiB/s.
+ */
+const STREAM_FLOOR_BYTES_PER_MS = (8 * 1024 * 1024) / 1000;
+
+/** How one blob reached the target repository. */
+export type BlobCopy = "mounted" | "streamed";
+
+export interface ManifestCopy {
+  /** The digest of the manifest now under the target tag (the source's: the bytes are identical). */
+  digest: string;
+  mediaType: string;
+  /** Per blob of the manifest (config first, then layers); empty for a copy within one repository. */
+  blobs: BlobCopy[];
+}
+
+/**
+ * The writes checkpoints and branching make (decisions.md #10): manifest PUTs of existing content and
+ * blob copies between repositories. Nothing here builds a snapshot of its own.
+ */
+export interface CheckpointRegistry extends SnapshotRegistry {
   /** HEAD: the manifest's descriptor, or null on 404. */
   headManifest(repo: string, ref: string, signal?: AbortSignal): Promise<ManifestHead | null>;
   /** GET; throws ManifestNotFoundError on 404. */
   getManifest(repo: string, ref: string, signal?: AbortSignal): Promise<Manifest>;
+  /** PUT `raw` as `<repo>:<tag>`; every blob it references must be in repo already. Returns its digest. */
+  putManifest(
+    repo: string,
+    tag: string,
+    raw: Buffer,
+    mediaType: string,
+    signal?: AbortSignal,
+  ): Promise<string>;
+  /**
+   * Makes blob `digest` of `fromRepo` available in `toRepo`: a cross-repository mount (POST
+   * …/blobs/uploads/?mount=&from=, one token for push on toRepo and pull on fromRepo); where the registry
+   * answers the mount with a plain upload session instead, the blob is streamed through (GET, PUT).
+   */
+  copyBlob(fromRepo: string, toRepo: string, blob: BlobRef, signal?: AbortSignal): Promise<BlobCopy>;
+  /** Copies `<fromRepo>@<ref>` to `<toRepo>:<toTag>`: its blobs (copyBlob) and then the manifest PUT. */
+  copyManifest(
+    fromRepo: string,
+    ref: string,
+    toRepo: string,
+    toTag: string,
+    signal?: AbortSignal,
+  ): Promise<ManifestCopy>;
+}
+
+export interface RegistryClient extends CheckpointRegistry {
+  readonly base: RegistryBase;
   /** The repository's tags (distribution's tags/list, every page); [] when the repository is unknown. */
   listTags(repo: string, signal?: AbortSignal): Promise<string[]>;
 }
@@ -115,8 +167,8 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
     ]);
   const session = new Session({ base: parsedBase, keychain, fetch: fetchImpl, onRequest: opts.onRequest });
 
-  const callSignal = (caller?: AbortSignal): CallSignal => {
-    const timeout = AbortSignal.timeout(timeoutMs);
+  const callSignal = (caller?: AbortSignal, extraMs = 0): CallSignal => {
+    const timeout = AbortSignal.timeout(timeoutMs + extraMs);
     return { signal: caller ? AbortSignal.any([caller, timeout]) : timeout, caller, timeout };
   };
 
@@ -136,7 +188,7 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
       call,
     );
 
-  const errorAt = (method: string, path: string, result: HttpResult): RegistryError => {
+  const failureAt = (method: string, path: string, result: HttpResult): RegistryError => {
     const parsed = parseErrorBody(result.body.toString("utf8"));
     return new RegistryError({
       status: result.status,
@@ -147,7 +199,7 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
     });
   };
   const failure = (method: string, repo: string, ref: string, result: HttpResult): RegistryError =>
-    errorAt(method, manifestPath(parsedBase, repo, ref), result);
+    failureAt(method, manifestPath(parsedBase, repo, ref), result);
 
   const head = async (repo: string, ref: string, call: CallSignal): Promise<ManifestHead | null> => {
     const result = await manifestRequest("HEAD", repo, ref, "pull", call);
@@ -180,7 +232,7 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
       });
     }
     if (result.status !== 200) throw failure("GET", repo, ref, result);
-    const computed = `sha256:${createHash("sha256").update(result.body).digest("hex")}`;
+    const computed = sha256(result.body);
     const invalid = (message: string): RegistryError =>
       new RegistryError({
         status: 200,
@@ -218,7 +270,7 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
     while (path !== undefined) {
       const result = await session.request("GET", path, repositoryPath(parsedBase, repo), "pull", {}, call);
       if (result.status === 404) return tags;
-      if (result.status !== 200) throw errorAt("GET", path, result);
+      if (result.status !== 200) throw failureAt("GET", path, result);
       const body = JSON.parse(result.body.toString("utf8")) as { tags?: unknown };
       if (Array.isArray(body.tags)) for (const tag of body.tags) if (typeof tag === "string") tags.push(tag);
       path = nextPagePath(result.headers.get("link"));
@@ -240,6 +292,78 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
     const target = digest ?? (await head(repo, tag, call))?.digest;
     if (target === undefined) return;
     await deleteOnce(repo, target, call);
+  };
+
+  const put = async (repo: string, tag: string, raw: Buffer, mediaType: string, call: CallSignal) => {
+    const result = await session.request(
+      "PUT",
+      manifestPath(parsedBase, repo, tag),
+      repositoryPath(parsedBase, repo),
+      "push,pull",
+      { "content-type": mediaType },
+      call,
+      { body: raw },
+    );
+    if (result.status !== 201) throw failure("PUT", repo, tag, result);
+    return result.headers.get("docker-content-digest") ?? sha256(raw);
+  };
+
+  /** One blob, under a deadline of its own that grows with its size. */
+  const copyBlobWithin = (fromRepo: string, toRepo: string, blob: BlobRef, caller?: AbortSignal) =>
+    copyBlob(
+      fromRepo,
+      toRepo,
+      blob.digest,
+      callSignal(caller, Math.ceil((blob.size ?? 0) / STREAM_FLOOR_BYTES_PER_MS)),
+    );
+
+  const copyBlob = async (fromRepo: string, toRepo: string, digest: string, call: CallSignal) => {
+    const from = repositoryPath(parsedBase, fromRepo);
+    const to = repositoryPath(parsedBase, toRepo);
+    const uploads = `/v2/${to}/blobs/uploads/`;
+    const mountQuery = `?mount=${encodeURIComponent(digest)}&from=${encodeURIComponent(from)}`;
+    const mount = await session.request("POST", `${uploads}${mountQuery}`, to, "push,pull", {}, call, {
+      scopes: [`repository:${from}:pull`],
+    });
+    if (mount.status === 201) return "mounted" as const;
+    if (mount.status !== 202) throw failureAt("POST", uploads, mount);
+    // 202: the registry opened an ordinary upload instead (no mount support, or the source is not
+    // readable for the mount); the blob goes through this process without being held in memory.
+    const location = mount.headers.get("location");
+    if (!location) {
+      throw new RegistryError({
+        status: 202,
+        code: "UPLOAD_LOCATION_MISSING",
+        message: "upload session without a Location header",
+        method: "POST",
+        url: `${parsedBase.host}${uploads}`,
+      });
+    }
+    const blobPath = `/v2/${from}/blobs/${digest}`;
+    const source = await session.open("GET", blobPath, from, "pull", {}, call);
+    if (source.status !== 200 || source.stream === null) {
+      await source.stream?.cancel().catch(() => undefined);
+      throw new RegistryError({
+        status: source.status,
+        code: statusCode(source.status),
+        message: "blob not readable from the source repository",
+        method: "GET",
+        url: `${parsedBase.host}${blobPath}`,
+      });
+    }
+    const target = new URL(location, "http://registry.invalid");
+    target.searchParams.set("digest", digest);
+    const upload = await session.request(
+      "PUT",
+      `${target.pathname}${target.search}`,
+      to,
+      "push,pull",
+      { "content-type": "application/octet-stream" },
+      call,
+      { body: source.stream },
+    );
+    if (upload.status !== 201) throw failureAt("PUT", target.pathname, upload);
+    return "streamed" as const;
   };
 
   return {
@@ -266,6 +390,19 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
       if (isDigest(ref)) await deleteOnce(repo, ref, call);
       else await deleteTag(repo, ref, undefined, call);
     },
+    putManifest: (repo, tag, raw, mediaType, signal) => put(repo, tag, raw, mediaType, callSignal(signal)),
+    copyBlob: copyBlobWithin,
+    async copyManifest(fromRepo, ref, toRepo, toTag, signal) {
+      const manifest = await get(fromRepo, ref, callSignal(signal));
+      const blobs: BlobCopy[] = [];
+      if (fromRepo !== toRepo) {
+        for (const blob of referencedBlobs(manifest.manifest)) {
+          blobs.push(await copyBlobWithin(fromRepo, toRepo, blob, signal));
+        }
+      }
+      const digest = await put(toRepo, toTag, manifest.raw, manifest.mediaType, callSignal(signal));
+      return { digest, mediaType: manifest.mediaType, blobs };
+    },
     async deleteIfPresent(repo, tag, signal) {
       const call = callSignal(signal);
       const seen = await head(repo, tag, call);
@@ -282,6 +419,37 @@ function nextPagePath(link: string | null): string | undefined {
   if (!match?.[1]) return undefined;
   const url = new URL(match[1], "http://registry.invalid");
   return url.pathname + url.search;
+}
+
+function sha256(bytes: Buffer): string {
+  return `sha256:${createHash("sha256").update(bytes).digest("hex")}`;
+}
+
+/**
+ * The blobs an image manifest references: config, then layers. An index references manifests, not
+ * blobs, and a snapshot is never one: it is refused rather than copied half.
+ */
+export function referencedBlobs(manifest: Record<string, unknown>): BlobRef[] {
+  if (Array.isArray(manifest.manifests)) {
+    throw new RegistryError({
+      status: 0,
+      code: "MANIFEST_UNSUPPORTED",
+      message: "an image index cannot be copied as a snapshot",
+      method: "GET",
+      url: "",
+    });
+  }
+  const descriptors = [manifest.config, ...(Array.isArray(manifest.layers) ? manifest.layers : [])];
+  return descriptors.flatMap((d) => {
+    const { digest, size } = (d ?? {}) as { digest?: unknown; size?: unknown };
+    if (typeof digest !== "string") return [];
+    return [typeof size === "number" && size > 0 ? { digest, size } : { digest }];
+  });
+}
+
+/** Bytes an image manifest references (config and layer sizes). */
+export function referencedBytes(manifest: Record<string, unknown>): number {
+  return referencedBlobs(manifest).reduce((total, blob) => total + (blob.size ?? 0), 0);
 }
 
 function stringRecord(value: unknown): Record<string, string> {

@@ -2,13 +2,19 @@
 export type { Challenge } from "./challenge.ts";
 export {
   BASE_IMAGE_ANNOTATION,
+  type BlobCopy,
+  type BlobRef,
+  type CheckpointRegistry,
   createRegistryClient,
   DEFAULT_TIMEOUT_MS,
   MANIFEST_ACCEPT,
   type Manifest,
+  type ManifestCopy,
   type ManifestHead,
   type RegistryClient,
   type RegistryClientOptions,
+  referencedBlobs,
+  referencedBytes,
   type SnapshotManifest,
   type SnapshotRegistry,
 } from "./client.ts";

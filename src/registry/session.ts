@@ -16,6 +16,20 @@ export interface HttpResult {
   body: Buffer;
 }
 
+/** A response whose body has not been read: the caller consumes or cancels `stream`. */
+export interface StreamResult {
+  status: number;
+  headers: Headers;
+  stream: ReadableStream<Uint8Array> | null;
+}
+
+export interface RequestExtras {
+  /** Request body; a stream is sent once, so a 401 to it is returned, not retried. */
+  body?: string | Buffer | ReadableStream<Uint8Array>;
+  /** Scopes the token needs beyond `repoPath`/`action`, e.g. pull on a blob mount's source. */
+  scopes?: string[];
+}
+
 export interface SessionOptions {
   base: RegistryBase;
   keychain: Keychain;
@@ -60,27 +74,56 @@ export class Session {
     action: Action,
     headers: Record<string, string>,
     call: CallSignal,
+    extras: RequestExtras = {},
   ): Promise<HttpResult> {
+    const result = await this.#exchange(method, path, repoPath, action, headers, call, extras, true);
+    return result as HttpResult;
+  }
+
+  /** As request, but the response body is handed over unread (a blob streamed to another repository). */
+  async open(
+    method: string,
+    path: string,
+    repoPath: string,
+    action: Action,
+    headers: Record<string, string>,
+    call: CallSignal,
+  ): Promise<StreamResult> {
+    return (await this.#exchange(method, path, repoPath, action, headers, call, {}, false)) as StreamResult;
+  }
+
+  async #exchange(
+    method: string,
+    path: string,
+    repoPath: string,
+    action: Action,
+    headers: Record<string, string>,
+    call: CallSignal,
+    extras: RequestExtras,
+    read: boolean,
+  ): Promise<HttpResult | StreamResult> {
     const { origin } = await this.#pinged(call);
     const baseScope = `repository:${repoPath}:${action}`;
-    const scopes = [baseScope, ...(this.#learnedScopes.get(baseScope) ?? [])];
+    const scopes = [baseScope, ...(extras.scopes ?? []), ...(this.#learnedScopes.get(baseScope) ?? [])];
     const url = `${origin}${path}`;
     let auth = await this.#authorizationOrForget(this.#challenge, scopes, false, call);
-    const result = await this.#send(method, url, { ...headers, ...auth }, call);
+    const result = await this.#send(method, url, { ...headers, ...auth }, call, extras.body, read);
     if (result.status !== 401) return result;
     const challenge = parseChallenge(result.headers.get("www-authenticate"));
-    if (!challenge) return result;
+    // A streamed request body has been consumed: it cannot be sent again.
+    if (!challenge || extras.body instanceof ReadableStream) return result;
+    await discard(result);
     this.#challenge = challenge;
     // The registry names the scope it wants (distribution asks `delete` for DELETE): remember it
     // so later calls request it up front and hit the token cache.
     const wanted = challenge.params.scope;
     if (wanted && !scopes.includes(wanted)) {
       scopes.push(wanted);
-      this.#learnedScopes.set(baseScope, scopes.slice(1));
+      this.#learnedScopes.set(baseScope, [...(this.#learnedScopes.get(baseScope) ?? []), wanted]);
     }
     auth = await this.#authorizationOrForget(challenge, scopes, true, call);
     if (Object.keys(auth).length === 0) return result;
-    return this.#send(method, url, { ...headers, ...auth }, call);
+    return this.#send(method, url, { ...headers, ...auth }, call, extras.body, read);
   }
 
   async #pinged(call: CallSignal): Promise<{ origin: string }> {
@@ -214,19 +257,19 @@ export class Session {
         scope: scopes.join(" "),
         client_id: "cocoon-operator",
       });
-      result = await this.#send(
+      result = (await this.#send(
         "POST",
         realmUrl.href,
         { "content-type": "application/x-www-form-urlencoded" },
         call,
         form.toString(),
-      );
+      )) as HttpResult;
     } else {
       if (service) realmUrl.searchParams.set("service", service);
       for (const scope of scopes) realmUrl.searchParams.append("scope", scope);
       const headers: Record<string, string> = {};
       if (credential.kind === "basic") headers.authorization = basicHeader(credential);
-      result = await this.#send("GET", realmUrl.href, headers, call);
+      result = (await this.#send("GET", realmUrl.href, headers, call)) as HttpResult;
     }
     if (result.status !== 200) {
       const parsed = parseErrorBody(result.body.toString("utf8"));
@@ -262,21 +305,29 @@ export class Session {
     url: string,
     headers: Record<string, string>,
     call: CallSignal,
-    body?: string,
-  ): Promise<HttpResult> {
+    body?: RequestExtras["body"],
+    read = true,
+  ): Promise<HttpResult | StreamResult> {
     const path = new URL(url).pathname;
     let response: Response;
-    let payload: Buffer;
+    let payload: Buffer | undefined;
     try {
       response = await this.#opts.fetch(url, { method, headers, body, signal: call.signal });
-      payload = Buffer.from(await response.arrayBuffer());
+      if (read) payload = Buffer.from(await response.arrayBuffer());
     } catch (err) {
       this.#opts.onRequest?.(method, path, 0);
       throw transportError(err, method, url, call);
     }
     this.#opts.onRequest?.(method, path, response.status);
+    if (payload === undefined)
+      return { status: response.status, headers: response.headers, stream: response.body };
     return { status: response.status, headers: response.headers, body: payload };
   }
+}
+
+/** Releases an unread response body (a stream the caller will not consume). */
+async function discard(result: HttpResult | StreamResult): Promise<void> {
+  if ("stream" in result) await result.stream?.cancel().catch(() => undefined);
 }
 
 function basicHeader(credential: Extract<Credential, { kind: "basic" }>): string {

@@ -3,16 +3,21 @@
 // cannot: trust the system roots as Go finds them (SSL_CERT_FILE, SSL_CERT_DIR; src/net/roots.ts)
 // plus an optional CA bundle, and go through HTTPS_PROXY / HTTP_PROXY unless NO_PROXY says
 // otherwise (src/net/proxy.ts), per request URL: the token server may sit on another host than the
-// registry. TLS verification stays on.
+// registry. TLS verification stays on. Request and response bodies stream with backpressure: a blob
+// copy (checkpoint branching) holds one chunk, not the blob (undici's fetch kept every chunk of a
+// streamed request body: a 1 GiB copy held 1 GiB).
 import http from "node:http";
 import https from "node:https";
+import { pipeline, Readable } from "node:stream";
+import type { ReadableStream as NodeReadableStream } from "node:stream/web";
 import { agentProxyOptions, type ProxySelector } from "../net/proxy.ts";
 import { systemRootCertificates } from "../net/roots.ts";
 
 export interface FetchInit {
   method: string;
   headers: Record<string, string>;
-  body?: string | Buffer;
+  /** A stream is sent as it is read (a blob copied from another repository). */
+  body?: string | Buffer | ReadableStream<Uint8Array>;
   signal?: AbortSignal;
 }
 
@@ -61,21 +66,26 @@ export function createTransport(opts: TransportOptions = {}): FetchLike {
         target,
         { method: init.method, headers: init.headers, agent: agentFor(target), signal: init.signal },
         (res) => {
-          const chunks: Buffer[] = [];
-          res.on("data", (chunk: Buffer) => chunks.push(chunk));
-          res.on("error", reject);
-          res.on("end", () => {
-            const headers = new Headers();
-            for (const [name, value] of Object.entries(res.headers)) {
-              if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(", ") : value);
-            }
-            const status = res.statusCode ?? 0;
-            const body = bodyAllowed(init.method, status) ? Buffer.concat(chunks) : null;
-            resolve(new Response(body, { status, statusText: res.statusMessage ?? "", headers }));
-          });
+          const headers = new Headers();
+          for (const [name, value] of Object.entries(res.headers)) {
+            if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(", ") : value);
+          }
+          const status = res.statusCode ?? 0;
+          if (!bodyAllowed(init.method, status)) res.resume();
+          const body = bodyAllowed(init.method, status)
+            ? (Readable.toWeb(res) as unknown as ReadableStream<Uint8Array>)
+            : null;
+          resolve(new Response(body, { status, statusText: res.statusMessage ?? "", headers }));
         },
       );
       request.on("error", reject);
-      request.end(init.body);
+      if (init.body instanceof ReadableStream) {
+        // pipeline, not pipe: a source that fails mid-blob must fail the request too.
+        pipeline(Readable.fromWeb(init.body as NodeReadableStream<Uint8Array>), request, (err) => {
+          if (err) reject(err);
+        });
+      } else {
+        request.end(init.body);
+      }
     });
 }

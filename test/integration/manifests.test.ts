@@ -30,15 +30,18 @@ const grant = (group: string, resource: string, verb: string): Grant => `${group
  * Role (cocoon-system) must grant exactly these; the scan of src/ below must find exactly these.
  */
 const API_CALLS: { group: string; resource: string; verbs: string[]; namespaced?: "cocoon-system" }[] = [
-  // CocoonSet informer; finalizer update; bookkeeping annotation patches; the idle policy's
-  // spec.suspend patch and expire-action Delete.
-  { group: GROUP, resource: "cocoonsets", verbs: ["list", "watch", "update", "patch", "delete"] },
+  // CocoonSet informer; the checkpoint's uncached re-read after its copy; finalizer update;
+  // bookkeeping annotation patches; the idle policy's spec.suspend patch and expire-action Delete.
+  { group: GROUP, resource: "cocoonsets", verbs: ["get", "list", "watch", "update", "patch", "delete"] },
   { group: GROUP, resource: "cocoonsets/status", verbs: ["patch"] },
   // Pods are created with a blockOwnerDeletion ownerReference to their set.
   { group: GROUP, resource: "cocoonsets/finalizers", verbs: ["update"] },
   // CocoonHibernation informer; finalizer update.
   { group: GROUP, resource: "cocoonhibernations", verbs: ["list", "watch", "update"] },
   { group: GROUP, resource: "cocoonhibernations/status", verbs: ["patch"] },
+  // CocoonCheckpoint informer (and the startup probe); finalizer update; keep-checkpoints deletes.
+  { group: GROUP, resource: "cocooncheckpoints", verbs: ["list", "watch", "update", "delete"] },
+  { group: GROUP, resource: "cocooncheckpoints/status", verbs: ["patch"] },
   // Pod informer; uncached reads (toolbox collision, wake liveness); creates; annotation patches; deletes.
   { group: "", resource: "pods", verbs: ["get", "list", "watch", "create", "patch", "delete"] },
   // The event recorder: new events, and count bumps on repeats.
@@ -179,12 +182,13 @@ describe("install manifests", () => {
     saKey = render("config/overlays/sa-key");
   });
 
-  it("config/default renders the namespace, both CRDs, RBAC, the Deployment, its config and metrics Service", () => {
+  it("config/default renders the namespace, the three CRDs, RBAC, the Deployment, its config and metrics Service", () => {
     const names = defaults.map((o) => `${o.kind}/${o.metadata.name}`).sort();
     assert.deepEqual(names, [
       "ClusterRole/cocoon-operator",
       "ClusterRoleBinding/cocoon-operator",
       `ConfigMap/${configMap(defaults).metadata.name}`,
+      "CustomResourceDefinition/cocooncheckpoints.cocoonset.cocoonstack.io",
       "CustomResourceDefinition/cocoonhibernations.cocoonset.cocoonstack.io",
       "CustomResourceDefinition/cocoonsets.cocoonset.cocoonstack.io",
       "Deployment/cocoon-operator",

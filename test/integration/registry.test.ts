@@ -1,16 +1,19 @@
 // The registry client against the real docker-registry (distribution 2.8) of the test environment.
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import {
   createRegistryClient,
+  type FetchLike,
   ManifestNotFoundError,
   type RegistryClientOptions,
   RegistryError,
+  referencedBlobs,
 } from "../../src/registry/index.ts";
+import { createTransport } from "../../src/registry/transport.ts";
 import { freePort } from "../env/ports.ts";
 import { startRegistry, type TestRegistry } from "../env/registry.ts";
 import { pushTestManifest } from "../env/registry-push.ts";
@@ -284,5 +287,152 @@ describe("registry that is down", () => {
       setTimeout(() => controller.abort(), 50);
       await rejectsWith(pending, { status: 0, code: "CANCELLED" });
     });
+  });
+});
+
+// Checkpoints and branching (issue 19): manifest PUT within a repository, blob copies across them.
+
+/** A registry without cross-repository mounts: it ignores mount= and opens an ordinary upload (202). */
+function withoutMount(transport: FetchLike): FetchLike {
+  return (url, init) => {
+    const target = new URL(url);
+    target.searchParams.delete("mount");
+    target.searchParams.delete("from");
+    return transport(target.href, init);
+  };
+}
+
+describe("manifest copies", () => {
+  let reg: TestRegistry;
+  before(async () => {
+    reg = await startRegistry();
+  });
+  after(() => reg.stop());
+
+  const blobStatus = async (repo: string, digest: string): Promise<number> => {
+    const res = await fetch(`${reg.url}/v2/proj/${repo}/blobs/${digest}`, { method: "HEAD" });
+    return res.status;
+  };
+
+  it("putManifest tags new manifest bytes in the same repository without moving a blob", async () => {
+    await pushTestManifest(reg, "proj/vk-ns-ck-0", "hibernate");
+    const { calls, opts } = recording({ dockerConfigPath: noConfig });
+    const client = createRegistryClient(`${reg.host}/proj`, opts);
+    const source = await client.getManifest("vk-ns-ck-0", "hibernate");
+    const copy = JSON.parse(source.raw.toString("utf8"));
+    copy.annotations = { ...copy.annotations, "cocoonset.cocoonstack.io/checkpoint": "ns/one" };
+    const raw = Buffer.from(JSON.stringify(copy));
+    const digest = await client.putManifest("vk-ns-ck-0", "ckpt-one", raw, source.mediaType);
+    assert.notEqual(digest, source.digest);
+    assert.equal((await client.headManifest("vk-ns-ck-0", "ckpt-one"))?.digest, digest);
+    assert.equal(
+      (await client.getManifest("vk-ns-ck-0", "hibernate")).digest,
+      source.digest,
+      "source untouched",
+    );
+    const writes = calls.filter((c) => c.method !== "GET" && c.method !== "HEAD");
+    assert.deepEqual(writes, [
+      { method: "PUT", path: "/v2/proj/vk-ns-ck-0/manifests/ckpt-one", status: 201 },
+    ]);
+  });
+
+  it("copyManifest mounts each blob into the target repository, then PUTs the same manifest", async () => {
+    const pushed = await pushTestManifest(reg, "proj/vk-ns-src-0", "ckpt-a");
+    const { calls, opts } = recording({ dockerConfigPath: noConfig });
+    const client = createRegistryClient(`${reg.host}/proj`, opts);
+    const result = await client.copyManifest("vk-ns-src-0", pushed.digest, "vk-ns-dst-0", "hibernate");
+    assert.deepEqual(result.blobs, ["mounted", "mounted"]);
+    assert.equal(result.digest, pushed.digest);
+    assert.equal((await client.headManifest("vk-ns-dst-0", "hibernate"))?.digest, pushed.digest);
+    for (const { digest } of referencedBlobs(
+      (await client.getManifest("vk-ns-dst-0", "hibernate")).manifest,
+    )) {
+      assert.equal(await blobStatus("vk-ns-dst-0", digest), 200, `${digest} is in the target repository`);
+    }
+    const order = calls
+      .map((c) => `${c.method} ${c.path} ${c.status}`)
+      .filter((c) => !c.startsWith("GET /v2/ "));
+    assert.deepEqual(order.slice(0, 4), [
+      `GET /v2/proj/vk-ns-src-0/manifests/${pushed.digest} 200`,
+      "POST /v2/proj/vk-ns-dst-0/blobs/uploads/ 201",
+      "POST /v2/proj/vk-ns-dst-0/blobs/uploads/ 201",
+      "PUT /v2/proj/vk-ns-dst-0/manifests/hibernate 201",
+    ]);
+    assert.ok(!calls.some((c) => c.path.includes("/blobs/sha256:")), "no blob was read");
+  });
+
+  it("streams each blob through when the registry answers the mount with a plain upload session", async () => {
+    const pushed = await pushTestManifest(reg, "proj/vk-ns-src-1", "ckpt-b");
+    const { calls, opts } = recording({ dockerConfigPath: noConfig, fetch: withoutMount(createTransport()) });
+    const client = createRegistryClient(`${reg.host}/proj`, opts);
+    const result = await client.copyManifest("vk-ns-src-1", pushed.digest, "vk-ns-dst-1", "hibernate");
+    assert.deepEqual(result.blobs, ["streamed", "streamed"]);
+    assert.equal((await client.headManifest("vk-ns-dst-1", "hibernate"))?.digest, pushed.digest);
+    for (const { digest } of referencedBlobs(
+      (await client.getManifest("vk-ns-dst-1", "hibernate")).manifest,
+    )) {
+      assert.equal(await blobStatus("vk-ns-dst-1", digest), 200, `${digest} is in the target repository`);
+      assert.ok(calls.some((c) => c.method === "GET" && c.path === `/v2/proj/vk-ns-src-1/blobs/${digest}`));
+    }
+    assert.equal(calls.filter((c) => c.method === "PUT" && c.path.includes("/blobs/uploads/")).length, 2);
+  });
+
+  it("fails a copy whose source is missing, leaving no tag in the target", async () => {
+    const client = createRegistryClient(`${reg.host}/proj`, { dockerConfigPath: noConfig });
+    await assert.rejects(
+      client.copyManifest("vk-ns-none-0", "ckpt-gone", "vk-ns-dst-2", "hibernate"),
+      ManifestNotFoundError,
+    );
+    assert.equal(await client.hasManifest("vk-ns-dst-2", "hibernate"), false);
+  });
+});
+
+describe("manifest copies on a token auth registry", () => {
+  let reg: TestRegistry;
+  before(async () => {
+    reg = await startRegistry({
+      auth: "token",
+      users: [
+        { user: "admin", password: "admin-secret" },
+        {
+          user: "brancher",
+          password: "brancher-secret",
+          access: [
+            { repository: "proj/vk-ns-from-*", actions: ["pull"] },
+            { repository: "proj/vk-ns-to-*", actions: ["pull", "push"] },
+          ],
+        },
+      ],
+    });
+  });
+  after(() => reg.stop());
+
+  it("asks one token for push,pull on the target and pull on the source for a mount", async () => {
+    const pushed = await pushTestManifest(reg, "proj/vk-ns-from-0", "ckpt-c");
+    const client = createRegistryClient(`${reg.host}/proj`, {
+      caFile: reg.caFile,
+      dockerConfigPath: dockerConfig("token-brancher", reg.host, "brancher", "brancher-secret"),
+    });
+    const requests = reg.tokenRequests ?? [];
+    const before = requests.length;
+    const result = await client.copyManifest("vk-ns-from-0", pushed.digest, "vk-ns-to-0", "hibernate");
+    assert.deepEqual(result.blobs, ["mounted", "mounted"]);
+    const mountToken = requests
+      .slice(before)
+      .find((r) => r.scopes.includes("repository:proj/vk-ns-to-0:push,pull"));
+    assert.ok(mountToken, "a push token for the target was requested");
+    assert.ok(mountToken.scopes.includes("repository:proj/vk-ns-from-0:pull"), mountToken.scopes.join(" "));
+    assert.equal((await client.headManifest("vk-ns-to-0", "hibernate"))?.digest, pushed.digest);
+  });
+
+  it("streams with bearer tokens over the CA-bundle transport where the mount is not taken", async () => {
+    const pushed = await pushTestManifest(reg, "proj/vk-ns-from-1", "ckpt-d");
+    const client = createRegistryClient(`${reg.host}/proj`, {
+      fetch: withoutMount(createTransport({ extraCa: readFileSync(reg.caFile ?? "", "utf8") })),
+      dockerConfigPath: dockerConfig("token-brancher-stream", reg.host, "brancher", "brancher-secret"),
+    });
+    const result = await client.copyManifest("vk-ns-from-1", pushed.digest, "vk-ns-to-1", "hibernate");
+    assert.deepEqual(result.blobs, ["streamed", "streamed"]);
+    assert.equal((await client.headManifest("vk-ns-to-1", "hibernate"))?.digest, pushed.digest);
   });
 });

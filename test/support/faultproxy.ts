@@ -253,7 +253,13 @@ export function scopePath(path: string, namespace: string): string | undefined {
 
 export async function startApiProxy(
   upstream: ApiConnection,
-  opts: { namespace: string; seed: number; faults?: Partial<ApiFaults> },
+  opts: {
+    namespace: string;
+    seed: number;
+    faults?: Partial<ApiFaults>;
+    /** "group/version"s answered as a server without them answers: 404 "404 page not found". */
+    unservedGroupVersions?: string[];
+  },
 ): Promise<ApiProxy> {
   const dir = mkdtempSync(join(tmpdir(), "cocoon-apiproxy-"));
   const keyFile = join(dir, "key.pem");
@@ -314,6 +320,12 @@ export async function startApiProxy(
         return;
       }
       const url = new URL(scoped, "https://proxy");
+      if (opts.unservedGroupVersions?.some((gv) => url.pathname.startsWith(`/apis/${gv}/`))) {
+        req.resume();
+        res.writeHead(404, { "content-type": "text/plain; charset=utf-8" });
+        res.end("404 page not found\n");
+        return;
+      }
       const isWatch = url.searchParams.get("watch") === "true" || url.searchParams.get("watch") === "1";
       const f = state.faults;
       // The first watch resume (and, below, the first watch stream) gets its fault whenever that fault

@@ -8,6 +8,8 @@ import type { SnapshotRegistry } from "../../src/registry/index.ts";
 import { testEnv } from "../env/testenv.ts";
 
 export interface TestOperatorOptions {
+  /** The API server to talk to (e.g. a fault proxy's); default the test environment's. */
+  kubeconfigPath?: string;
   /** The one namespace the operator watches; default every namespace. */
   namespace?: string;
   /** OCI_REGISTRY; default the test environment's registry. */
@@ -30,7 +32,7 @@ export interface TestOperator {
 export async function startTestOperator(opts: TestOperatorOptions = {}): Promise<TestOperator> {
   const env = testEnv();
   const operator = createOperator({
-    kubeConfig: kubeConfigFromFile(env.kubeconfigPath),
+    kubeConfig: kubeConfigFromFile(opts.kubeconfigPath ?? env.kubeconfigPath),
     registryBase: opts.registryBase ?? env.registry,
     ...(opts.registry ? { registry: opts.registry } : {}),
     metricsAddr: "0",
@@ -45,6 +47,7 @@ export async function startTestOperator(opts: TestOperatorOptions = {}): Promise
   await operator.start();
   const { cocoonSets, pods, hibernations } = operator.informers;
   await Promise.all([cocoonSets.waitForSync(), pods.waitForSync(), hibernations.waitForSync()]);
+  if (operator.checkpoints.isAvailable) await operator.checkpoints.informer.waitForSync();
   return {
     operator,
     client: operator.client,

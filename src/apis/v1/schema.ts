@@ -45,13 +45,13 @@ import {
   VERSION,
 } from "./types.ts";
 
-const int32 = (extra: JSONSchemaProps = {}): JSONSchemaProps => ({
+export const int32 = (extra: JSONSchemaProps = {}): JSONSchemaProps => ({
   format: "int32",
   type: "integer",
   ...extra,
 });
-const int64: JSONSchemaProps = { format: "int64", type: "integer" };
-const str: JSONSchemaProps = { type: "string" };
+export const int64: JSONSchemaProps = { format: "int64", type: "integer" };
+export const str: JSONSchemaProps = { type: "string" };
 const port = (description?: string): JSONSchemaProps =>
   int32({ ...(description === undefined ? {} : { description }), maximum: 65535, minimum: 0 });
 
@@ -282,7 +282,8 @@ cocoonset.cocoonstack.io/last-activity annotation. Set only with suspend-after-i
 
 const ageColumn: PrinterColumn = { jsonPath: ".metadata.creationTimestamp", name: "Age", type: "date" };
 
-function crd(
+/** One namespaced kind of the group, in the layout every CRD of this repository shares. */
+export function crd(
   kind: string,
   plural: string,
   shortName: string,
@@ -290,6 +291,7 @@ function crd(
   openAPIV3Schema: JSONSchemaProps,
   /** Columns beyond upstream's go after Age, so the upstream columns keep their places. */
   columnsAfterAge: PrinterColumn[] = [],
+  version: string = VERSION,
 ): CustomResourceDefinition {
   const singular = kind.toLowerCase();
   return {
@@ -310,7 +312,7 @@ function crd(
       versions: [
         {
           additionalPrinterColumns: [...printerColumns, ageColumn, ...columnsAfterAge],
-          name: VERSION,
+          name: version,
           schema: { openAPIV3Schema },
           served: true,
           storage: true,

@@ -40,11 +40,11 @@ export async function writeStatus(
 }
 
 /** The new status, with null for each top-level field it no longer has (merge patch deletes those). */
-export function statusMergePatch(
-  current: CocoonSetStatus | undefined,
-  next: CocoonSetStatus,
+export function statusMergePatch<S extends object = CocoonSetStatus>(
+  current: S | undefined,
+  next: S,
 ): Record<string, unknown> {
-  const patch: Record<string, unknown> = { ...next };
+  const patch: Record<string, unknown> = { ...(next as Record<string, unknown>) };
   for (const key of Object.keys(current ?? {})) if (!(key in next)) patch[key] = null;
   return patch;
 }

@@ -11,6 +11,7 @@ import { PodApi } from "./podapi.ts";
 import { VmRecord } from "./record.ts";
 import { type NodeRuntime, PodWorker, type SimTimings } from "./worker.ts";
 
+export type { SnapshotOrigin } from "./clone.ts";
 export { Faults } from "./faults.ts";
 export type { SimNodeOptions } from "./node.ts";
 export { OciClient } from "./oci.ts";

@@ -1,5 +1,7 @@
 // The append-only journal of everything the simulator did to VMs, for test assertions.
 
+import type { SnapshotOrigin } from "./clone.ts";
+
 export type VmEventKind =
   | "boot"
   | "restore"
@@ -28,6 +30,8 @@ export interface VmEvent {
   source?: VmSource;
   /** Restore and wake: whether the node-local snapshot was used instead of a registry pull. */
   fromLocalCache?: boolean;
+  /** Restore and wake: the snapshot used (repository:tag, digest, the VM it was taken of). */
+  snapshot?: SnapshotOrigin;
   /** Destroy: whether the node-local snapshot was kept (keep-snapshot-on-delete). */
   keptLocalSnapshot?: boolean;
   /** Free text: refusal message, pushed tag, ... */

@@ -29,6 +29,7 @@ import {
   TAG_HIBERNATE,
   TAG_LATEST,
 } from "../../../src/contract/keys.ts";
+import { resolveSnapshotOrigin, type SnapshotOrigin } from "./clone.ts";
 import type { Faults } from "./faults.ts";
 import type { FetchedManifest, OciClient } from "./oci.ts";
 import { type PodApi, podKey } from "./podapi.ts";
@@ -245,7 +246,7 @@ export class PodWorker {
         throw await this.failOp("WakeCloneFailed", `clone ${this.vmName()}: refused by simulator fault`);
       }
       const kind = bringUp.source === "restore" || bringUp.source === "fork" ? bringUp.source : "boot";
-      await this.bringUp(kind, bringUp.source, bringUp.fromLocalCache);
+      await this.bringUp(kind, bringUp.source, bringUp.fromLocalCache, bringUp.origin);
     }
     this.created = true;
     await this.becomeReady();
@@ -276,13 +277,17 @@ export class PodWorker {
   }
 
   /** The hibernate-evidence check and bring-up priority of a managed CreatePod (vk-cocoon.md §3). */
-  private async resolveBringUp(): Promise<{ source: VmSource; fromLocalCache?: boolean }> {
+  private async resolveBringUp(): Promise<{
+    source: VmSource;
+    fromLocalCache?: boolean;
+    origin?: SnapshotOrigin;
+  }> {
     const pod = this.latest;
     const vm = this.vmName();
     if (flag(pod, ANN_RESTORE_FROM_HIBERNATE)) {
       const restore = await this.pullHibernate("WakePullFailed");
       await this.checkSnapshotImage(restore.manifest, "WakePullFailed");
-      return { source: "restore", fromLocalCache: restore.fromLocalCache };
+      return { source: "restore", fromLocalCache: restore.fromLocalCache, origin: restore.origin };
     }
     let evidence: FetchedManifest | null;
     try {
@@ -310,7 +315,7 @@ export class PodWorker {
         `restoring ${vm} from its hibernate snapshot`,
       );
       const restore = await this.pullHibernate("WakePullFailed");
-      return { source: "restore", fromLocalCache: restore.fromLocalCache };
+      return { source: "restore", fromLocalCache: restore.fromLocalCache, origin: restore.origin };
     }
     const mode = annotation(pod, ANN_MODE);
     if (cloneFromDir !== "") {
@@ -432,7 +437,7 @@ export class PodWorker {
     if (this.deps.faults.wakeRefused(vm)) {
       throw await this.failOp("WakeCloneFailed", `clone ${vm}: refused by simulator fault`);
     }
-    await this.bringUp("wake", "restore", source.fromLocalCache);
+    await this.bringUp("wake", "restore", source.fromLocalCache, source.origin);
     await this.deps.api.event(this.latest, "Normal", "Woken", `cloned from ${this.ref(TAG_HIBERNATE)}`);
     await this.becomeReady();
   }
@@ -474,6 +479,7 @@ export class PodWorker {
     kind: "boot" | "restore" | "fork" | "wake",
     source: VmSource,
     fromLocalCache?: boolean,
+    snapshot?: SnapshotOrigin,
   ): Promise<void> {
     const live = { vmID: randomUUID(), ip: this.deps.nextIP(), startedAt: rfc3339(this.deps.clock.now()) };
     this.track(live);
@@ -486,6 +492,7 @@ export class PodWorker {
       vmID: live.vmID,
       source,
       ...(fromLocalCache === undefined ? {} : { fromLocalCache }),
+      ...(snapshot === undefined ? {} : { snapshot }),
     });
     await this.publishRunning(false);
   }
@@ -547,7 +554,7 @@ export class PodWorker {
   /** The :hibernate source of a wake or restore: the tag must exist; a matching local snapshot skips the pull. */
   private async pullHibernate(
     reason: string,
-  ): Promise<{ manifest: FetchedManifest; fromLocalCache: boolean }> {
+  ): Promise<{ manifest: FetchedManifest; fromLocalCache: boolean; origin: SnapshotOrigin }> {
     const vm = this.vmName();
     const ref = this.ref(TAG_HIBERNATE);
     try {
@@ -556,7 +563,16 @@ export class PodWorker {
       const snapshotId = await readSnapshotId(this.deps.oci, this.deps.oci.repository(vm), manifest.json);
       const cached = this.deps.node.snapshots.get(vm);
       if (cached !== undefined && cached !== snapshotId) this.deps.node.snapshots.delete(vm);
-      return { manifest, fromLocalCache: cached === snapshotId };
+      const fromLocalCache = cached === snapshotId;
+      const repo = this.deps.oci.repository(vm);
+      const origin = await resolveSnapshotOrigin(
+        this.deps.oci,
+        repo,
+        TAG_HIBERNATE,
+        manifest,
+        fromLocalCache,
+      );
+      return { manifest, fromLocalCache, origin };
     } catch (err) {
       if (err instanceof ProviderError) throw err;
       throw await this.failOp(reason, `pull ${ref}: ${(err as Error).message}`);

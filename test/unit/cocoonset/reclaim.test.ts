@@ -10,10 +10,12 @@ import {
   finishUnsuspend,
   isRecorded,
   needsUnsuspendBookkeeping,
+  oweBranchRestores,
   owesRestore,
   type ReclaimRecord,
   readReclaim,
   reclaimPatchValue,
+  recordBranchTargets,
   recordSuspend,
   wokenRecordedVMs,
 } from "../../../src/cocoonset/reclaim.ts";
@@ -191,5 +193,26 @@ describe("wokenRecordedVMs", () => {
     ];
     assert.deepEqual(wokenRecordedVMs(r, pods), []);
     assert.deepEqual(wokenRecordedVMs(r, [pod(VM0, { state: "ready", gen: 4 })]), []);
+  });
+});
+
+describe("branch transitions (issue 19)", () => {
+  it("records the targets first, then owes them a restore; the suspended list stays untouched", () => {
+    const start = { generation: 1, vms: ["vk-ns-demo-9"], restore: [], suspended: [] };
+    const recorded = recordBranchTargets(start, 2, ["vk-ns-demo-0", "vk-ns-demo-1"]);
+    assert.deepEqual(recorded, {
+      generation: 2,
+      vms: ["vk-ns-demo-9", "vk-ns-demo-0", "vk-ns-demo-1"],
+      restore: [],
+      suspended: [],
+    });
+    assert.equal(owesRestore(recorded, "vk-ns-demo-0"), false);
+    const owed = oweBranchRestores(recorded, ["vk-ns-demo-0", "vk-ns-demo-1"]);
+    assert.deepEqual(owed.restore, ["vk-ns-demo-0", "vk-ns-demo-1"]);
+    assert.equal(owesRestore(owed, "vk-ns-demo-1"), true);
+    assert.equal(
+      encodeReclaim(owed),
+      '{"generation":2,"vms":["vk-ns-demo-9","vk-ns-demo-0","vk-ns-demo-1"],"restore":["vk-ns-demo-0","vk-ns-demo-1"]}',
+    );
   });
 });

@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
 import type { CocoonSet } from "../../../src/apis/v1/types.ts";
+import { ANN_FROM_CHECKPOINT, CONDITION_BRANCHED } from "../../../src/checkpoint/keys.ts";
 import { classifyPods } from "../../../src/cocoonset/classify.ts";
 import { buildMainPod, buildSubAgentPod, buildToolboxPod } from "../../../src/cocoonset/pods.ts";
 import { CocoonSetReconciler } from "../../../src/cocoonset/reconciler.ts";
@@ -12,6 +13,7 @@ import { computeStatus } from "../../../src/cocoonset/status.ts";
 import { applyLifecycle } from "../../../src/contract/lifecycle.ts";
 import { applyVMRuntime } from "../../../src/contract/vmruntime.ts";
 import { PODS } from "../../../src/controller/resources.ts";
+import { FakeCheckpointRegistry } from "../../support/checkpointregistry.ts";
 import { cocoonSet, harness, NS, SET, SET_UID, seedSet } from "../../support/cocoonset.ts";
 
 const NODE = "node-a";
@@ -83,5 +85,46 @@ describe("CocoonSetReconciler on a settled set", () => {
     assert.deepEqual(h.registry.calls, []);
     assert.equal(h.view.hibernationLists, 0);
     assert.deepEqual(h.events.events, []);
+  });
+});
+
+describe("CocoonSetReconciler on a settled set branched from a checkpoint (issue 19)", () => {
+  it("makes zero API and registry calls and reads no checkpoint", async () => {
+    const h = harness();
+    const { cs, pods } = settledFixture();
+    cs.metadata.annotations = { ...cs.metadata.annotations, [ANN_FROM_CHECKPOINT]: "ck" };
+    cs.status?.conditions?.push({
+      type: CONDITION_BRANCHED,
+      status: "True",
+      reason: "FromCheckpoint",
+      message: "branched from CocoonCheckpoint ck",
+      lastTransitionTime: "2026-01-01T00:00:00Z",
+      observedGeneration: GENERATION,
+    });
+    seedSet(h.client, cs);
+    for (const pod of pods) h.client.seed(PODS, pod);
+    let lookups = 0;
+    const deps = {
+      ...h.deps,
+      branching: {
+        checkpoints: {
+          getCheckpoint: () => {
+            lookups++;
+            return undefined;
+          },
+        },
+        registry: new FakeCheckpointRegistry(),
+      },
+    };
+
+    const result = await new CocoonSetReconciler(deps).reconcile(
+      { namespace: NS, name: SET },
+      new AbortController().signal,
+    );
+
+    assert.deepEqual(result, {});
+    assert.deepEqual(h.client.calls, []);
+    assert.deepEqual(h.registry.calls, []);
+    assert.equal(lookups, 0);
   });
 });

@@ -1,0 +1,40 @@
+// The names checkpoints and branching add to the contract (issue 19, decisions.md #9–#10). All are
+// new: the annotations sit under cocoonset.cocoonstack.io/ beside the Go operator's, which ignores them.
+
+/** On a new CocoonSet: branch it from the named CocoonCheckpoint in its namespace, before its first pod. */
+export const ANN_FROM_CHECKPOINT = "cocoonset.cocoonstack.io/from-checkpoint";
+/** On a CocoonSet: keep its N newest Ready checkpoints and delete older ones. */
+export const ANN_KEEP_CHECKPOINTS = "cocoonset.cocoonstack.io/keep-checkpoints";
+/** Held while the checkpoint's tags may exist; removed once every one is gone. */
+export const FINALIZER_COCOONCHECKPOINT = "cocooncheckpoint.cocoonset.cocoonstack.io/finalizer";
+/**
+ * Stamped on each checkpoint manifest (`<namespace>/<name>`). It makes the checkpoint's digest its
+ * own: a registry deletes a manifest by digest together with every tag naming it, so a copy sharing
+ * `:hibernate`'s digest would vanish when the set wakes and step 10 drops that tag, and deleting the
+ * checkpoint would take a still-suspended set's `:hibernate` with it.
+ */
+export const MANIFEST_ANN_CHECKPOINT = "cocoonset.cocoonstack.io/checkpoint";
+/** Stamped on a branch's `:hibernate` written into the checkpoint's own repository (`<ns>/<set>`). */
+export const MANIFEST_ANN_BRANCH = "cocoonset.cocoonstack.io/branch";
+/** The CocoonSet condition saying which checkpoint the set came from. */
+export const CONDITION_BRANCHED = "Branched";
+
+const CHECKPOINT_TAG_PREFIX = "ckpt-";
+
+/** `ckpt-<checkpoint name>`: the tag in each member VM's repository (decisions.md #10). */
+export function checkpointTag(checkpointName: string): string {
+  return `${CHECKPOINT_TAG_PREFIX}${checkpointName}`;
+}
+
+// Event reasons, on the CocoonCheckpoint unless noted.
+export const REASON_WAITING = "CheckpointWaiting";
+export const REASON_COPYING = "CheckpointCopying";
+export const REASON_READY = "CheckpointReady";
+export const REASON_PRUNED = "CheckpointPruned";
+export const REASON_TAGS_DELETED = "CheckpointTagsDeleted";
+export const REASON_TAG_DELETE_FAILED = "CheckpointTagDeleteFailed";
+export const REASON_KEEP_INVALID = "KeepCheckpointsInvalid";
+/** On the CocoonSet. */
+export const REASON_BRANCH_WAITING = "BranchWaiting";
+export const REASON_BRANCH_FAILED = "BranchCopyFailed";
+export const REASON_BRANCHED = "Branched";

@@ -1,0 +1,27 @@
+// The manifests checkpoints and branches write: the snapshot's own config and layers (so no blob moves
+// and the image rule reads the same baseimage), plus one annotation that gives each copy a digest of
+// its own within its repository (keys.ts, MANIFEST_ANN_CHECKPOINT, says why).
+
+import { MANIFEST_ANN_BRANCH, MANIFEST_ANN_CHECKPOINT } from "./keys.ts";
+
+function withAnnotation(raw: Buffer, key: string, value: string): Buffer {
+  const manifest = JSON.parse(raw.toString("utf8")) as Record<string, unknown>;
+  const current = manifest.annotations;
+  const annotations =
+    typeof current === "object" && current !== null && !Array.isArray(current) ? current : {};
+  return Buffer.from(JSON.stringify({ ...manifest, annotations: { ...annotations, [key]: value } }));
+}
+
+/** A `:hibernate` manifest as the checkpoint `<namespace>/<name>` tags it. */
+export function checkpointManifest(raw: Buffer, namespace: string, name: string): Buffer {
+  return withAnnotation(raw, MANIFEST_ANN_CHECKPOINT, `${namespace}/${name}`);
+}
+
+/**
+ * A checkpoint manifest as a branch writes it back into the checkpoint's own repository (a set
+ * re-created under its old name): `:hibernate` there must not share the checkpoint tag's digest, or
+ * step 10 dropping it would delete the checkpoint's tag too.
+ */
+export function sameRepositoryBranchManifest(raw: Buffer, namespace: string, setName: string): Buffer {
+  return withAnnotation(raw, MANIFEST_ANN_BRANCH, `${namespace}/${setName}`);
+}

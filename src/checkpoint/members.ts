@@ -1,0 +1,77 @@
+// Which VMs a checkpoint holds and which of them a branch copies: pure functions of the specs and the
+// checkpoint's status, free of I/O (the reconcilers do the registry calls).
+
+import type { CocoonSet } from "../apis/v1/types.ts";
+import type { CheckpointMember, CocoonCheckpoint } from "../apis/v1alpha1/types.ts";
+import { ROLE_MAIN, ROLE_SUB_AGENT, ROLE_TOOLBOX } from "../contract/keys.ts";
+import { agentVMName, toolboxVMName } from "../contract/vmname.ts";
+
+/** A VM slot of a set's spec: an agent slot or a managed toolbox. */
+export interface SetSlot {
+  role: CheckpointMember["role"];
+  slot?: number;
+  toolbox?: string;
+  vmName: string;
+}
+
+/**
+ * The VMs a suspend snapshots, from the spec: the main, every sub-agent slot, every managed toolbox.
+ * Static toolboxes run no VM of ours and have no snapshot.
+ */
+export function setSlots(cs: CocoonSet): SetSlot[] {
+  const namespace = cs.metadata.namespace ?? "";
+  const name = cs.metadata.name ?? "";
+  const slots: SetSlot[] = [{ role: ROLE_MAIN, slot: 0, vmName: agentVMName(namespace, name, 0) }];
+  for (let slot = 1; slot <= (cs.spec.agent.replicas ?? 0); slot++) {
+    slots.push({ role: ROLE_SUB_AGENT, slot, vmName: agentVMName(namespace, name, slot) });
+  }
+  for (const toolbox of cs.spec.toolboxes ?? []) {
+    if (toolbox.mode === "static") continue;
+    slots.push({
+      role: ROLE_TOOLBOX,
+      toolbox: toolbox.name,
+      vmName: toolboxVMName(namespace, name, toolbox.name),
+    });
+  }
+  return slots;
+}
+
+/** Same place in a set: the same agent slot, or the toolbox of the same name. */
+function samePlace(
+  a: Pick<SetSlot, "role" | "slot" | "toolbox">,
+  b: Pick<SetSlot, "role" | "slot" | "toolbox">,
+) {
+  return a.role === ROLE_TOOLBOX
+    ? b.role === ROLE_TOOLBOX && a.toolbox === b.toolbox
+    : b.role !== ROLE_TOOLBOX && a.slot === b.slot;
+}
+
+/** One snapshot a branch copies: from the checkpoint member's tag to the new VM's `:hibernate`. */
+export interface BranchCopy {
+  member: CheckpointMember;
+  targetVM: string;
+}
+
+/**
+ * For every slot of the new set's spec that the checkpoint holds, the copy that seeds it; slots the
+ * checkpoint lacks are absent (they boot as usual), and members the new spec lacks are not copied.
+ */
+export function planBranch(cs: CocoonSet, checkpoint: CocoonCheckpoint): BranchCopy[] {
+  const members = (checkpoint.status?.members ?? []).filter((m) => m.digest);
+  const plan: BranchCopy[] = [];
+  for (const slot of setSlots(cs)) {
+    const member = members.find((m) => samePlace(m, slot));
+    if (member) plan.push({ member, targetVM: slot.vmName });
+  }
+  return plan;
+}
+
+/** The checkpoint's own members merged with newly planned ones, by VM: every tag that may exist. */
+export function mergeMembers(
+  known: readonly CheckpointMember[],
+  planned: readonly SetSlot[],
+): CheckpointMember[] {
+  const out = planned.map((slot) => ({ ...slot }) as CheckpointMember);
+  for (const member of known) if (!out.some((m) => m.vmName === member.vmName)) out.push(member);
+  return out;
+}

@@ -1,0 +1,84 @@
+// Wires checkpoints into the operator (issue 19): the CocoonCheckpoint controller, the CocoonSet
+// controller's watch on checkpoints (a set waiting to branch wakes when its checkpoint moves), and
+// the probe that leaves all of it out when the cluster does not serve the kind.
+
+import type { CocoonCheckpoint } from "../apis/v1alpha1/types.ts";
+import type { Clock } from "../clock.ts";
+import type { OperatorInformers } from "../cocoonset/view.ts";
+import type { Client } from "../controller/client.ts";
+import { Controller } from "../controller/controller.ts";
+import type { EventRecorder } from "../controller/events.ts";
+import type { Manager } from "../controller/manager.ts";
+import type { Request } from "../controller/reconciler.ts";
+import type { Logger } from "../log.ts";
+import type { CheckpointRegistry, SnapshotRegistry } from "../registry/index.ts";
+import type { CheckpointCatalog } from "./catalog.ts";
+import { ANN_FROM_CHECKPOINT } from "./keys.ts";
+import { CheckpointReconciler } from "./reconciler.ts";
+
+export const CHECKPOINT_CONTROLLER = "cocooncheckpoint";
+
+export interface CheckpointControllerOptions {
+  client: Client;
+  catalog: CheckpointCatalog;
+  informers: OperatorInformers;
+  registry: CheckpointRegistry;
+  events: EventRecorder;
+  clock: Clock;
+  log: Logger;
+}
+
+/** The registry client can copy manifests (a test double of SnapshotRegistry alone cannot). */
+export function asCheckpointRegistry(registry: SnapshotRegistry | undefined): CheckpointRegistry | undefined {
+  const candidate = registry as Partial<CheckpointRegistry> | undefined;
+  return candidate &&
+    typeof candidate.headManifest === "function" &&
+    typeof candidate.getManifest === "function" &&
+    typeof candidate.putManifest === "function" &&
+    typeof candidate.copyManifest === "function"
+    ? (candidate as CheckpointRegistry)
+    : undefined;
+}
+
+export function setupCheckpointController(
+  manager: Manager,
+  options: CheckpointControllerOptions,
+): Controller {
+  const { catalog, informers } = options;
+  const reconciler = new CheckpointReconciler({
+    client: options.client,
+    view: {
+      getCheckpoint: (namespace, name) => {
+        const ck = catalog.informer.get(namespace, name);
+        return ck ? structuredClone(ck) : undefined;
+      },
+      checkpointsOfSet: (namespace, setName) => catalog.checkpointsOfSet(namespace, setName),
+      getCocoonSet: (namespace, name) => informers.cocoonSets.get(namespace, name),
+    },
+    registry: options.registry,
+    events: options.events,
+    clock: options.clock,
+    log: options.log.child({ controller: CHECKPOINT_CONTROLLER }),
+  });
+  const controller = new Controller({ name: CHECKPOINT_CONTROLLER, reconciler, clock: options.clock })
+    .for(catalog.informer)
+    // A set's every change (its suspend, its keep-checkpoints) wakes the checkpoints naming it.
+    .watches(informers.cocoonSets, (cs) =>
+      catalog
+        .checkpointsOfSet(cs.metadata.namespace ?? "", cs.metadata.name ?? "")
+        .map((ck) => ({ namespace: ck.metadata.namespace ?? "", name: ck.metadata.name ?? "" })),
+    );
+  manager.addInformer(catalog.informer);
+  manager.addInformer(informers.cocoonSets);
+  manager.addController(controller);
+  return controller;
+}
+
+/** The sets in the checkpoint's namespace annotated to branch from it. */
+export function setsBranchingFrom(informers: OperatorInformers, ck: CocoonCheckpoint): Request[] {
+  const namespace = ck.metadata.namespace ?? "";
+  return informers.cocoonSets
+    .list(namespace)
+    .filter((cs) => cs.metadata.annotations?.[ANN_FROM_CHECKPOINT] === ck.metadata.name)
+    .map((cs) => ({ namespace, name: cs.metadata.name ?? "" }));
+}

@@ -1,0 +1,49 @@
+// Where a restored VM's snapshot came from, and the registry import it goes through. A `:hibernate`
+// manifest may have been pushed under another VM's name and copied into this VM's repository
+// (checkpoint branching, decisions.md #10). vk-cocoon restores it like any other: without a local
+// snapshot carrying its snapshotId, the registry pull imports it as `<vm>-hibernate-import` and clones
+// that into `<vm>` (vk-cocoon.md §2 "Registry addressing and format", the paragraph on copied
+// manifests; upstream provider/cocoon/update.go, hibernateImportSuffix). Nothing compares the
+// snapshot's own VM name with the pod's. The import reads every blob from this VM's repository, so a
+// repository missing one (a half-done copy) fails the pull as it would for vk.
+
+import type { FetchedManifest, OciClient } from "./oci.ts";
+
+const TITLE = "org.opencontainers.image.title";
+const VM_CONFIG_TITLE = "config.json";
+
+/** The snapshot a restore or wake used, for the VM journal. */
+export interface SnapshotOrigin {
+  /** `<repository>:<tag>` the manifest was read from. */
+  ref: string;
+  digest: string;
+  /** The VM the snapshot was taken of (its config.json layer); another VM's for a branched copy. */
+  takenOf: string;
+  /** Pulled from the registry into `<vm>-hibernate-import` (false: the node-local snapshot served). */
+  imported: boolean;
+}
+
+/**
+ * Reads the snapshot's own VM name and, unless the node-local snapshot serves the restore, pulls every
+ * blob of the manifest from `repo` (the import). Throws when a blob is missing there.
+ */
+export async function resolveSnapshotOrigin(
+  oci: OciClient,
+  repo: string,
+  tag: string,
+  manifest: FetchedManifest,
+  fromLocalCache: boolean,
+): Promise<SnapshotOrigin> {
+  const vmConfig = manifest.json.layers.find((layer) => layer.annotations?.[TITLE] === VM_CONFIG_TITLE);
+  let takenOf = "";
+  if (vmConfig !== undefined) {
+    const config = JSON.parse((await oci.getBlob(repo, vmConfig.digest)).toString("utf8")) as {
+      name?: string;
+    };
+    takenOf = config.name ?? "";
+  }
+  if (!fromLocalCache) {
+    for (const layer of manifest.json.layers) await oci.getBlob(repo, layer.digest);
+  }
+  return { ref: `${repo}:${tag}`, digest: manifest.digest, takenOf, imported: !fromLocalCache };
+}

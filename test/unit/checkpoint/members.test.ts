@@ -1,0 +1,120 @@
+// Which VMs a checkpoint holds, which a branch copies, and which checkpoints keep-checkpoints prunes.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { CheckpointMember, CocoonCheckpoint } from "../../../src/apis/v1alpha1/types.ts";
+import { MANIFEST_ANN_CHECKPOINT } from "../../../src/checkpoint/keys.ts";
+import { checkpointManifest } from "../../../src/checkpoint/manifest.ts";
+import { planBranch, setSlots } from "../../../src/checkpoint/members.ts";
+import { checkpointsToPrune, parseKeepCheckpoints } from "../../../src/checkpoint/prune.ts";
+import { cocoonSet, NS } from "../../support/cocoonset.ts";
+
+function checkpointOf(
+  members: CheckpointMember[],
+  meta: Partial<CocoonCheckpoint["metadata"]> = {},
+): CocoonCheckpoint {
+  return {
+    apiVersion: "cocoonset.cocoonstack.io/v1alpha1",
+    kind: "CocoonCheckpoint",
+    metadata: { name: "ck", namespace: NS, ...meta },
+    spec: { cocoonSetRef: { name: "src" } },
+    status: { phase: "Ready", members },
+  };
+}
+
+describe("setSlots", () => {
+  it("is the main, every sub-agent slot and every managed toolbox, never a static one", () => {
+    const cs = cocoonSet({
+      agent: { image: "i", replicas: 2 },
+      toolboxes: [
+        { name: "run", image: "i", mode: "run" },
+        { name: "fixed", mode: "static", staticIP: "10.0.0.1", staticVMID: "v" },
+      ],
+    });
+    assert.deepEqual(setSlots(cs), [
+      { role: "main", slot: 0, vmName: "vk-ns-demo-0" },
+      { role: "sub-agent", slot: 1, vmName: "vk-ns-demo-1" },
+      { role: "sub-agent", slot: 2, vmName: "vk-ns-demo-2" },
+      { role: "toolbox", toolbox: "run", vmName: "vk-ns-demo-run" },
+    ]);
+  });
+});
+
+describe("planBranch", () => {
+  const members: CheckpointMember[] = [
+    { role: "main", slot: 0, vmName: "vk-ns-src-0", digest: "sha256:0" },
+    { role: "sub-agent", slot: 1, vmName: "vk-ns-src-1", digest: "sha256:1" },
+    { role: "sub-agent", slot: 3, vmName: "vk-ns-src-3", digest: "sha256:3" },
+    { role: "toolbox", toolbox: "web", vmName: "vk-ns-src-web", digest: "sha256:w" },
+    { role: "toolbox", toolbox: "never-copied", vmName: "vk-ns-src-never-copied" },
+  ];
+
+  it("pairs each slot of the new spec with the member in the same place; the rest boot as usual", () => {
+    const cs = cocoonSet({
+      agent: { image: "i", replicas: 2 },
+      toolboxes: [
+        { name: "web", image: "i" },
+        { name: "never-copied", image: "i" },
+        { name: "1", image: "i" },
+      ],
+    });
+    assert.deepEqual(
+      planBranch(cs, checkpointOf(members)).map((c) => [c.member.vmName, c.targetVM]),
+      [
+        ["vk-ns-src-0", "vk-ns-demo-0"],
+        ["vk-ns-src-1", "vk-ns-demo-1"],
+        ["vk-ns-src-web", "vk-ns-demo-web"],
+      ],
+      "slot 2 and toolbox '1' are not in the checkpoint, slot 3 not in the spec, a member without digest holds nothing",
+    );
+  });
+});
+
+describe("checkpointManifest", () => {
+  it("keeps every field and adds the checkpoint annotation, so its digest is its own", () => {
+    const raw = Buffer.from(
+      JSON.stringify({
+        schemaVersion: 2,
+        layers: [{ digest: "sha256:a" }],
+        annotations: { "cocoonstack.snapshot.baseimage": "img" },
+      }),
+    );
+    const copy = JSON.parse(checkpointManifest(raw, "ns", "ck").toString("utf8"));
+    assert.deepEqual(copy, {
+      schemaVersion: 2,
+      layers: [{ digest: "sha256:a" }],
+      annotations: { "cocoonstack.snapshot.baseimage": "img", [MANIFEST_ANN_CHECKPOINT]: "ns/ck" },
+    });
+    assert.notDeepEqual(checkpointManifest(raw, "ns", "other"), checkpointManifest(raw, "ns", "ck"));
+  });
+});
+
+describe("keep-checkpoints", () => {
+  it("takes a positive integer only", () => {
+    assert.equal(parseKeepCheckpoints("3"), 3);
+    for (const bad of ["0", "-1", "01", "two", "", "1.5", " 2"])
+      assert.equal(parseKeepCheckpoints(bad), undefined, bad);
+  });
+
+  it("prunes the Ready checkpoints beyond the N newest, leaving Pending and deleting ones alone", () => {
+    const at = (name: string, time: string, phase: "Ready" | "Pending" = "Ready", deleting = false) => ({
+      ...checkpointOf([], {
+        name,
+        creationTimestamp: time,
+        ...(deleting ? { deletionTimestamp: time } : {}),
+      }),
+      status: { phase },
+    });
+    const all = [
+      at("a", "2026-01-01T00:00:01Z"),
+      at("b", "2026-01-01T00:00:02Z"),
+      at("c", "2026-01-01T00:00:02Z"),
+      at("d", "2026-01-01T00:00:03Z", "Pending"),
+      at("e", "2026-01-01T00:00:00Z", "Ready", true),
+    ];
+    assert.deepEqual(
+      checkpointsToPrune(all, 1).map((c) => c.metadata.name),
+      ["b", "a"],
+      "same second: the later name counts as newer",
+    );
+  });
+});

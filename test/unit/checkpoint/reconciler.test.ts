@@ -1,0 +1,264 @@
+// The CocoonCheckpoint reconciler (issue 19) over the fake API client and an in-memory registry.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { pino } from "pino";
+import type { CocoonSet } from "../../../src/apis/v1/types.ts";
+import type { CocoonCheckpoint } from "../../../src/apis/v1alpha1/types.ts";
+import { FINALIZER_COCOONCHECKPOINT, MANIFEST_ANN_CHECKPOINT } from "../../../src/checkpoint/keys.ts";
+import { CheckpointReconciler, type CheckpointView } from "../../../src/checkpoint/reconciler.ts";
+import { FakeClock } from "../../../src/clock.ts";
+import { COCOONCHECKPOINTS, COCOONSETS } from "../../../src/controller/resources.ts";
+import { checkpointBytesTotal, checkpointsTotal } from "../../../src/metrics/checkpoint.ts";
+import { FakeCheckpointRegistry } from "../../support/checkpointregistry.ts";
+import { cocoonSet, NS, RecordingEvents, SET } from "../../support/cocoonset.ts";
+import { FakeClient } from "../../support/fakeclient.ts";
+
+const IMAGE = "ubuntu";
+const VMS = [`vk-${NS}-${SET}-0`, `vk-${NS}-${SET}-1`, `vk-${NS}-${SET}-tb`];
+
+function checkpoint(name = "ck", extra: Partial<CocoonCheckpoint["metadata"]> = {}): CocoonCheckpoint {
+  return {
+    apiVersion: "cocoonset.cocoonstack.io/v1alpha1",
+    kind: "CocoonCheckpoint",
+    metadata: { name, namespace: NS, finalizers: [FINALIZER_COCOONCHECKPOINT], ...extra },
+    spec: { cocoonSetRef: { name: SET } },
+  };
+}
+
+function suspendedSet(annotations: Record<string, string> = {}): CocoonSet {
+  const cs = cocoonSet(
+    {
+      agent: { image: IMAGE, replicas: 1 },
+      toolboxes: [
+        { name: "tb", image: IMAGE },
+        { name: "static", mode: "static", staticIP: "10.0.0.9", staticVMID: "x" },
+      ],
+    },
+    { annotations },
+  );
+  return {
+    ...cs,
+    status: {
+      phase: "Suspended",
+      observedGeneration: 1,
+      readyAgents: 0,
+      desiredAgents: 2,
+      readyToolboxes: 0,
+      desiredToolboxes: 2,
+    },
+  };
+}
+
+function fixture() {
+  const client = new FakeClient();
+  const registry = new FakeCheckpointRegistry();
+  const events = new RecordingEvents();
+  const view: CheckpointView = {
+    getCheckpoint: (ns, name) => client.peek<CocoonCheckpoint>(COCOONCHECKPOINTS, ns, name),
+    checkpointsOfSet: (ns, set) =>
+      client.all<CocoonCheckpoint>(COCOONCHECKPOINTS, ns).filter((c) => c.spec.cocoonSetRef.name === set),
+    getCocoonSet: (ns, name) => client.peek<CocoonSet>(COCOONSETS, ns, name),
+  };
+  const reconciler = new CheckpointReconciler({
+    client,
+    view,
+    registry,
+    events,
+    clock: new FakeClock(),
+    log: pino({ level: "silent" }),
+  });
+  const run = (name = "ck") => reconciler.reconcile({ namespace: NS, name }, new AbortController().signal);
+  const stored = (name = "ck") => client.peek<CocoonCheckpoint>(COCOONCHECKPOINTS, NS, name);
+  return { client, registry, events, run, stored };
+}
+
+describe("CheckpointReconciler", () => {
+  it("adds its finalizer before anything else and touches no registry", async () => {
+    const f = fixture();
+    f.client.seed(COCOONCHECKPOINTS, checkpoint("ck", { finalizers: [] }));
+    assert.deepEqual(await f.run(), { requeue: true });
+    assert.deepEqual(f.stored()?.metadata.finalizers, [FINALIZER_COCOONCHECKPOINT]);
+    assert.deepEqual(f.registry.log, []);
+  });
+
+  it("waits Pending with a message while the set is missing or not Suspended, once per change", async () => {
+    const f = fixture();
+    f.client.seed(COCOONCHECKPOINTS, checkpoint());
+    await f.run();
+    assert.equal(f.stored()?.status?.phase, "Pending");
+    assert.equal(f.stored()?.status?.message, `CocoonSet ${SET} not found`);
+
+    f.client.seed(COCOONSETS, {
+      ...suspendedSet(),
+      status: { ...suspendedSet().status, phase: "Running" },
+    } as CocoonSet);
+    await f.run();
+    assert.match(f.stored()?.status?.message ?? "", /to be Suspended \(phase Running\)/);
+    f.client.clearCalls();
+    await f.run();
+    assert.deepEqual(f.client.calls, [], "a settled wait makes no call");
+    assert.deepEqual(f.registry.log, []);
+    assert.deepEqual(
+      f.events.events.map((e) => e.reason),
+      ["CheckpointWaiting", "CheckpointWaiting"],
+    );
+  });
+
+  it("waits for the set's current generation, not an older Suspended", async () => {
+    const f = fixture();
+    f.client.seed(COCOONCHECKPOINTS, checkpoint());
+    const cs = suspendedSet();
+    f.client.seed(COCOONSETS, { ...cs, metadata: { ...cs.metadata, generation: 2 } });
+    await f.run();
+    assert.match(f.stored()?.status?.message ?? "", /at generation 2 \(observed 1\)/);
+    assert.deepEqual(f.registry.log, []);
+  });
+
+  it("lists the members before the first tag, then tags each :hibernate as ckpt-<name> and goes Ready", async () => {
+    const f = fixture();
+    f.client.seed(COCOONSETS, suspendedSet());
+    f.client.seed(COCOONCHECKPOINTS, checkpoint());
+    const hibernate = VMS.map((vm, i) => f.registry.push(vm, "hibernate", IMAGE, 100 * (i + 1)));
+    const atFirstPut: unknown[] = [];
+    f.registry.failOn = (op) => {
+      if (op === "put" && atFirstPut.length === 0) atFirstPut.push(structuredClone(f.stored()?.status));
+      return undefined;
+    };
+    assert.deepEqual(await f.run(), {});
+
+    const copying = atFirstPut[0] as CocoonCheckpoint["status"];
+    assert.equal(copying?.phase, "Copying");
+    assert.deepEqual(
+      copying?.members?.map((m) => m.vmName),
+      VMS,
+      "static toolbox excluded",
+    );
+    assert.deepEqual(
+      f.registry.log.filter((l) => l.startsWith("put") || l.startsWith("get")),
+      VMS.flatMap((vm) => [`get ${vm}:hibernate`, `put ${vm}:ckpt-ck`]),
+    );
+    const status = f.stored()?.status;
+    assert.equal(status?.phase, "Ready");
+    assert.deepEqual(
+      status?.members?.map((m) => [m.role, m.slot ?? m.toolbox, m.image, m.bytes]),
+      [
+        ["main", 0, IMAGE, 110],
+        ["sub-agent", 1, IMAGE, 210],
+        ["toolbox", "tb", IMAGE, 310],
+      ],
+    );
+    assert.equal(status?.totalBytes, 630);
+    for (const [i, vm] of VMS.entries()) {
+      const digest = f.registry.digestOf(vm, "ckpt-ck");
+      assert.equal(status?.members?.[i]?.digest, digest);
+      assert.notEqual(digest, hibernate[i], "a digest of its own, so a :hibernate drop leaves it");
+      assert.equal(f.registry.digestOf(vm, "hibernate"), hibernate[i], "the set's snapshot is unchanged");
+      const manifest = await f.registry.getManifest(vm, "ckpt-ck");
+      assert.equal(
+        (manifest.manifest.annotations as Record<string, string>)[MANIFEST_ANN_CHECKPOINT],
+        `${NS}/ck`,
+      );
+    }
+    assert.ok(f.events.events.some((e) => e.reason === "CheckpointReady"));
+    const ready = (await checkpointsTotal.get()).values.find(
+      (v) => v.labels.transition === "ready" && v.labels.cocoonset === SET && v.labels.namespace === NS,
+    );
+    assert.ok((ready?.value ?? 0) >= 1, "cocoon_operator_checkpoints_total{transition=ready}");
+    const bytes = (await checkpointBytesTotal.get()).values.find((v) => v.labels.cocoonset === SET);
+    assert.ok((bytes?.value ?? 0) >= 630, "cocoon_operator_checkpoint_bytes_total");
+
+    f.client.clearCalls();
+    f.registry.log.length = 0;
+    await f.run();
+    assert.deepEqual(f.client.calls, [], "a Ready checkpoint costs nothing");
+    assert.deepEqual(f.registry.log, []);
+  });
+
+  it("goes back to Pending when the set left Suspended during the copy", async () => {
+    const f = fixture();
+    f.client.seed(COCOONSETS, suspendedSet());
+    // An earlier attempt, before the spec lost a replica, may have tagged slot 5.
+    const earlier = { role: "sub-agent" as const, slot: 5, vmName: `vk-${NS}-${SET}-5` };
+    f.client.seed(COCOONCHECKPOINTS, { ...checkpoint(), status: { phase: "Copying", members: [earlier] } });
+    for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
+    f.registry.failOn = (op) => {
+      // A wake lands mid-copy: the spec changes, the generation moves on.
+      if (op === "put" && f.client.peek<CocoonSet>(COCOONSETS, NS, SET)?.spec.suspend !== false) {
+        void f.client.patch(COCOONSETS, NS, SET, { spec: { suspend: false } });
+      }
+      return undefined;
+    };
+    await f.run();
+    assert.equal(f.stored()?.status?.phase, "Pending");
+    assert.match(f.stored()?.status?.message ?? "", /copying again once it is Suspended/);
+    assert.deepEqual(
+      f.stored()?.status?.members?.map((m) => m.vmName),
+      [...VMS, earlier.vmName],
+      "every tag that may have been written stays listed",
+    );
+  });
+
+  it("deletes every member's tag probe-first, then releases the finalizer; a refused delete keeps it", async () => {
+    const f = fixture();
+    f.client.seed(COCOONSETS, suspendedSet());
+    f.client.seed(COCOONCHECKPOINTS, checkpoint());
+    for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
+    await f.run();
+    await f.client.delete(COCOONCHECKPOINTS, NS, "ck");
+    f.registry.log.length = 0;
+
+    f.registry.failOn = (op, repo) =>
+      op === "deleteIfPresent" && repo === VMS[1] ? FakeCheckpointRegistry.error(503) : undefined;
+    await assert.rejects(f.run(), /refused/);
+    assert.deepEqual(f.stored()?.metadata.finalizers, [FINALIZER_COCOONCHECKPOINT]);
+    assert.ok(f.events.events.some((e) => e.reason === "CheckpointTagDeleteFailed"));
+
+    f.registry.failOn = undefined;
+    await f.run();
+    assert.equal(f.stored(), undefined, "gone once the finalizer is released");
+    for (const vm of VMS) {
+      assert.equal(f.registry.digestOf(vm, "ckpt-ck"), undefined);
+      assert.ok(f.registry.digestOf(vm, "hibernate"), "the set's own snapshot is untouched");
+    }
+    assert.deepEqual(
+      f.registry.log.filter((l) => l.startsWith("deleteIfPresent")),
+      [
+        `deleteIfPresent ${VMS[0]}:ckpt-ck`,
+        `deleteIfPresent ${VMS[1]}:ckpt-ck`,
+        ...VMS.map((vm) => `deleteIfPresent ${vm}:ckpt-ck`),
+      ],
+    );
+  });
+
+  it("keep-checkpoints deletes the Ready checkpoints beyond the N newest", async () => {
+    const f = fixture();
+    f.client.seed(COCOONSETS, suspendedSet({ "cocoonset.cocoonstack.io/keep-checkpoints": "2" }));
+    for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
+    for (const [name, created] of [
+      ["a", "2026-01-01T00:00:01Z"],
+      ["b", "2026-01-01T00:00:02Z"],
+      ["c", "2026-01-01T00:00:03Z"],
+    ] as const) {
+      f.client.seed(COCOONCHECKPOINTS, checkpoint(name, { creationTimestamp: created }));
+      await f.run(name);
+    }
+    assert.equal(f.stored("a")?.metadata.deletionTimestamp, "2026-01-01T00:00:00Z", "the oldest is deleted");
+    assert.equal(f.stored("b")?.metadata.deletionTimestamp, undefined);
+    assert.equal(f.stored("c")?.metadata.deletionTimestamp, undefined);
+    assert.deepEqual(
+      f.events.events.filter((e) => e.reason === "CheckpointPruned").map((e) => e.object),
+      ["a"],
+    );
+  });
+
+  it("reports a keep-checkpoints that is not a positive integer and prunes nothing", async () => {
+    const f = fixture();
+    f.client.seed(COCOONSETS, suspendedSet({ "cocoonset.cocoonstack.io/keep-checkpoints": "0" }));
+    for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
+    f.client.seed(COCOONCHECKPOINTS, checkpoint());
+    await f.run();
+    assert.equal(f.stored()?.status?.phase, "Ready");
+    assert.ok(f.events.events.some((e) => e.reason === "KeepCheckpointsInvalid" && e.type === "Warning"));
+    assert.equal(f.client.calls.filter((c) => c.verb === "delete").length, 0);
+  });
+});
