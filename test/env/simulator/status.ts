@@ -89,6 +89,36 @@ export function succeededStatus(pod: Pod, now: string): StatusPatch {
   };
 }
 
+/**
+ * vk-cocoon's eviction notify: phase Failed, the agent container terminated with exit code 1 and the
+ * eviction reason (vk-cocoon.md §2.2 "Eviction"); Ready goes False with it.
+ */
+export function evictedStatus(pod: Pod, reason: string, message: string, now: string): StatusPatch {
+  const container = pod.spec.containers[0];
+  return {
+    phase: "Failed",
+    reason: null,
+    message: null,
+    conditions: [
+      { type: "PodScheduled", status: "True", lastTransitionTime: now },
+      { type: "Initialized", status: "True", lastTransitionTime: now },
+      { type: "ContainersReady", status: "False", lastTransitionTime: now },
+      { type: "Ready", status: "False", lastTransitionTime: now },
+    ],
+    containerStatuses: [
+      {
+        name: container?.name ?? "agent",
+        image: container?.image ?? "",
+        imageID: "",
+        ready: false,
+        started: false,
+        restartCount: 0,
+        state: { terminated: { exitCode: 1, reason, message, finishedAt: now } },
+      },
+    ],
+  };
+}
+
 export function rfc3339(ms: number): string {
   return new Date(ms).toISOString().replace(/\.\d+Z$/, "Z");
 }
