@@ -1,7 +1,9 @@
 // Steps 6, 9 and 10 end to end against the vk-cocoon simulator and a real registry: a retained
 // suspend of a main, three sub-agents and a toolbox (tags pushed, pods hibernated, then woken and the
 // tags dropped), and hibernatePolicy=release round trips that land back on the hinted node when it
-// has a seat, elsewhere when it does not, and wait with WakeNoCapacity while no seat exists.
+// has a seat, elsewhere when it does not, and wait with WakeNoCapacity while no seat exists; and on
+// roomy nodes, the wake lands on the hint even where the scheduler's own scoring prefers another node
+// (so the weight-100 preference is what puts it there).
 
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -31,11 +33,14 @@ const IMAGE = "ubuntu-dev-base";
 const env = testEnv();
 const oci = new OciClient(env.registry);
 const suffix = randomBytes(3).toString("hex");
-// Retained suspends run on a roomy pool; the release pool has two nodes of one seat each.
+// Retained suspends run on a roomy pool; the release pool has two nodes of one seat each; the
+// preference pool has two nodes with room for several pods.
 const roomyPool = `roomy-${suffix}`;
 const seatPool = `seats-${suffix}`;
 const nodeA = `seat-a-${suffix}`;
 const nodeB = `seat-b-${suffix}`;
+const preferPool = `prefer-${suffix}`;
+const preferNodes = [`prefer-a-${suffix}`, `prefer-b-${suffix}`];
 let ns: string;
 let sim: Simulator;
 let operator: TestOperator;
@@ -48,6 +53,7 @@ before(async () => {
       { name: `roomy-${suffix}`, pool: roomyPool },
       { name: nodeA, pool: seatPool, pods: 1 },
       { name: nodeB, pool: seatPool, pods: 1 },
+      ...preferNodes.map((name) => ({ name, pool: preferPool, pods: 10 })),
     ],
   });
   operator = await startTestOperator({ namespace: ns });
@@ -254,5 +260,35 @@ describe("CocoonSet suspend with hibernatePolicy release", () => {
     await deleteSet("filler2");
     await wokenFromRelease("rel");
     assert.equal(await mainNode("rel"), hint);
+  });
+});
+
+describe("released-seat wake preference", () => {
+  it("wakes on the hinted node although the scheduler alone would pick the emptier one", {
+    timeout: 150_000,
+  }, async () => {
+    // Each simulated node has 64 CPUs and 256Gi. The main asks for a quarter of one.
+    const resources = { requests: { cpu: "16", memory: "64Gi" }, limits: { cpu: "16", memory: "64Gi" } };
+    await createSet("pref", {
+      nodePool: preferPool,
+      hibernatePolicy: "release",
+      agent: { image: IMAGE, replicas: 0, mode: "clone", resources },
+    });
+    await running("pref", 1);
+    await setSuspend("pref", true);
+    const hint = await released("pref");
+    // Load the hinted node: it keeps room for the main, but least-allocated scoring now favours the
+    // other node by far, so only the weight-100 preference can bring the main back to the hint.
+    const heavy = { requests: { cpu: "40", memory: "160Gi" }, limits: { cpu: "40", memory: "160Gi" } };
+    await createSet("load", {
+      nodePool: preferPool,
+      nodeName: hint,
+      agent: { image: IMAGE, replicas: 0, mode: "clone", resources: heavy },
+    });
+    await running("load", 1);
+
+    await setSuspend("pref", false);
+    await wokenFromRelease("pref");
+    assert.equal(await mainNode("pref"), hint, "the wake preferred the snapshot's node");
   });
 });
