@@ -57,7 +57,7 @@ export interface ChaosOptions {
   convergeMs?: number;
   /** Cycles each driver must finish: the kills continue past `kills` until they have (bounded). */
   minCycles?: Partial<Record<ChaosDriver, number>>;
-  /** How long the kills may go on past `kills` waiting for `minCycles`; default 60 s. */
+  /** How long the kills may go on past `kills` waiting for `minCycles`; default 90 s. */
   maxExtraMs?: number;
   log?: (line: string) => void;
 }
@@ -256,14 +256,14 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
         cycles.teardown++;
       }
     };
-    // A CocoonHibernation on a set's main. Every third round (from the second) holds the hibernate in
+    // A CocoonHibernation on a set's main. Every third round (from the first) holds the hibernate in
     // vk-cocoon, flips the desire to Wake while the CocoonHibernation is Hibernating, then lets the
     // hibernate finish.
     const hibernationDriver = async () => {
       await createSet("hib", {});
       await until(() => isRunning("hib", 1), 60_000);
       for (let round = 0; !stopping; round++) {
-        if (round % 3 === 1) {
+        if (round % 3 === 0) {
           sim!.faults.stallHibernate(vm("hib"), true);
           await setDesire("hib-0", "Hibernate");
           const mid = await until(async () => (await hibernationPhase("hib-0")) === "Hibernating", 30_000);
@@ -287,9 +287,11 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
         const name = `img${i}`;
         imageSet = { name, image: IMAGE };
         await createSet(name, {});
-        if (!(await until(() => isRunning(name, 1), 60_000))) break;
+        await until(() => isRunning(name, 1), 60_000);
+        if (stopping) break;
         await patchSpec(name, { suspend: true });
-        if (!(await until(() => isPhase(name, "Suspended"), 45_000))) break;
+        await until(() => isPhase(name, "Suspended"), 45_000);
+        if (stopping) break;
         checker.allowImageDrop(vm(name));
         imageSet.image = OTHER_IMAGE;
         await patchSpec(name, { agent: { image: OTHER_IMAGE, replicas: 0, mode: "clone" } });
@@ -325,12 +327,15 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       if (opts.kills === 0) {
         await Promise.race([new Promise((r) => setTimeout(r, opts.durationMs ?? 30_000)), checker.failed]);
       }
-      const extraUntil = () => (extraDeadline ??= Date.now() + (opts.maxExtraMs ?? 60_000));
+      // Past the requested kills, a driver still short of its minimum keeps the kills going, with
+      // uptimes doubling (up to 8×) so that an operator slowed by a loaded machine gets work done.
+      const extraUntil = () => (extraDeadline ??= Date.now() + (opts.maxExtraMs ?? 90_000));
       let extraDeadline: number | undefined;
       const cyclesShort = () =>
         CHAOS_DRIVERS.some((driver) => cycles[driver] < (opts.minCycles?.[driver] ?? 0));
       while (op.kills < opts.kills || (opts.kills > 0 && cyclesShort() && Date.now() < extraUntil())) {
-        const upMs = between(minUp, maxUp);
+        const stretch = 2 ** Math.min(3, Math.max(0, op.kills - opts.kills + 1));
+        const upMs = between(minUp, maxUp) * (op.kills < opts.kills ? 1 : stretch);
         await Promise.race([new Promise((r) => setTimeout(r, upMs)), checker.failed]);
         await op.kill();
         checker.note(`SIGKILL operator #${op.incarnation} after ${upMs} ms (kill ${op.kills})`);
