@@ -16,7 +16,6 @@ import {
   ANN_HIBERNATED_ON_NODE,
   ANN_LIFECYCLE_STATE,
   LIFECYCLE_HIBERNATED,
-  TAG_HIBERNATE,
 } from "../../src/contract/keys.ts";
 import { OciClient, type Simulator, startSimulator } from "../env/simulator/index.ts";
 import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
@@ -28,8 +27,14 @@ import {
   type SetEvent,
   setPods as setPodsFromApi,
 } from "../support/setapi.ts";
+import {
+  createSet as createSetInApi,
+  hasHibernateTag,
+  E2E_IMAGE as IMAGE,
+  waitPhase,
+  waitRunning,
+} from "../support/setwait.ts";
 
-const IMAGE = "ubuntu-dev-base";
 const env = testEnv();
 const oci = new OciClient(env.registry);
 const suffix = randomBytes(3).toString("hex");
@@ -67,15 +72,8 @@ after(async () => {
 const setsPath = () => `/apis/cocoonset.cocoonstack.io/v1/namespaces/${ns}/cocoonsets`;
 const vmName = (set: string, slot: number | string) => `vk-${ns}-${set}-${slot}`;
 
-async function createSet(name: string, spec: Partial<CocoonSetSpec>): Promise<void> {
-  const cs: CocoonSet = {
-    apiVersion: "cocoonset.cocoonstack.io/v1",
-    kind: "CocoonSet",
-    metadata: { name, namespace: ns },
-    spec: { agent: { image: IMAGE, replicas: 0, mode: "clone" }, ...spec },
-  };
-  const res = await apiRequest(env, "POST", setsPath(), cs);
-  assert.equal(res.status, 201, JSON.stringify(res.body));
+function createSet(name: string, spec: Partial<CocoonSetSpec>): Promise<void> {
+  return createSetInApi(env, ns, name, spec);
 }
 
 async function setSuspend(name: string, suspend: boolean): Promise<void> {
@@ -99,37 +97,17 @@ function events(name: string): Promise<SetEvent[]> {
   return objectEvents(env, ns, name);
 }
 
-async function hasTag(vm: string): Promise<boolean> {
-  return (await oci.getManifest(oci.repository(vm), TAG_HIBERNATE)) !== null;
+function hasTag(vm: string): Promise<boolean> {
+  return hasHibernateTag(oci, vm);
 }
 
 function phaseIs(name: string, phase: string, timeoutMs = 60_000): Promise<CocoonSet> {
-  return waitFor(
-    `${name} ${phase}`,
-    async () => {
-      const cs = await getSet(name);
-      return cs.status?.phase === phase ? cs : undefined;
-    },
-    timeoutMs,
-  );
+  return waitPhase(env, ns, name, phase, timeoutMs);
 }
 
 /** Running with every agent and toolbox Ready at the current generation. */
 function running(name: string, agents: number, toolboxes = 0): Promise<CocoonSet> {
-  return waitFor(
-    `${name} Running`,
-    async () => {
-      const cs = await getSet(name);
-      const s = cs.status;
-      return s?.phase === "Running" &&
-        s.readyAgents === agents &&
-        s.readyToolboxes === toolboxes &&
-        s.observedGeneration === cs.metadata.generation
-        ? cs
-        : undefined;
-    },
-    60_000,
-  );
+  return waitRunning(env, ns, name, agents, toolboxes, 60_000);
 }
 
 async function mainNode(name: string): Promise<string> {

@@ -64,29 +64,7 @@ export function pendingStatus(startTime: string): StatusPatch {
 
 /** DeletePod succeeded: the terminal status virtual-kubelet writes before the grace-0 delete. */
 export function succeededStatus(pod: Pod, now: string): StatusPatch {
-  const container = pod.spec.containers[0];
-  return {
-    phase: "Succeeded",
-    reason: null,
-    message: null,
-    conditions: [
-      { type: "PodScheduled", status: "True", lastTransitionTime: now },
-      { type: "Initialized", status: "True", lastTransitionTime: now },
-      { type: "ContainersReady", status: "False", lastTransitionTime: now },
-      { type: "Ready", status: "False", lastTransitionTime: now },
-    ],
-    containerStatuses: [
-      {
-        name: container?.name ?? "agent",
-        image: container?.image ?? "",
-        imageID: "",
-        ready: false,
-        started: false,
-        restartCount: 0,
-        state: { terminated: { exitCode: 0, reason: "Completed", finishedAt: now } },
-      },
-    ],
-  };
+  return terminalStatus(pod, "Succeeded", { exitCode: 0, reason: "Completed" }, now);
 }
 
 /**
@@ -94,9 +72,18 @@ export function succeededStatus(pod: Pod, now: string): StatusPatch {
  * eviction reason (vk-cocoon.md §2.2 "Eviction"); Ready goes False with it.
  */
 export function evictedStatus(pod: Pod, reason: string, message: string, now: string): StatusPatch {
+  return terminalStatus(pod, "Failed", { exitCode: 1, reason, message }, now);
+}
+
+function terminalStatus(
+  pod: Pod,
+  phase: "Succeeded" | "Failed",
+  terminated: { exitCode: number; reason: string; message?: string },
+  now: string,
+): StatusPatch {
   const container = pod.spec.containers[0];
   return {
-    phase: "Failed",
+    phase,
     reason: null,
     message: null,
     conditions: [
@@ -113,7 +100,7 @@ export function evictedStatus(pod: Pod, reason: string, message: string, now: st
         ready: false,
         started: false,
         restartCount: 0,
-        state: { terminated: { exitCode: 1, reason, message, finishedAt: now } },
+        state: { terminated: { ...terminated, finishedAt: now } },
       },
     ],
   };
