@@ -2,8 +2,9 @@
 // guest (HibernateUnsupported, lifecycle failed, the guest keeps running, vk-cocoon.md §2.4), so a
 // suspend can never be confirmed. Each 3-minute deadline (reached by pushing the operator's clock)
 // reports SuspendTimedOut and phase Failed, and the next pass re-arms a fresh deadline. On unsuspend
-// step 7 clears the refused hibernate request, vk lifts the failure, and the set is Running again
-// with the same pod and the same VM: no manual delete, no lost guest.
+// step 7 clears the refused hibernate request, vk lifts the failure, and the set reports
+// RecoveredFromFailure and is Running again with the same pod and the same VM: no manual delete, no
+// lost guest.
 
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -125,6 +126,11 @@ it("times out every suspend deadline with SuspendTimedOut, then runs again on un
   assert.equal(after?.metadata.uid, uid, "the same pod: no delete was needed");
   assert.equal(after?.metadata.annotations?.[ANN_VM_ID], vmID, "the same guest kept running");
   assert.equal(after?.metadata.annotations?.[ANN_HIBERNATE], undefined, "the hibernate request is cleared");
+  const recovered = (await objectEvents(env, ns, "mac")).filter((e) => e.reason === "RecoveredFromFailure");
+  assert.deepEqual(
+    recovered.map((e) => e.message),
+    [`main pod ${ns}/mac-0 is Ready again`],
+  );
   const journal = sim.record.events({ vmName: vm });
   assert.deepEqual(
     journal.filter((e) => e.kind !== "refuse").map((e) => e.kind),

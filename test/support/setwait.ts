@@ -79,15 +79,19 @@ export function reclaimOf(cs: CocoonSet): ReclaimRecord {
   return readReclaim(cs.metadata.annotations?.[ANN_HIBERNATE_RECLAIM]).value;
 }
 
-/** Deletes the pod (as a user would) and waits until the API server no longer has it. */
+/**
+ * Deletes the pod (as a user would) and waits until the API server no longer has that pod object
+ * (the name may already hold its replacement).
+ */
 export async function deletePodAndWait(env: ApiConnection, ns: string, name: string): Promise<void> {
   const res = await apiRequest(env, "DELETE", `/api/v1/namespaces/${ns}/pods/${name}`);
   assert.ok(res.status === 200 || res.status === 202, JSON.stringify(res.body));
+  const uid = (res.body as Pod).metadata.uid;
   await waitFor(
-    `${name} gone`,
+    `${name} (${uid}) gone`,
     async () => {
       const got = await apiRequest(env, "GET", `/api/v1/namespaces/${ns}/pods/${name}`);
-      return got.status === 404 ? true : undefined;
+      return got.status === 404 || (got.body as Pod).metadata.uid !== uid ? true : undefined;
     },
     60_000,
   );
