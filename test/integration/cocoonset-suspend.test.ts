@@ -241,6 +241,42 @@ describe("CocoonSet suspend with hibernatePolicy release", () => {
   });
 });
 
+describe("a released-seat wake that a cancelled suspend interrupted", () => {
+  it("clears the hibernate request the suspend left on the restored main, then finishes the wake", {
+    timeout: 120_000,
+  }, async () => {
+    await createSet("cut", { nodePool: preferPool, hibernatePolicy: "release" });
+    await running("cut", 1);
+    await setSuspend("cut", true);
+    await released("cut");
+
+    // The restore is held back while the suspend's write lands on the restore pod: the state an
+    // operator killed between step 6's annotation and its Suspending write leaves behind, with the
+    // set still Waking once the suspend is withdrawn.
+    const vm = vmName("cut", 0);
+    sim.faults.refuseWake(vm, true);
+    await setSuspend("cut", false);
+    await phaseIs("cut", "Waking");
+    await waitFor("the restore pod", async () =>
+      (await setPods("cut")).find((p) => p.metadata.name === "cut-0"),
+    );
+    const res = await apiRequest(
+      env,
+      "PATCH",
+      `/api/v1/namespaces/${ns}/pods/cut-0`,
+      { metadata: { annotations: { [ANN_HIBERNATE]: "true" } } },
+      "application/merge-patch+json",
+    );
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    sim.faults.refuseWake(vm, false);
+    await sim.record.waitFor((e) => e.kind === "hibernate" && e.vmName === vm, 60_000);
+
+    await wokenFromRelease("cut");
+    const main = (await setPods("cut")).find((p) => p.metadata.name === "cut-0");
+    assert.equal(main?.metadata.annotations?.[ANN_HIBERNATE], undefined);
+  });
+});
+
 describe("released-seat wake preference", () => {
   it("wakes on the hinted node although the scheduler alone would pick the emptier one", {
     timeout: 150_000,
