@@ -11,12 +11,10 @@
 //   user replaces it, the set runs again.
 
 import assert from "node:assert/strict";
-import { randomBytes } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import { isPodReady } from "../../src/contract/pod.ts";
-import { OciClient, type Simulator, startSimulator } from "../env/simulator/index.ts";
-import { createNamespace, testEnv, waitFor } from "../env/testenv.ts";
-import { startTestOperator, type TestOperator } from "../support/operator.ts";
+import { OciClient, type Simulator } from "../env/simulator/index.ts";
+import { testEnv, waitFor } from "../env/testenv.ts";
 import { objectEvents } from "../support/setapi.ts";
 import {
   createSet,
@@ -24,27 +22,26 @@ import {
   E2E_IMAGE,
   hasHibernateTag,
   livePod,
+  type OneNodeEnv,
+  startOneNodeEnv,
   waitPhase,
   waitRunning,
 } from "../support/setwait.ts";
 
 const env = testEnv();
 const oci = new OciClient(env.registry);
-const suffix = randomBytes(3).toString("hex");
-const pool = `evict-${suffix}`;
 let ns: string;
+let pool: string;
 let sim: Simulator;
-let operator: TestOperator;
+let e2e: OneNodeEnv | undefined;
 
 before(async () => {
-  ns = await createNamespace(env, "csfailed");
-  sim = await startSimulator({ ...env, nodes: [{ name: `evict-${suffix}`, pool }] });
-  operator = await startTestOperator({ namespace: ns });
+  e2e = await startOneNodeEnv(env, "csfailed");
+  ({ ns, pool, sim } = e2e);
 });
 
 after(async () => {
-  await operator?.stop();
-  await sim?.stop({ removeNodes: true });
+  await e2e?.stop();
 });
 
 const vmName = (set: string, slot: number | string) => `vk-${ns}-${set}-${slot}`;

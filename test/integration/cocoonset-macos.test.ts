@@ -7,39 +7,42 @@
 // lost guest.
 
 import assert from "node:assert/strict";
-import { randomBytes } from "node:crypto";
 import { after, before, it } from "node:test";
 import type { CocoonSet } from "../../src/apis/v1/types.ts";
 import { SUSPEND_TIMEOUT_MS } from "../../src/cocoonset/suspenddeadline.ts";
 import { ANN_HIBERNATE, ANN_SUSPENDING_SINCE, ANN_VM_ID } from "../../src/contract/keys.ts";
 import { KubeClient, kubeConfigFromFile } from "../../src/controller/client.ts";
 import { COCOONSETS } from "../../src/controller/resources.ts";
-import { type Simulator, startSimulator } from "../env/simulator/index.ts";
-import { createNamespace, testEnv, waitFor } from "../env/testenv.ts";
-import { startTestOperator, type TestOperator } from "../support/operator.ts";
+import type { Simulator } from "../env/simulator/index.ts";
+import { testEnv, waitFor } from "../env/testenv.ts";
 import { getSet, objectEvents, patchSetSpec } from "../support/setapi.ts";
-import { createSet, E2E_IMAGE, livePod, waitPhase, waitRunning } from "../support/setwait.ts";
+import {
+  createSet,
+  E2E_IMAGE,
+  livePod,
+  type OneNodeEnv,
+  startOneNodeEnv,
+  waitPhase,
+  waitRunning,
+} from "../support/setwait.ts";
 import { ShiftableClock } from "../support/shiftableclock.ts";
 
 const env = testEnv();
-const suffix = randomBytes(3).toString("hex");
-const pool = `mac-${suffix}`;
 const clock = new ShiftableClock();
 const watcher = new KubeClient(kubeConfigFromFile(env.kubeconfigPath));
 let ns: string;
+let pool: string;
 let sim: Simulator;
-let operator: TestOperator;
+let e2e: OneNodeEnv | undefined;
 
 before(async () => {
-  ns = await createNamespace(env, "csmacos");
-  sim = await startSimulator({ ...env, nodes: [{ name: `mac-${suffix}`, pool }] });
-  operator = await startTestOperator({ namespace: ns, clock });
+  e2e = await startOneNodeEnv(env, "csmacos", { clock });
+  ({ ns, pool, sim } = e2e);
 });
 
 after(async () => {
   watcher.close();
-  await operator?.stop();
-  await sim?.stop({ removeNodes: true });
+  await e2e?.stop();
 });
 
 /** How many times the operator reported SuspendTimedOut on the set (aggregated events counted). */

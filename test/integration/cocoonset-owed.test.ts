@@ -6,13 +6,11 @@
 // each VM came up.
 
 import assert from "node:assert/strict";
-import { randomBytes } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import type { Pod } from "../../src/apis/core.ts";
 import { ANN_FORK_FROM, ANN_RESTORE_FROM_HIBERNATE, TRUE } from "../../src/contract/keys.ts";
-import { OciClient, type Simulator, startSimulator, type VmEvent } from "../env/simulator/index.ts";
-import { createNamespace, testEnv, waitFor } from "../env/testenv.ts";
-import { startTestOperator, type TestOperator } from "../support/operator.ts";
+import { OciClient, type Simulator, type VmEvent } from "../env/simulator/index.ts";
+import { testEnv, waitFor } from "../env/testenv.ts";
 import { getSet, patchSetSpec } from "../support/setapi.ts";
 import {
   createSet,
@@ -20,28 +18,27 @@ import {
   E2E_IMAGE,
   hasHibernateTag,
   livePod,
+  type OneNodeEnv,
   reclaimOf,
+  startOneNodeEnv,
   waitPhase,
   waitRunning,
 } from "../support/setwait.ts";
 
 const env = testEnv();
 const oci = new OciClient(env.registry);
-const suffix = randomBytes(3).toString("hex");
-const pool = `owed-${suffix}`;
 let ns: string;
+let pool: string;
 let sim: Simulator;
-let operator: TestOperator;
+let e2e: OneNodeEnv | undefined;
 
 before(async () => {
-  ns = await createNamespace(env, "csowed");
-  sim = await startSimulator({ ...env, nodes: [{ name: `owed-${suffix}`, pool }] });
-  operator = await startTestOperator({ namespace: ns });
+  e2e = await startOneNodeEnv(env, "csowed");
+  ({ ns, pool, sim } = e2e);
 });
 
 after(async () => {
-  await operator?.stop();
-  await sim?.stop({ removeNodes: true });
+  await e2e?.stop();
 });
 
 const vmName = (set: string, slot: number | string) => `vk-${ns}-${set}-${slot}`;

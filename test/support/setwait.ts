@@ -3,15 +3,54 @@
 // record, delete a pod and wait until it is gone. Every wait polls the API server.
 
 import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
 import type { Pod } from "../../src/apis/core.ts";
 import type { CocoonSet, CocoonSetSpec } from "../../src/apis/v1/types.ts";
+import type { Clock } from "../../src/clock.ts";
 import { type ReclaimRecord, readReclaim } from "../../src/cocoonset/reclaim.ts";
 import { ANN_HIBERNATE_RECLAIM, TAG_HIBERNATE } from "../../src/contract/keys.ts";
-import type { OciClient } from "../env/simulator/index.ts";
-import { type ApiConnection, apiRequest, waitFor } from "../env/testenv.ts";
+import { type OciClient, type Simulator, startSimulator } from "../env/simulator/index.ts";
+import {
+  type ApiConnection,
+  apiRequest,
+  createNamespace,
+  type TestEnvInfo,
+  waitFor,
+} from "../env/testenv.ts";
+import { startTestOperator, type TestOperator } from "./operator.ts";
 import { getSet, setPods, setsPath } from "./setapi.ts";
 
 export const E2E_IMAGE = "ubuntu-dev-base";
+
+/** A namespace, one simulated node in a pool of its own, and the operator watching the namespace. */
+export interface OneNodeEnv {
+  ns: string;
+  pool: string;
+  sim: Simulator;
+  operator: TestOperator;
+  stop(): Promise<void>;
+}
+
+export async function startOneNodeEnv(
+  env: TestEnvInfo,
+  prefix: string,
+  opts: { clock?: Clock } = {},
+): Promise<OneNodeEnv> {
+  const ns = await createNamespace(env, prefix);
+  const pool = `${prefix}-${randomBytes(3).toString("hex")}`;
+  const sim = await startSimulator({ ...env, nodes: [{ name: pool, pool }] });
+  const operator = await startTestOperator({ namespace: ns, ...opts });
+  return {
+    ns,
+    pool,
+    sim,
+    operator,
+    stop: async () => {
+      await operator.stop();
+      await sim.stop({ removeNodes: true });
+    },
+  };
+}
 
 export async function createSet(
   env: ApiConnection,
