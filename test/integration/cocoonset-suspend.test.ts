@@ -1,7 +1,9 @@
 // Steps 6, 9 and 10 end to end against the vk-cocoon simulator and a real registry: a retained
 // suspend of a main, three sub-agents and a toolbox (tags pushed, pods hibernated, then woken and the
 // tags dropped), and hibernatePolicy=release round trips that land back on the hinted node when it
-// has a seat, elsewhere when it does not, and wait with WakeNoCapacity while no seat exists.
+// has a seat, elsewhere when it does not, and wait with WakeNoCapacity while no seat exists; and on
+// roomy nodes, the wake lands on the hint even where the scheduler's own scoring prefers another node
+// (so the weight-100 preference is what puts it there).
 
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -14,7 +16,6 @@ import {
   ANN_HIBERNATED_ON_NODE,
   ANN_LIFECYCLE_STATE,
   LIFECYCLE_HIBERNATED,
-  TAG_HIBERNATE,
 } from "../../src/contract/keys.ts";
 import { OciClient, type Simulator, startSimulator } from "../env/simulator/index.ts";
 import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
@@ -26,16 +27,25 @@ import {
   type SetEvent,
   setPods as setPodsFromApi,
 } from "../support/setapi.ts";
+import {
+  createSet as createSetInApi,
+  hasHibernateTag,
+  E2E_IMAGE as IMAGE,
+  waitPhase,
+  waitRunning,
+} from "../support/setwait.ts";
 
-const IMAGE = "ubuntu-dev-base";
 const env = testEnv();
 const oci = new OciClient(env.registry);
 const suffix = randomBytes(3).toString("hex");
-// Retained suspends run on a roomy pool; the release pool has two nodes of one seat each.
+// Retained suspends run on a roomy pool; the release pool has two nodes of one seat each; the
+// preference pool has two nodes with room for several pods.
 const roomyPool = `roomy-${suffix}`;
 const seatPool = `seats-${suffix}`;
 const nodeA = `seat-a-${suffix}`;
 const nodeB = `seat-b-${suffix}`;
+const preferPool = `prefer-${suffix}`;
+const preferNodes = [`prefer-a-${suffix}`, `prefer-b-${suffix}`];
 let ns: string;
 let sim: Simulator;
 let operator: TestOperator;
@@ -48,6 +58,7 @@ before(async () => {
       { name: `roomy-${suffix}`, pool: roomyPool },
       { name: nodeA, pool: seatPool, pods: 1 },
       { name: nodeB, pool: seatPool, pods: 1 },
+      ...preferNodes.map((name) => ({ name, pool: preferPool, pods: 10 })),
     ],
   });
   operator = await startTestOperator({ namespace: ns });
@@ -61,15 +72,8 @@ after(async () => {
 const setsPath = () => `/apis/cocoonset.cocoonstack.io/v1/namespaces/${ns}/cocoonsets`;
 const vmName = (set: string, slot: number | string) => `vk-${ns}-${set}-${slot}`;
 
-async function createSet(name: string, spec: Partial<CocoonSetSpec>): Promise<void> {
-  const cs: CocoonSet = {
-    apiVersion: "cocoonset.cocoonstack.io/v1",
-    kind: "CocoonSet",
-    metadata: { name, namespace: ns },
-    spec: { agent: { image: IMAGE, replicas: 0, mode: "clone" }, ...spec },
-  };
-  const res = await apiRequest(env, "POST", setsPath(), cs);
-  assert.equal(res.status, 201, JSON.stringify(res.body));
+function createSet(name: string, spec: Partial<CocoonSetSpec>): Promise<void> {
+  return createSetInApi(env, ns, name, spec);
 }
 
 async function setSuspend(name: string, suspend: boolean): Promise<void> {
@@ -93,37 +97,17 @@ function events(name: string): Promise<SetEvent[]> {
   return objectEvents(env, ns, name);
 }
 
-async function hasTag(vm: string): Promise<boolean> {
-  return (await oci.getManifest(oci.repository(vm), TAG_HIBERNATE)) !== null;
+function hasTag(vm: string): Promise<boolean> {
+  return hasHibernateTag(oci, vm);
 }
 
 function phaseIs(name: string, phase: string, timeoutMs = 60_000): Promise<CocoonSet> {
-  return waitFor(
-    `${name} ${phase}`,
-    async () => {
-      const cs = await getSet(name);
-      return cs.status?.phase === phase ? cs : undefined;
-    },
-    timeoutMs,
-  );
+  return waitPhase(env, ns, name, phase, timeoutMs);
 }
 
 /** Running with every agent and toolbox Ready at the current generation. */
 function running(name: string, agents: number, toolboxes = 0): Promise<CocoonSet> {
-  return waitFor(
-    `${name} Running`,
-    async () => {
-      const cs = await getSet(name);
-      const s = cs.status;
-      return s?.phase === "Running" &&
-        s.readyAgents === agents &&
-        s.readyToolboxes === toolboxes &&
-        s.observedGeneration === cs.metadata.generation
-        ? cs
-        : undefined;
-    },
-    60_000,
-  );
+  return waitRunning(env, ns, name, agents, toolboxes, 60_000);
 }
 
 async function mainNode(name: string): Promise<string> {
@@ -254,5 +238,71 @@ describe("CocoonSet suspend with hibernatePolicy release", () => {
     await deleteSet("filler2");
     await wokenFromRelease("rel");
     assert.equal(await mainNode("rel"), hint);
+  });
+});
+
+describe("a released-seat wake that a cancelled suspend interrupted", () => {
+  it("clears the hibernate request the suspend left on the restored main, then finishes the wake", {
+    timeout: 120_000,
+  }, async () => {
+    await createSet("cut", { nodePool: preferPool, hibernatePolicy: "release" });
+    await running("cut", 1);
+    await setSuspend("cut", true);
+    await released("cut");
+
+    // The restore is held back while the suspend's write lands on the restore pod: the state an
+    // operator killed between step 6's annotation and its Suspending write leaves behind, with the
+    // set still Waking once the suspend is withdrawn.
+    const vm = vmName("cut", 0);
+    sim.faults.refuseWake(vm, true);
+    await setSuspend("cut", false);
+    await phaseIs("cut", "Waking");
+    await waitFor("the restore pod", async () =>
+      (await setPods("cut")).find((p) => p.metadata.name === "cut-0"),
+    );
+    const res = await apiRequest(
+      env,
+      "PATCH",
+      `/api/v1/namespaces/${ns}/pods/cut-0`,
+      { metadata: { annotations: { [ANN_HIBERNATE]: "true" } } },
+      "application/merge-patch+json",
+    );
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    sim.faults.refuseWake(vm, false);
+    await sim.record.waitFor((e) => e.kind === "hibernate" && e.vmName === vm, 60_000);
+
+    await wokenFromRelease("cut");
+    const main = (await setPods("cut")).find((p) => p.metadata.name === "cut-0");
+    assert.equal(main?.metadata.annotations?.[ANN_HIBERNATE], undefined);
+  });
+});
+
+describe("released-seat wake preference", () => {
+  it("wakes on the hinted node although the scheduler alone would pick the emptier one", {
+    timeout: 150_000,
+  }, async () => {
+    // Each simulated node has 64 CPUs and 256Gi. The main asks for a quarter of one.
+    const resources = { requests: { cpu: "16", memory: "64Gi" }, limits: { cpu: "16", memory: "64Gi" } };
+    await createSet("pref", {
+      nodePool: preferPool,
+      hibernatePolicy: "release",
+      agent: { image: IMAGE, replicas: 0, mode: "clone", resources },
+    });
+    await running("pref", 1);
+    await setSuspend("pref", true);
+    const hint = await released("pref");
+    // Load the hinted node: it keeps room for the main, but least-allocated scoring now favours the
+    // other node by far, so only the weight-100 preference can bring the main back to the hint.
+    const heavy = { requests: { cpu: "40", memory: "160Gi" }, limits: { cpu: "40", memory: "160Gi" } };
+    await createSet("load", {
+      nodePool: preferPool,
+      nodeName: hint,
+      agent: { image: IMAGE, replicas: 0, mode: "clone", resources: heavy },
+    });
+    await running("load", 1);
+
+    await setSuspend("pref", false);
+    await wokenFromRelease("pref");
+    assert.equal(await mainNode("pref"), hint, "the wake preferred the snapshot's node");
   });
 });

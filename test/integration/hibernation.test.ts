@@ -8,7 +8,6 @@ import { randomBytes } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import type { Pod } from "../../src/apis/core.ts";
 import { API_VERSION, type CocoonHibernation, KIND_COCOONHIBERNATION } from "../../src/apis/v1/types.ts";
-import { type Clock, systemClock } from "../../src/clock.ts";
 import {
   ANN_COCOONSET_GENERATION,
   ANN_HIBERNATE,
@@ -33,18 +32,9 @@ import { hibernationIndexers } from "../../src/hibernation/view.ts";
 import { createRegistryClient, type RegistryClient } from "../../src/registry/index.ts";
 import { type Simulator, startSimulator } from "../env/simulator/index.ts";
 import { createNamespace, testEnv, waitFor } from "../env/testenv.ts";
+import { ShiftableClock } from "../support/shiftableclock.ts";
 
 /** Real time for queues and sleeps; now() can be pushed ahead to reach a deadline without waiting. */
-class ShiftableClock implements Clock {
-  offsetMs = 0;
-  now(): number {
-    return systemClock.now() + this.offsetMs;
-  }
-  sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    return systemClock.sleep(ms, signal);
-  }
-}
-
 const env = testEnv();
 const nodeName = `sim-${randomBytes(3).toString("hex")}`;
 const client = new KubeClient(kubeConfigFromFile(env.kubeconfigPath));

@@ -5,6 +5,7 @@ import { randomBytes } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import type { Pod } from "../../src/apis/core.ts";
 import {
+  ANN_BACKEND,
   ANN_COCOONSET_GENERATION,
   ANN_FORK_FROM,
   ANN_HIBERNATE,
@@ -29,7 +30,7 @@ import {
 import { type Simulator, startSimulator } from "../env/simulator/index.ts";
 import { KubeClient } from "../env/simulator/kube.ts";
 import { OciClient } from "../env/simulator/oci.ts";
-import { pushSnapshot, readSnapshotId } from "../env/simulator/snapshot.ts";
+import { pushSnapshot, readSnapshotHypervisor, readSnapshotId } from "../env/simulator/snapshot.ts";
 import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
 
 const env = testEnv();
@@ -156,15 +157,20 @@ interface Observation {
   ready: boolean;
 }
 
-/** Watches one pod and keeps every distinct (lifecycle, id present, phase, Ready) it passes through. */
-function observe(name: string): { seen: Observation[]; stop: () => Promise<void> } {
+/**
+ * Watches one pod and keeps every distinct (lifecycle, id present, phase, Ready) it passes through,
+ * and every version of the object in `versions`.
+ */
+function observe(name: string): { seen: Observation[]; versions: Pod[]; stop: () => Promise<void> } {
   const kube = new KubeClient(env.server, env.token, env.caFile);
   const abort = new AbortController();
   const seen: Observation[] = [];
+  const versions: Pod[] = [];
   const selector = encodeURIComponent(`metadata.name=${name}`);
   const done = kube
     .watch(`/api/v1/namespaces/${ns}/pods?watch=1&fieldSelector=${selector}`, abort.signal, (event) => {
       const pod = event.object as unknown as Pod;
+      versions.push(pod);
       const next = {
         state: ann(pod, ANN_LIFECYCLE_STATE) ?? "",
         hasID: (ann(pod, ANN_VM_ID) ?? "") !== "",
@@ -176,6 +182,7 @@ function observe(name: string): { seen: Observation[]; stop: () => Promise<void>
     .catch(() => undefined);
   return {
     seen,
+    versions,
     stop: async () => {
       abort.abort();
       await done;
@@ -587,5 +594,95 @@ describe("vk-cocoon simulator", () => {
     const destroyed = sim.record.events({ kind: "destroy", vmName: main });
     assert.equal(destroyed[0]?.keptLocalSnapshot, true);
     assert.ok(!sim.record.liveVMs().some((v) => v.vmName === main || v.vmName === sub));
+  });
+  test("eviction: vk deletes the pod whose VM is gone, then reports it Failed with the reason", async () => {
+    const vm = vmName("evict-0");
+    const watch = observe("evict-0");
+    await createPod("evict-0", { annotations: managedAnnotations(vm), bind: true });
+    const ready = await waitPod("evict-0", "ready", (p) => lifecycleAt("ready", 1)(p) && isReady(p));
+    const vmID = ann(ready, ANN_VM_ID);
+
+    sim.faults.evict(vm);
+    await waitFor("evicted pod removed", async () =>
+      (await getPod("evict-0")) === undefined ? true : undefined,
+    );
+    await watch.stop();
+    const failed = watch.versions.find((p) => p.status?.phase === "Failed");
+    assert.ok(failed, "phase Failed was published");
+    assert.ok(failed.metadata.deletionTimestamp, "the delete comes before the Failed notify");
+    assert.equal(failed.metadata.uid, ready.metadata.uid);
+    assert.deepEqual(failed.status?.containerStatuses?.[0]?.state?.terminated?.exitCode, 1);
+    assert.equal(failed.status?.containerStatuses?.[0]?.state?.terminated?.reason, "VMGone");
+    assert.equal(failed.status?.containerStatuses?.[0]?.state?.terminated?.message, "vm no longer exists");
+    assert.ok(!isReady(failed));
+    const evicted = sim.record.events({ kind: "evict", vmName: vm });
+    assert.equal(evicted.length, 1);
+    assert.equal(evicted[0]?.vmID, vmID);
+    assert.deepEqual(sim.record.events({ kind: "push-latest", vmName: vm }), [], "nothing is left to save");
+    assert.deepEqual(sim.record.events({ kind: "destroy", vmName: vm }), []);
+    assert.ok(!sim.record.liveVMs().some((v) => v.vmName === vm));
+  });
+
+  test("a snapshot another hypervisor took is refused for a restore and for a clone source", async () => {
+    const vm = vmName("fc-0");
+    await pushSnapshot(oci, {
+      vmName: vm,
+      vmID: "old",
+      tag: "hibernate",
+      baseImage: "ubuntu-dev-base",
+      fromNode: "elsewhere",
+      hypervisor: "firecracker",
+    });
+    await createPod("fc-0", {
+      annotations: managedAnnotations(vm, { [ANN_BACKEND]: "cloud-hypervisor" }),
+      bind: true,
+    });
+    const refused = await waitPod("fc-0", "failed", lifecycleAt("failed", 1));
+    const ref = `${oci.repository(vm)}:hibernate`;
+    assert.equal(
+      ann(refused, ANN_LIFECYCLE_STATE_MESSAGE),
+      `clone vm ${vm} from ${ref}: snapshot ${ref} was taken with firecracker but CocoonSet requests cloud-hypervisor`,
+    );
+    assert.ok((await eventReasons("fc-0")).includes("CreateBringUpFailed"));
+    assert.deepEqual(sim.record.events({ kind: "restore", vmName: vm }), []);
+    await apiRequest(env, "DELETE", `/api/v1/namespaces/${ns}/pods/fc-0`);
+    await waitFor("fc-0 deleted", async () => ((await getPod("fc-0")) === undefined ? true : undefined));
+
+    // The same snapshot restores for the backend that took it, and a hibernate records that backend.
+    await createPod("fc-0", {
+      annotations: managedAnnotations(vm, { [ANN_BACKEND]: "firecracker" }),
+      bind: true,
+    });
+    await waitPod("fc-0", "restored", lifecycleAt("ready", 1));
+    assert.equal(sim.record.events({ kind: "restore", vmName: vm }).length, 1);
+    await patchAnnotations("fc-0", { [ANN_HIBERNATE]: "true" });
+    await waitPod("fc-0", "hibernated", lifecycleAt("hibernated", 1));
+    const pushed = await oci.getManifest(oci.repository(vm), "hibernate");
+    assert.ok(pushed !== null);
+    assert.equal(await readSnapshotHypervisor(oci, oci.repository(vm), pushed.json), "firecracker");
+
+    const base = `fc-base-${ns}`;
+    await pushSnapshot(oci, {
+      vmName: base,
+      vmID: "base",
+      tag: "v1",
+      baseImage: "",
+      fromNode: "elsewhere",
+      hypervisor: "firecracker",
+    });
+    const clone = vmName("fc-clone");
+    await createPod("fc-clone", {
+      annotations: managedAnnotations(clone, {
+        [ANN_IMAGE]: `${base}:v1`,
+        [ANN_BACKEND]: "cloud-hypervisor",
+      }),
+      bind: true,
+    });
+    const cloneRefused = await waitPod("fc-clone", "failed", lifecycleAt("failed", 1));
+    assert.equal(
+      ann(cloneRefused, ANN_LIFECYCLE_STATE_MESSAGE),
+      `clone vm ${clone} from ${base}:v1: snapshot ${base}:v1 was taken with firecracker but CocoonSet requests cloud-hypervisor`,
+    );
+    assert.deepEqual(sim.record.events({ kind: "boot", vmName: clone }), []);
   });
 });

@@ -1,15 +1,26 @@
 // The random-kill chaos run shared by test/reliability/kills.test.ts (50 kills) and bench/chaos.ts
 // (200 kills): the operator runs as a child process behind an API proxy (scoped to one namespace) and
-// a registry proxy; four drivers cycle retained suspend/unsuspend, release + wake, migration between
-// two nodes and create/teardown, each waiting for the target phase or (at random) flipping early,
-// while the operator is SIGKILLed at random moments and restarted at once. The invariant checker
-// watches the simulator's VM record and the operator's registry deletes throughout. Once the kills are
-// done the operator is left running and every set must converge to its spec (invariant d).
+// a registry proxy; six drivers cycle retained suspend/unsuspend of a main, a sub-agent and a toolbox,
+// release + wake, migration between two nodes, create/teardown, CocoonHibernation hibernate/wake of a
+// set's main (every third round flips the desire while the hibernate is held mid-transition), and an
+// image change while suspended (the image rule drops the old snapshot; the set is then torn down).
+// Each waits for the target phase or (at random) flips early, while the operator is SIGKILLed at
+// random moments and restarted at once; the kills go on past the requested number until every driver
+// has finished its minimum of cycles (bounded). The invariant checker watches the simulator's VM
+// record and the operator's registry deletes throughout. Once the kills are done the operator is left
+// running and every set must converge to its spec (invariant d).
 
 import { randomBytes } from "node:crypto";
 import type { Pod } from "../../src/apis/core.ts";
-import type { CocoonSet, CocoonSetSpec } from "../../src/apis/v1/types.ts";
-import { ANN_HIBERNATE_RECLAIM, LABEL_COCOONSET, TAG_HIBERNATE } from "../../src/contract/keys.ts";
+import {
+  API_VERSION,
+  type CocoonHibernation,
+  type CocoonSet,
+  type CocoonSetSpec,
+  type HibernationDesire,
+  KIND_COCOONHIBERNATION,
+} from "../../src/apis/v1/types.ts";
+import { ANN_HIBERNATE_RECLAIM, ANN_IMAGE, LABEL_COCOONSET, TAG_HIBERNATE } from "../../src/contract/keys.ts";
 import { OciClient, type Simulator, startSimulator } from "../env/simulator/index.ts";
 import { apiRequest, createNamespace, type TestEnvInfo } from "../env/testenv.ts";
 import {
@@ -24,6 +35,12 @@ import { InvariantChecker } from "../support/invariants.ts";
 import { OperatorProcess } from "./operatorprocess.ts";
 
 const IMAGE = "ubuntu-dev-base";
+const OTHER_IMAGE = "ubuntu-dev-base:v2";
+const TOOLBOX = { name: "tb", image: IMAGE, mode: "run" as const };
+
+/** The drivers, each counting its completed cycles. */
+export const CHAOS_DRIVERS = ["retain", "release", "migrate", "teardown", "hibernation", "image"] as const;
+export type ChaosDriver = (typeof CHAOS_DRIVERS)[number];
 
 export interface ChaosOptions {
   env: TestEnvInfo;
@@ -38,13 +55,19 @@ export interface ChaosOptions {
   apiFaults?: Partial<ApiFaults>;
   /** Time allowed for convergence after the last kill. */
   convergeMs?: number;
+  /** Cycles each driver must finish: the kills continue past `kills` until they have (bounded). */
+  minCycles?: Partial<Record<ChaosDriver, number>>;
+  /** How long the kills may go on past `kills` waiting for `minCycles`; default 90 s. */
+  maxExtraMs?: number;
   log?: (line: string) => void;
 }
 
 export interface ChaosResult {
   seed: number;
   kills: number;
-  cycles: Record<string, number>;
+  cycles: Record<ChaosDriver, number>;
+  /** CocoonHibernation rounds whose desire was flipped while the hibernate was held mid-transition. */
+  hibernationFlips: number;
   checker: InvariantChecker;
   unexpectedExits: number;
   apiCounts: ApiProxy["counts"];
@@ -115,15 +138,45 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       const res = await api200("GET", `/api/v1/namespaces/${ns}/pods?labelSelector=${sel}`);
       return (res.body.items as Pod[]).filter((p) => !p.metadata.deletionTimestamp);
     };
-    const isRunning = async (name: string, agents: number, node?: string): Promise<boolean> => {
+    const isRunning = async (
+      name: string,
+      agents: number,
+      want: { node?: string; toolboxes?: number; image?: string } = {},
+    ): Promise<boolean> => {
       const cs = await getSet(name);
       const s = cs?.status;
       if (!cs || s?.phase !== "Running" || s.readyAgents !== agents) return false;
+      if ((s.readyToolboxes ?? 0) !== (want.toolboxes ?? 0)) return false;
       if (s.observedGeneration !== cs.metadata.generation) return false;
-      if (node === undefined) return true;
+      if (want.node === undefined && want.image === undefined) return true;
       const main = (await setPods(name)).find((p) => p.metadata.name === `${name}-0`);
-      return main?.spec.nodeName === node;
+      if (want.node !== undefined && main?.spec.nodeName !== want.node) return false;
+      return want.image === undefined || main?.metadata.annotations?.[ANN_IMAGE] === want.image;
     };
+    const hibernationsPath = `/apis/cocoonset.cocoonstack.io/v1/namespaces/${ns}/cocoonhibernations`;
+    const getHibernation = async (name: string): Promise<CocoonHibernation | undefined> => {
+      const res = await api200("GET", `${hibernationsPath}/${name}`);
+      return res.status === 404 ? undefined : (res.body as CocoonHibernation);
+    };
+    const setDesire = async (name: string, desire: HibernationDesire) => {
+      checker.note(`hibernation ${name} desire ← ${desire}`);
+      if ((await getHibernation(name)) === undefined) {
+        await api200("POST", hibernationsPath, {
+          apiVersion: API_VERSION,
+          kind: KIND_COCOONHIBERNATION,
+          metadata: { name, namespace: ns },
+          spec: { podRef: { name }, desire },
+        });
+        return;
+      }
+      await api200(
+        "PATCH",
+        `${hibernationsPath}/${name}`,
+        { spec: { desire } },
+        "application/merge-patch+json",
+      );
+    };
+    const hibernationPhase = async (name: string) => (await getHibernation(name))?.status?.phase;
     const isPhase = async (name: string, phase: string) => (await getSet(name))?.status?.phase === phase;
     /** Polls until probe is true; false on timeout or when the chaos stops; throws on a violation. */
     const until = async (probe: () => Promise<boolean>, timeoutMs: number, always = false) => {
@@ -144,17 +197,25 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       await until(probe, 45_000);
     };
 
-    const cycles: Record<string, number> = { retain: 0, release: 0, migrate: 0, teardown: 0 };
+    const cycles: Record<ChaosDriver, number> = {
+      retain: 0,
+      release: 0,
+      migrate: 0,
+      teardown: 0,
+      hibernation: 0,
+      image: 0,
+    };
+    let hibernationFlips = 0;
 
     const retainDriver = async () => {
-      await createSet("ret", { agent: { image: IMAGE, replicas: 1, mode: "clone" } });
-      await until(() => isRunning("ret", 2), 60_000);
+      await createSet("ret", { agent: { image: IMAGE, replicas: 1, mode: "clone" }, toolboxes: [TOOLBOX] });
+      await until(() => isRunning("ret", 2, { toolboxes: 1 }), 60_000);
       while (!stopping) {
         await patchSpec("ret", { suspend: true });
         await settleOrFlip(() => isPhase("ret", "Suspended"));
         await patchSpec("ret", { suspend: false });
-        await settleOrFlip(() => isRunning("ret", 2));
-        cycles.retain!++;
+        await settleOrFlip(() => isRunning("ret", 2, { toolboxes: 1 }));
+        cycles.retain++;
       }
     };
     const releaseDriver = async () => {
@@ -167,18 +228,18 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
         );
         await patchSpec("rel", { suspend: false });
         await settleOrFlip(() => isRunning("rel", 1));
-        cycles.release!++;
+        cycles.release++;
       }
     };
     let migTarget = nodes[0]!;
     const migrateDriver = async () => {
       await createSet("mig", { nodeName: migTarget });
-      await until(() => isRunning("mig", 1, migTarget), 60_000);
+      await until(() => isRunning("mig", 1, { node: migTarget }), 60_000);
       while (!stopping) {
         migTarget = migTarget === nodes[0] ? nodes[1]! : nodes[0]!;
         await patchSpec("mig", { nodeName: migTarget });
-        await settleOrFlip(() => isRunning("mig", 1, migTarget));
-        cycles.migrate!++;
+        await settleOrFlip(() => isRunning("mig", 1, { node: migTarget }));
+        cycles.migrate++;
       }
     };
     const tornDown: string[] = [];
@@ -192,13 +253,70 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
         await api200("DELETE", `${setsPath}/${name}`);
         tornDown.push(name);
         await until(async () => (await getSet(name)) === undefined, 45_000);
-        cycles.teardown!++;
+        cycles.teardown++;
+      }
+    };
+    // A CocoonHibernation on a set's main. Every third round (from the first) holds the hibernate in
+    // vk-cocoon, flips the desire to Wake while the CocoonHibernation is Hibernating, then lets the
+    // hibernate finish.
+    const hibernationDriver = async () => {
+      await createSet("hib", {});
+      await until(() => isRunning("hib", 1), 60_000);
+      for (let round = 0; !stopping; round++) {
+        if (round % 3 === 0) {
+          sim!.faults.stallHibernate(vm("hib"), true);
+          await setDesire("hib-0", "Hibernate");
+          const mid = await until(async () => (await hibernationPhase("hib-0")) === "Hibernating", 30_000);
+          await setDesire("hib-0", "Wake");
+          sim!.faults.stallHibernate(vm("hib"), false);
+          if (mid) hibernationFlips++;
+        } else {
+          await setDesire("hib-0", "Hibernate");
+          await settleOrFlip(async () => (await hibernationPhase("hib-0")) === "Hibernated");
+          await setDesire("hib-0", "Wake");
+        }
+        await settleOrFlip(async () => (await hibernationPhase("hib-0")) === "Active");
+        cycles.hibernation++;
+      }
+    };
+    // An image change while suspended: the old snapshot can never be restored, so the image rule may
+    // drop it and the old VM may go; then the set is deleted.
+    let imageSet: { name: string; image: string } | undefined;
+    const imageDriver = async () => {
+      for (let i = 0; !stopping; i++) {
+        const name = `img${i}`;
+        imageSet = { name, image: IMAGE };
+        await createSet(name, {});
+        await until(() => isRunning(name, 1), 60_000);
+        if (stopping) break;
+        await patchSpec(name, { suspend: true });
+        await until(() => isPhase(name, "Suspended"), 45_000);
+        if (stopping) break;
+        checker.allowImageDrop(vm(name));
+        imageSet.image = OTHER_IMAGE;
+        await patchSpec(name, { agent: { image: OTHER_IMAGE, replicas: 0, mode: "clone" } });
+        await patchSpec(name, { suspend: false });
+        await settleOrFlip(() => isRunning(name, 1, { image: OTHER_IMAGE }));
+        checker.teardown(`${vm(name, "")}`);
+        checker.note(`delete ${name}`);
+        await api200("DELETE", `${setsPath}/${name}`);
+        tornDown.push(name);
+        imageSet = undefined;
+        await until(async () => (await getSet(name)) === undefined, 45_000);
+        cycles.image++;
       }
     };
 
     log(`chaos: seed=${seed} namespace=${ns} kills=${opts.kills}`);
     op.start();
-    const drivers = Promise.all([retainDriver(), releaseDriver(), migrateDriver(), teardownDriver()]);
+    const drivers = Promise.all([
+      retainDriver(),
+      releaseDriver(),
+      migrateDriver(),
+      teardownDriver(),
+      hibernationDriver(),
+      imageDriver(),
+    ]);
     drivers.catch(() => {});
 
     // The killer: uptime at random, SIGKILL, restart at once.
@@ -209,8 +327,15 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       if (opts.kills === 0) {
         await Promise.race([new Promise((r) => setTimeout(r, opts.durationMs ?? 30_000)), checker.failed]);
       }
-      while (op.kills < opts.kills) {
-        const upMs = between(minUp, maxUp);
+      // Past the requested kills, a driver still short of its minimum keeps the kills going, with
+      // uptimes doubling (up to 8×) so that an operator slowed by a loaded machine gets work done.
+      const extraUntil = () => (extraDeadline ??= Date.now() + (opts.maxExtraMs ?? 90_000));
+      let extraDeadline: number | undefined;
+      const cyclesShort = () =>
+        CHAOS_DRIVERS.some((driver) => cycles[driver] < (opts.minCycles?.[driver] ?? 0));
+      while (op.kills < opts.kills || (opts.kills > 0 && cyclesShort() && Date.now() < extraUntil())) {
+        const stretch = 2 ** Math.min(3, Math.max(0, op.kills - opts.kills + 1));
+        const upMs = between(minUp, maxUp) * (op.kills < opts.kills ? 1 : stretch);
         await Promise.race([new Promise((r) => setTimeout(r, upMs)), checker.failed]);
         await op.kill();
         checker.note(`SIGKILL operator #${op.incarnation} after ${upMs} ms (kill ${op.kills})`);
@@ -235,11 +360,27 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     if (api) api.faults = { conflict: 0, throttle: 0, dropWatch: 0, goneOnResume: 0 };
     await patchSpec("ret", { suspend: false });
     await patchSpec("rel", { suspend: false });
+    await setDesire("hib-0", "Wake").catch(() => undefined);
+    // A set the image driver left mid-cycle converges to its spec too.
+    const leftImage = imageSet;
+    if (leftImage) await patchSpec(leftImage.name, { suspend: false });
     const convergeMs = opts.convergeMs ?? 90_000;
     const convergence: [string, () => Promise<boolean>][] = [
-      ["ret Running with 2 agents Ready", () => isRunning("ret", 2)],
+      ["ret Running with 2 agents and its toolbox Ready", () => isRunning("ret", 2, { toolboxes: 1 })],
       ["rel Running with its main Ready", () => isRunning("rel", 1)],
-      [`mig Running on ${migTarget}`, () => isRunning("mig", 1, migTarget)],
+      [`mig Running on ${migTarget}`, () => isRunning("mig", 1, { node: migTarget })],
+      [
+        "hib Running, its CocoonHibernation Active",
+        async () => (await isRunning("hib", 1)) && (await hibernationPhase("hib-0")) === "Active",
+      ],
+      ...(leftImage
+        ? [
+            [
+              `${leftImage.name} Running on ${leftImage.image}`,
+              () => isRunning(leftImage.name, 1, { image: leftImage.image }),
+            ] as [string, () => Promise<boolean>],
+          ]
+        : []),
       ...tornDown.map((name): [string, () => Promise<boolean>] => [
         `${name} deleted`,
         async () => (await getSet(name)) === undefined,
@@ -251,7 +392,9 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
             const cs = await getSet(name);
             if (cs?.metadata.annotations?.[ANN_HIBERNATE_RECLAIM] !== undefined) return false;
           }
-          for (const v of [vm("ret", 0), vm("ret", 1), vm("rel"), vm("mig"), ...tornDown.map((n) => vm(n))]) {
+          const vms = [vm("ret", 0), vm("ret", 1), vm("ret", "tb"), vm("rel"), vm("mig"), vm("hib")];
+          if (leftImage) vms.push(vm(leftImage.name));
+          for (const v of [...vms, ...tornDown.map((n) => vm(n))]) {
             if ((await oci.getManifest(oci.repository(v), TAG_HIBERNATE)) !== null) return false;
           }
           return true;
@@ -276,6 +419,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
         seed,
         kills: op.kills,
         cycles,
+        hibernationFlips,
         checker,
         unexpectedExits: op.unexpectedExits.length,
         apiCounts: { ...(api as ApiProxy).counts },

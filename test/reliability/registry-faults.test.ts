@@ -12,7 +12,6 @@ import { randomBytes, randomInt } from "node:crypto";
 import { after, before, it } from "node:test";
 import type { Pod } from "../../src/apis/core.ts";
 import type { CocoonSet, CocoonSetSpec } from "../../src/apis/v1/types.ts";
-import { type Clock, systemClock } from "../../src/clock.ts";
 import { ANN_HIBERNATE, LABEL_COCOONSET, TAG_HIBERNATE } from "../../src/contract/keys.ts";
 import { KubeClient, kubeConfigFromFile } from "../../src/controller/client.ts";
 import { COCOONSETS } from "../../src/controller/resources.ts";
@@ -27,17 +26,7 @@ import {
 } from "../support/faultproxy.ts";
 import { InvariantChecker } from "../support/invariants.ts";
 import { startTestOperator, type TestOperator } from "../support/operator.ts";
-
-/** Real time for sleeps; now() can be pushed ahead to reach a deadline without waiting. */
-class ShiftableClock implements Clock {
-  offsetMs = 0;
-  now(): number {
-    return systemClock.now() + this.offsetMs;
-  }
-  sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    return systemClock.sleep(ms, signal);
-  }
-}
+import { ShiftableClock } from "../support/shiftableclock.ts";
 
 const IMAGE = "ubuntu-dev-base";
 const seed = process.env.CHAOS_SEED ? Number(process.env.CHAOS_SEED) : randomInt(2 ** 31);

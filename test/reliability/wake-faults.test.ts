@@ -17,7 +17,6 @@ import {
   type CocoonSet,
   KIND_COCOONHIBERNATION,
 } from "../../src/apis/v1/types.ts";
-import { type Clock, systemClock } from "../../src/clock.ts";
 import { ANN_HIBERNATE, ANN_LIFECYCLE_STATE, TAG_HIBERNATE } from "../../src/contract/keys.ts";
 import { KubeClient, kubeConfigFromFile } from "../../src/controller/client.ts";
 import { COCOONHIBERNATIONS } from "../../src/controller/resources.ts";
@@ -28,17 +27,7 @@ import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts
 import { type RegistryProxy, type RegistryRequest, startRegistryProxy } from "../support/faultproxy.ts";
 import { InvariantChecker } from "../support/invariants.ts";
 import { startTestOperator, type TestOperator } from "../support/operator.ts";
-
-/** Real time for sleeps; now() can be pushed ahead to reach a deadline without waiting. */
-class ShiftableClock implements Clock {
-  offsetMs = 0;
-  now(): number {
-    return systemClock.now() + this.offsetMs;
-  }
-  sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    return systemClock.sleep(ms, signal);
-  }
-}
+import { ShiftableClock } from "../support/shiftableclock.ts";
 
 const env = testEnv();
 const oci = new OciClient(env.registry);

@@ -3,7 +3,8 @@
 // the operator (every manifest DELETE the operator made), keeps one timeline of those plus the test
 // driver's notes (spec edits, operator kills), and fails on the first violation of:
 //  (a) a VM holding live state is destroyed only after it hibernated (its :hibernate manifest exists,
-//      and the hibernate was asked for by a pod annotation this operator wrote) — except in teardown;
+//      and the hibernate was asked for by a pod annotation this operator wrote) — except in teardown or
+//      where the test declares an image change (the spec gave up that state);
 //  (b) a :hibernate tag is deleted by the operator only while the VM restored or woken from it (after
 //      its last hibernate) runs — except in teardown or where the test declares an image change;
 //  (c) vk-cocoon never refuses a pod: no pod over a tag recorded from another image, no fork-from or
@@ -74,7 +75,7 @@ export class InvariantChecker {
     this.note(`teardown of ${vmPrefix}*`);
   }
 
-  /** The test changed this VM's image: the image rule may drop its tag. */
+  /** The test changed this VM's image: the image rule may drop its tag, and the old VM may go. */
   allowImageDrop(vmName: string): void {
     this.imageChanged.add(vmName);
   }
@@ -132,7 +133,7 @@ export class InvariantChecker {
           // A live VM went with its pod: its state is lost unless the set is being deleted.
           this.counts.liveDestroys++;
           s.live = false;
-          if (!this.inTeardown(e.vmName)) {
+          if (!this.inTeardown(e.vmName) && !this.imageChanged.has(e.vmName)) {
             this.violate(
               "a",
               e.vmName,

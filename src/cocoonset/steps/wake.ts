@@ -11,7 +11,13 @@ import {
   ROLE_MAIN,
   TAG_HIBERNATE,
 } from "../../contract/keys.ts";
-import { isPodFailed, unschedulableMessage, vmNameOf } from "../../contract/pod.ts";
+import {
+  isPodFailed,
+  isVMLive,
+  readHibernateState,
+  unschedulableMessage,
+  vmNameOf,
+} from "../../contract/pod.ts";
 import { agentVMName } from "../../contract/vmname.ts";
 import { isNotFound } from "../../controller/errors.ts";
 import { PODS } from "../../controller/resources.ts";
@@ -34,6 +40,12 @@ export async function reconcileWake(pass: Pass): Promise<StepOutcome> {
   const wake = wakeEngagement(pass.cs, main);
   if (!wake.engaged) return CONTINUE;
   if (!main) return startReleasedWake(pass, wake.hint);
+  // A suspend withdrawn mid-wake can leave its hibernate request on the restore pod with the phase
+  // still Waking (the operator stopped between step 6's annotation and its Suspending write). Once vk
+  // has no VM left for it (the hibernate is done, or the restore not up yet), step 10 clears it;
+  // otherwise the wake would wait forever on a main kept hibernated. While the VM still runs, the
+  // hibernate may be pushing a fresh snapshot, so the wake waits as before.
+  if (wake.waking && readHibernateState(main) && !isVMLive(main)) return CONTINUE;
   if (wake.waking) {
     return mayDropWakeSnapshot(main)
       ? completeWake(pass, registry, main, wake.hint)

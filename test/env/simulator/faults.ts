@@ -3,6 +3,9 @@
 
 const ANY = "*";
 
+/** The container-terminated reasons of vk-cocoon's evictions (provider/cocoon/provider.go). */
+export type EvictionReason = "VMGone" | "RestartCooldown" | "RestartFailed" | "VMInspectTimeout";
+
 export class Faults {
   private readonly stalledHibernates = new Set<string>();
   private readonly refusedWakes = new Set<string>();
@@ -10,6 +13,7 @@ export class Faults {
   private readonly failedRemoves = new Set<string>();
   private readonly failedBoots = new Map<string, string>();
   private readonly pendingVmFailures = new Map<string, string>();
+  private readonly pendingEvictions = new Map<string, EvictionReason>();
   private registryIsDown = false;
   private listener: (vmName: string | null) => void = () => {};
 
@@ -20,6 +24,17 @@ export class Faults {
    */
   failVM(vmName: string, message: string): void {
     this.pendingVmFailures.set(vmName, message);
+    this.listener(vmName);
+  }
+
+  /**
+   * vk-cocoon evicts the live VM of this name: the VM is gone (crashed, removed behind vk's back, or a
+   * restart failed), so vk deletes the pod and reports it Failed with this terminated reason
+   * (vk-cocoon.md §2.2 "Eviction"; `handleVMGone` / `evictPod` in provider/cocoon/provider.go).
+   * Applies to the live VM now, or to the next one of that name. One-shot.
+   */
+  evict(vmName: string, reason: EvictionReason = "VMGone"): void {
+    this.pendingEvictions.set(vmName, reason);
     this.listener(vmName);
   }
 
@@ -70,6 +85,12 @@ export class Faults {
     const message = this.pendingVmFailures.get(vmName);
     this.pendingVmFailures.delete(vmName);
     return message;
+  }
+
+  takeEviction(vmName: string): EvictionReason | undefined {
+    const reason = this.pendingEvictions.get(vmName);
+    this.pendingEvictions.delete(vmName);
+    return reason;
   }
 
   bootFailure(vmName: string): string | undefined {

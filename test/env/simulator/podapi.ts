@@ -86,6 +86,27 @@ export class PodApi {
       .catch(() => undefined);
   }
 
+  /**
+   * vk-cocoon's eviction delete (deletePodWithRetry in provider/cocoon/provider.go): default options,
+   * so the pod's own grace period applies, with a uid precondition. Gone (404) counts as deleted;
+   * false means the pod was replaced under its name (409) and is left alone.
+   */
+  async evictDelete(pod: Pod, signal: AbortSignal): Promise<boolean> {
+    try {
+      await this.withRetries(`evict ${podKey(pod)}`, signal, () =>
+        this.kube.request("DELETE", podPath(pod), {
+          body: { apiVersion: "v1", kind: "DeleteOptions", preconditions: { uid: pod.metadata.uid } },
+          signal,
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (err instanceof KubeError && err.status === 404) return true;
+      if (err instanceof KubeError && err.status === 409) return false;
+      throw err;
+    }
+  }
+
   /** The kubelet's final delete: grace 0 with a uid precondition. Already gone is success. */
   async finalDelete(pod: Pod, signal: AbortSignal): Promise<void> {
     const res = await this.kube.request("DELETE", podPath(pod), {

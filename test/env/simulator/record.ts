@@ -10,7 +10,9 @@ export type VmEventKind =
   | "wake"
   | "destroy"
   | "push-latest"
-  | "refuse";
+  | "refuse"
+  /** vk-cocoon found the VM gone and evicted its pod (the VM's live state is lost). */
+  | "evict";
 
 /** How a live VM came to be: fresh (run mode), clone, fork, restore (from :hibernate), adopt (unmanaged). */
 export type VmSource = "fresh" | "clone" | "fork" | "restore" | "adopt";
@@ -49,7 +51,7 @@ export interface LiveVm {
 }
 
 const STARTS: ReadonlySet<VmEventKind> = new Set(["boot", "restore", "fork", "wake"]);
-const ENDS: ReadonlySet<VmEventKind> = new Set(["hibernate", "destroy"]);
+const ENDS: ReadonlySet<VmEventKind> = new Set(["hibernate", "destroy", "evict"]);
 
 export class VmRecord {
   private readonly log: VmEvent[] = [];

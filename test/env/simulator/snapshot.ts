@@ -9,6 +9,8 @@ const ARTIFACT_TYPE = "application/vnd.cocoonstack.snapshot.v1+json";
 const CONFIG_TYPE = "application/vnd.cocoonstack.snapshot.config.v1+json";
 const TITLE = "org.opencontainers.image.title";
 const CREATED = "org.opencontainers.image.created";
+/** cocoon's default hypervisor, recorded when the pod names no backend. */
+export const DEFAULT_HYPERVISOR = "cloud-hypervisor";
 
 export interface SnapshotPush {
   vmName: string;
@@ -16,6 +18,8 @@ export interface SnapshotPush {
   tag: string;
   baseImage: string;
   fromNode: string;
+  /** The config blob's hypervisor: the pod's vm.cocoonstack.io/backend; default cloud-hypervisor. */
+  hypervisor?: string;
 }
 
 export interface PushedSnapshot {
@@ -41,7 +45,7 @@ export async function pushSnapshot(oci: OciClient, push: SnapshotPush): Promise<
       snapshotId,
       description: `simulated snapshot of ${push.vmName}`,
       image: push.baseImage,
-      hypervisor: "cloud-hypervisor",
+      hypervisor: push.hypervisor ?? DEFAULT_HYPERVISOR,
       cpu: 2,
       memory: 4294967296,
       storage: 21474836480,
@@ -73,4 +77,19 @@ export async function readSnapshotId(oci: OciClient, repo: string, manifest: Oci
     snapshotId?: string;
   };
   return config.snapshotId ?? "";
+}
+
+/** Reads the hypervisor that took a snapshot out of its config blob ("" when absent or not a snapshot). */
+export async function readSnapshotHypervisor(
+  oci: OciClient,
+  repo: string,
+  manifest: OciManifest,
+): Promise<string> {
+  const raw = (await oci.getBlob(repo, manifest.config.digest)).toString("utf8");
+  try {
+    const config = JSON.parse(raw) as { hypervisor?: unknown };
+    return typeof config.hypervisor === "string" ? config.hypervisor : "";
+  } catch {
+    return "";
+  }
 }

@@ -64,9 +64,26 @@ export function pendingStatus(startTime: string): StatusPatch {
 
 /** DeletePod succeeded: the terminal status virtual-kubelet writes before the grace-0 delete. */
 export function succeededStatus(pod: Pod, now: string): StatusPatch {
+  return terminalStatus(pod, "Succeeded", { exitCode: 0, reason: "Completed" }, now);
+}
+
+/**
+ * vk-cocoon's eviction notify: phase Failed, the agent container terminated with exit code 1 and the
+ * eviction reason (vk-cocoon.md §2.2 "Eviction"); Ready goes False with it.
+ */
+export function evictedStatus(pod: Pod, reason: string, message: string, now: string): StatusPatch {
+  return terminalStatus(pod, "Failed", { exitCode: 1, reason, message }, now);
+}
+
+function terminalStatus(
+  pod: Pod,
+  phase: "Succeeded" | "Failed",
+  terminated: { exitCode: number; reason: string; message?: string },
+  now: string,
+): StatusPatch {
   const container = pod.spec.containers[0];
   return {
-    phase: "Succeeded",
+    phase,
     reason: null,
     message: null,
     conditions: [
@@ -83,7 +100,7 @@ export function succeededStatus(pod: Pod, now: string): StatusPatch {
         ready: false,
         started: false,
         restartCount: 0,
-        state: { terminated: { exitCode: 0, reason: "Completed", finishedAt: now } },
+        state: { terminated: { ...terminated, finishedAt: now } },
       },
     ],
   };

@@ -5,6 +5,7 @@ import { randomUUID } from "node:crypto";
 import type { Pod } from "../../../src/apis/core.ts";
 import type { Clock } from "../../../src/clock.ts";
 import {
+  ANN_BACKEND,
   ANN_CLONE_FROM_DIR,
   ANN_FORK_FROM,
   ANN_HIBERNATE,
@@ -30,7 +31,7 @@ import {
   TAG_LATEST,
 } from "../../../src/contract/keys.ts";
 import { resolveSnapshotOrigin, type SnapshotOrigin } from "./clone.ts";
-import type { Faults } from "./faults.ts";
+import type { EvictionReason, Faults } from "./faults.ts";
 import type { FetchedManifest, OciClient } from "./oci.ts";
 import { type PodApi, podKey } from "./podapi.ts";
 import type { VmEvent, VmRecord, VmSource } from "./record.ts";
@@ -44,8 +45,8 @@ import {
   shouldSnapshotVM,
   truncateMessage,
 } from "./rules.ts";
-import { pushSnapshot, readSnapshotId } from "./snapshot.ts";
-import { pendingStatus, rfc3339, runningStatus, succeededStatus } from "./status.ts";
+import { DEFAULT_HYPERVISOR, pushSnapshot, readSnapshotHypervisor, readSnapshotId } from "./snapshot.ts";
+import { evictedStatus, pendingStatus, rfc3339, runningStatus, succeededStatus } from "./status.ts";
 
 export interface SimTimings {
   bootMs: number;
@@ -94,6 +95,14 @@ interface LiveVm {
 /** A provider error: virtual-kubelet records ProviderFailed and retries the sync. */
 class ProviderError extends Error {}
 
+/** The messages evictPod and handleVMGone pass with each reason (provider/cocoon/provider.go). */
+const EVICTION_MESSAGES: Record<EvictionReason, string> = {
+  VMGone: "vm no longer exists",
+  RestartCooldown: "restart cooldown not elapsed",
+  RestartFailed: "restart vm failed",
+  VMInspectTimeout: "vm inspect did not resolve within budget",
+};
+
 const MAX_RETRIES = 20;
 const STALL_POLL_MS = 50;
 /** Annotations vk itself writes; changes to them alone never trigger a sync. */
@@ -115,6 +124,8 @@ export class PodWorker {
   private lifecycle: { state: LifecycleState; generation: number; message: string } | null = null;
   private observedGeneration = 0;
   private macosHibernateRefused = false;
+  /** vk evicted the pod (its VM is gone): nothing is left to save or destroy on the delete. */
+  private evicted = false;
   private startTime = "";
   private fingerprint = "";
   private busy = false;
@@ -217,6 +228,12 @@ export class PodWorker {
       await this.deletePod();
       return;
     }
+    if (this.evicted) return;
+    const eviction = this.vm === null ? undefined : this.deps.faults.takeEviction(this.vmName());
+    if (eviction !== undefined) {
+      await this.evict(eviction);
+      return;
+    }
     if (!this.created) await this.createPod();
     else await this.updatePod();
     await this.republishGeneration();
@@ -287,6 +304,7 @@ export class PodWorker {
     if (flag(pod, ANN_RESTORE_FROM_HIBERNATE)) {
       const restore = await this.pullHibernate("WakePullFailed");
       await this.checkSnapshotImage(restore.manifest, "WakePullFailed");
+      await this.checkSnapshotBackend(restore.manifest, this.ref(TAG_HIBERNATE), "CreateBringUpFailed");
       return { source: "restore", fromLocalCache: restore.fromLocalCache, origin: restore.origin };
     }
     let evidence: FetchedManifest | null;
@@ -315,6 +333,7 @@ export class PodWorker {
         `restoring ${vm} from its hibernate snapshot`,
       );
       const restore = await this.pullHibernate("WakePullFailed");
+      await this.checkSnapshotBackend(restore.manifest, this.ref(TAG_HIBERNATE), "CreateBringUpFailed");
       return { source: "restore", fromLocalCache: restore.fromLocalCache, origin: restore.origin };
     }
     const mode = annotation(pod, ANN_MODE);
@@ -336,7 +355,54 @@ export class PodWorker {
       }
       return { source: "fork" };
     }
-    return { source: mode === "run" ? "fresh" : "clone" };
+    if (mode === "run") return { source: "fresh" };
+    await this.checkCloneSourceBackend();
+    return { source: "clone" };
+  }
+
+  /**
+   * Clone mode reads the snapshot named by the image (`repo[:tag]`, tag latest) and refuses it when
+   * another hypervisor took it (assertSnapshotBackend in provider/cocoon/create.go; vk-cocoon.md §1,
+   * `vm.cocoonstack.io/backend`). A source the registry does not hold boots as before.
+   */
+  private async checkCloneSourceBackend(): Promise<void> {
+    const image = annotation(this.latest, ANN_IMAGE);
+    if (image === "") return;
+    const colon = image.lastIndexOf(":");
+    const [repo, tag] = colon > 0 ? [image.slice(0, colon), image.slice(colon + 1)] : [image, TAG_LATEST];
+    let manifest: FetchedManifest | null;
+    try {
+      if (this.deps.faults.registryUnavailable()) throw new Error("registry unavailable (simulator fault)");
+      manifest = await this.deps.oci.getManifest(this.deps.oci.repository(repo), tag);
+    } catch (err) {
+      throw await this.failOp("CreateBringUpFailed", `ensure snapshot ${image}: ${(err as Error).message}`);
+    }
+    if (manifest !== null) await this.checkSnapshotBackend(manifest, image, "CreateBringUpFailed", repo);
+  }
+
+  /**
+   * A snapshot taken by one hypervisor never clones onto another: the pod's backend (when set) must
+   * equal the config blob's hypervisor (assertSnapshotBackend in provider/cocoon/create.go; the
+   * restore of a `:hibernate` tag goes through the same clone, vk-cocoon.md §3).
+   */
+  private async checkSnapshotBackend(
+    manifest: FetchedManifest,
+    source: string,
+    reason: string,
+    repoName = this.vmName(),
+  ): Promise<void> {
+    const wanted = annotation(this.latest, ANN_BACKEND);
+    if (wanted === "") return;
+    const taken = await readSnapshotHypervisor(
+      this.deps.oci,
+      this.deps.oci.repository(repoName),
+      manifest.json,
+    );
+    if (taken === "" || taken === wanted) return;
+    throw await this.failOp(
+      reason,
+      `clone vm ${this.vmName()} from ${source}: snapshot ${source} was taken with ${taken} but CocoonSet requests ${wanted}`,
+    );
   }
 
   private async checkSnapshotImage(manifest: FetchedManifest, reason: string): Promise<void> {
@@ -434,6 +500,7 @@ export class PodWorker {
     );
     await this.sleep(this.deps.timings.wakeMs);
     const source = await this.pullHibernate("WakePullFailed");
+    await this.checkSnapshotBackend(source.manifest, this.ref(TAG_HIBERNATE), "WakeCloneFailed");
     if (this.deps.faults.wakeRefused(vm)) {
       throw await this.failOp("WakeCloneFailed", `clone ${vm}: refused by simulator fault`);
     }
@@ -442,10 +509,39 @@ export class PodWorker {
     await this.becomeReady();
   }
 
+  // ---- eviction ----
+
+  /**
+   * vk-cocoon's evictPod (provider/cocoon/provider.go, newest): the VM is gone, so vk DELETEs the pod
+   * with a uid precondition and the pod's own grace period, stops tracking it, then notifies phase
+   * Failed with the agent container terminated (exit code 1, the reason). No :latest push (nothing is
+   * left to save); virtual-kubelet's final grace-0 delete follows once the deletion is seen.
+   */
+  private async evict(reason: EvictionReason): Promise<void> {
+    const pod = this.latest;
+    const live = this.vm!;
+    const message = EVICTION_MESSAGES[reason];
+    const deleted = await this.deps.api.evictDelete(pod, this.deps.signal);
+    this.evicted = true;
+    this.untrack();
+    this.journal("evict", { vmID: live.vmID, detail: `${reason}: ${message}` });
+    // A pod replaced under the same name is another incarnation: it is only dropped, never notified.
+    if (!deleted) return;
+    await this.deps.api
+      .patchStatus(pod, evictedStatus(pod, reason, message, rfc3339(this.deps.clock.now())), this.deps.signal)
+      .catch(() => undefined);
+  }
+
   // ---- DeletePod ----
 
   private async deletePod(): Promise<void> {
     const pod = this.latest;
+    if (this.evicted) {
+      // The provider no longer tracks an evicted pod; only virtual-kubelet's final delete is left.
+      await this.deps.api.finalDelete(pod, this.deps.signal);
+      this.finished = true;
+      return;
+    }
     const vm = this.vmName();
     const keep = flag(pod, ANN_KEEP_SNAPSHOT_ON_DELETE);
     await this.sleep(this.deps.timings.deleteMs);
@@ -594,6 +690,7 @@ export class PodWorker {
       tag,
       baseImage: annotation(this.latest, ANN_IMAGE),
       fromNode: this.deps.node.name,
+      hypervisor: annotation(this.latest, ANN_BACKEND) || DEFAULT_HYPERVISOR,
     });
   }
 

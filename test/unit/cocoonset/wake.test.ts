@@ -319,6 +319,14 @@ describe("step 9: Waking", () => {
     assert.deepEqual(await run(h), POLL);
     assert.deepEqual(h.registry.callsOf("deleteIfPresent"), []);
   });
+
+  it("a main a withdrawn suspend left hibernated is handed to step 10, which clears the request", async () => {
+    const h = scalingHarness(wakeSet("Waking", HINT), (cs) => [hibernated(restoreMain(cs), 1)]);
+    h.registry.put(VM0, "hibernate", IMAGE);
+    assert.deepEqual(await run(h), HANDED_BACK);
+    assert.deepEqual(h.registry.calls, [], "no registry call, no tag delete");
+    assert.equal(h.set().metadata.annotations?.[ANN_HIBERNATED_ON_NODE], "node-a", "the hint stays");
+  });
 });
 
 describe("step 9: an unfinished wake whose Waking was overwritten", () => {

@@ -1,0 +1,147 @@
+// CocoonSet end-to-end helpers the newer integration files share: create a set, wait for a phase or
+// for Running with every pod Ready at the current generation, read a `:hibernate` tag and the reclaim
+// record, delete a pod and wait until it is gone. Every wait polls the API server.
+
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import type { Pod } from "../../src/apis/core.ts";
+import type { CocoonSet, CocoonSetSpec } from "../../src/apis/v1/types.ts";
+import type { Clock } from "../../src/clock.ts";
+import { type ReclaimRecord, readReclaim } from "../../src/cocoonset/reclaim.ts";
+import { ANN_HIBERNATE_RECLAIM, TAG_HIBERNATE } from "../../src/contract/keys.ts";
+import { type OciClient, type Simulator, startSimulator } from "../env/simulator/index.ts";
+import {
+  type ApiConnection,
+  apiRequest,
+  createNamespace,
+  type TestEnvInfo,
+  waitFor,
+} from "../env/testenv.ts";
+import { startTestOperator, type TestOperator } from "./operator.ts";
+import { getSet, setPods, setsPath } from "./setapi.ts";
+
+export const E2E_IMAGE = "ubuntu-dev-base";
+
+/** A namespace, one simulated node in a pool of its own, and the operator watching the namespace. */
+export interface OneNodeEnv {
+  ns: string;
+  pool: string;
+  sim: Simulator;
+  operator: TestOperator;
+  stop(): Promise<void>;
+}
+
+export async function startOneNodeEnv(
+  env: TestEnvInfo,
+  prefix: string,
+  opts: { clock?: Clock } = {},
+): Promise<OneNodeEnv> {
+  const ns = await createNamespace(env, prefix);
+  const pool = `${prefix}-${randomBytes(3).toString("hex")}`;
+  const sim = await startSimulator({ ...env, nodes: [{ name: pool, pool }] });
+  const operator = await startTestOperator({ namespace: ns, ...opts });
+  return {
+    ns,
+    pool,
+    sim,
+    operator,
+    stop: async () => {
+      await operator.stop();
+      await sim.stop({ removeNodes: true });
+    },
+  };
+}
+
+export async function createSet(
+  env: ApiConnection,
+  ns: string,
+  name: string,
+  spec: Partial<CocoonSetSpec>,
+): Promise<void> {
+  const cs: CocoonSet = {
+    apiVersion: "cocoonset.cocoonstack.io/v1",
+    kind: "CocoonSet",
+    metadata: { name, namespace: ns },
+    spec: { agent: { image: E2E_IMAGE, replicas: 0, mode: "clone" }, ...spec },
+  };
+  const res = await apiRequest(env, "POST", setsPath(ns), cs);
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+}
+
+export function waitPhase(
+  env: ApiConnection,
+  ns: string,
+  name: string,
+  phase: string,
+  timeoutMs = 90_000,
+): Promise<CocoonSet> {
+  return waitFor(
+    `${name} ${phase}`,
+    async () => {
+      const cs = await getSet(env, ns, name);
+      return cs.status?.phase === phase ? cs : undefined;
+    },
+    timeoutMs,
+  );
+}
+
+/** Running with `agents` agents and `toolboxes` toolboxes Ready at the current generation. */
+export function waitRunning(
+  env: ApiConnection,
+  ns: string,
+  name: string,
+  agents: number,
+  toolboxes = 0,
+  timeoutMs = 90_000,
+): Promise<CocoonSet> {
+  return waitFor(
+    `${name} Running with ${agents} agents and ${toolboxes} toolboxes Ready`,
+    async () => {
+      const cs = await getSet(env, ns, name);
+      const s = cs.status;
+      return s?.phase === "Running" &&
+        s.readyAgents === agents &&
+        s.readyToolboxes === toolboxes &&
+        s.observedGeneration === cs.metadata.generation
+        ? cs
+        : undefined;
+    },
+    timeoutMs,
+  );
+}
+
+export async function hasHibernateTag(oci: OciClient, vm: string): Promise<boolean> {
+  return (await oci.getManifest(oci.repository(vm), TAG_HIBERNATE)) !== null;
+}
+
+export function reclaimOf(cs: CocoonSet): ReclaimRecord {
+  return readReclaim(cs.metadata.annotations?.[ANN_HIBERNATE_RECLAIM]).value;
+}
+
+/**
+ * Deletes the pod (as a user would) and waits until the API server no longer has that pod object
+ * (the name may already hold its replacement).
+ */
+export async function deletePodAndWait(env: ApiConnection, ns: string, name: string): Promise<void> {
+  const res = await apiRequest(env, "DELETE", `/api/v1/namespaces/${ns}/pods/${name}`);
+  assert.ok(res.status === 200 || res.status === 202, JSON.stringify(res.body));
+  const uid = (res.body as Pod).metadata.uid;
+  await waitFor(
+    `${name} (${uid}) gone`,
+    async () => {
+      const got = await apiRequest(env, "GET", `/api/v1/namespaces/${ns}/pods/${name}`);
+      return got.status === 404 || (got.body as Pod).metadata.uid !== uid ? true : undefined;
+    },
+    60_000,
+  );
+}
+
+/** The set's live pod of that name, or undefined. */
+export async function livePod(
+  env: ApiConnection,
+  ns: string,
+  set: string,
+  name: string,
+): Promise<Pod | undefined> {
+  return (await setPods(env, ns, set)).find((pod) => pod.metadata.name === name);
+}
