@@ -7,6 +7,11 @@ node_modules/.deps-stamp: package.json package-lock.json
 	@npx --no-install node --version | grep -q '^v24\.' || { echo "npm ci did not install Node 24 (package node@24)"; exit 1; }
 	@touch $@
 
+# dist/: the JavaScript compiled from src/ that the image and `npm start` run.
+.PHONY: build
+build: deps
+	npm run build
+
 # kube-apiserver, kube-scheduler, kubectl and etcd built from Go modules (cached outside the tree).
 testenv:
 	@test/env/controlplane/build.sh >/dev/null

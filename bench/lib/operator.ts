@@ -4,16 +4,18 @@
 // wins in both Go's flag package and ours), runs it through `sh -c "exec …"` so the pid measured is
 // the operator's own, and reads its memory and CPU from /proc and its API requests from /metrics.
 
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { closeSync, openSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { onTeardown } from "./lifecycle.ts";
 import { repoRoot } from "./report.ts";
 
-/** This operator, run by the Node 24 that runs the benchmark. */
-/** This operator as the image and `npm start` run it (the Dockerfile's Node flags included). */
-export const DEFAULT_OPERATOR_COMMAND = `${process.execPath} --max-semi-space-size=4 ${join(repoRoot, "src/main.ts")}`;
+/**
+ * This operator as the image and `npm start` run it: the compiled build under the Dockerfile's Node
+ * flags, on the Node 24 that runs the benchmark.
+ */
+export const DEFAULT_OPERATOR_COMMAND = `${process.execPath} --max-semi-space-size=4 --no-strip-types ${join(repoRoot, "dist/main.js")}`;
 
 export interface OperatorCommand {
   command: string;
@@ -24,6 +26,9 @@ export interface OperatorCommand {
 export function operatorCommand(args: { string(name: string, fallback: string): string }): OperatorCommand {
   const command = args.string("operator-command", DEFAULT_OPERATOR_COMMAND);
   const label = args.string("label", command === DEFAULT_OPERATOR_COMMAND ? "ts" : "custom");
+  // dist/ from the sources as they are now, so the numbers are never those of a stale build.
+  if (command === DEFAULT_OPERATOR_COMMAND)
+    execFileSync("npm", ["run", "--silent", "build"], { cwd: repoRoot });
   return { command, label };
 }
 
