@@ -32,6 +32,20 @@ export function operatorCommand(args: { string(name: string, fallback: string): 
   return { command, label };
 }
 
+/**
+ * The operator under measurement, then the one to compare with (`--compare-command`, label
+ * `--compare-label`, default "go") when given: benchmarks that take both run them in turn on the same
+ * environment, so both see the same machine load.
+ */
+export function operatorCommands(args: {
+  string(name: string, fallback: string): string;
+}): OperatorCommand[] {
+  const commands = [operatorCommand(args)];
+  const compare = args.string("compare-command", "");
+  if (compare) commands.push({ command: compare, label: args.string("compare-label", "go") });
+  return commands;
+}
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();

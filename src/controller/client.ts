@@ -122,6 +122,8 @@ export interface KubeClientConfig {
   burst?: number;
   /** Per-request timeout for everything but watches; default 60 s. */
   requestTimeoutMs?: number;
+  /** client-go's DisableCompression: lists are not asked for gzip (default: they are). */
+  disableCompression?: boolean;
   userAgent?: string;
   clock?: Clock;
 }
@@ -142,6 +144,7 @@ export class KubeClient implements Client, WatchClient {
   private readonly basePath: string;
   private readonly limiter: TokenBucket | undefined;
   private readonly requestTimeoutMs: number;
+  private readonly compression: boolean;
   private readonly userAgent: string;
   private readonly clock: Clock;
   private readonly counts = new Map<string, number>();
@@ -159,6 +162,7 @@ export class KubeClient implements Client, WatchClient {
     this.limiter =
       qps > 0 ? new TokenBucket(qps, config.burst ?? Math.ceil(qps * 1.5), this.clock) : undefined;
     this.requestTimeoutMs = config.requestTimeoutMs ?? 60_000;
+    this.compression = !config.disableCompression;
     this.userAgent = config.userAgent ?? "cocoon-operator";
   }
 
@@ -327,7 +331,7 @@ export class KubeClient implements Client, WatchClient {
       const { req, res } = await this.send("GET", "list", rt, namespace, undefined, {
         query,
         timeoutMs: this.requestTimeoutMs,
-        acceptGzip: true,
+        acceptGzip: this.compression,
       });
       try {
         const status = res.statusCode ?? 0;

@@ -1,12 +1,13 @@
 // The process's one Prometheus registry, with the metric families controller-runtime serves (same
 // names and labels, so dashboards for the Go operator keep working) and the /metrics server. The
 // cocoon_operator_* collectors register on metricsRegistry too.
-import { Counter, collectDefaultMetrics, exponentialBuckets, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, exponentialBuckets, Gauge, Histogram, Registry } from "prom-client";
 import { type HttpEndpoint, parseBindAddress, serve } from "./httpserver.ts";
+import { registerProcessMetrics } from "./processmetrics.ts";
 import type { InFlightWork, QueueMetrics } from "./workqueue.ts";
 
 export const metricsRegistry = new Registry();
-collectDefaultMetrics({ register: metricsRegistry });
+registerProcessMetrics(metricsRegistry);
 
 const registers = [metricsRegistry];
 
