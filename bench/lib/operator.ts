@@ -126,10 +126,14 @@ export interface OperatorProcess {
   /** Resolves once /readyz answers 200. */
   waitReady(timeoutMs?: number): Promise<void>;
   requests(): Promise<RequestTotals>;
+  /** controller_runtime_reconcile_total summed over controllers and results. */
+  reconciles(): Promise<number>;
   proc(): ProcSample | undefined;
   /** Samples /proc every intervalMs until the returned stop; stop gives the peak RSS seen. */
   sampleRss(intervalMs?: number): () => { peakRssKiB: number };
   exited(): boolean;
+  /** SIGKILL, as a crashed leader. */
+  kill(): void;
   stop(): Promise<void>;
 }
 
@@ -140,13 +144,15 @@ export interface StartOperatorOptions {
   /** Where stdout and stderr go. */
   logFile: string;
   env?: Record<string, string>;
+  /** --leader-elect (default false); the lease namespace then comes from POD_NAMESPACE in env. */
+  leaderElect?: boolean;
 }
 
 export async function startOperatorProcess(opts: StartOperatorOptions): Promise<OperatorProcess> {
   const metricsPort = await freePort();
   const probePort = await freePort();
   const flags = [
-    "--leader-elect=false",
+    `--leader-elect=${opts.leaderElect ?? false}`,
     `--metrics-bind-address=127.0.0.1:${metricsPort}`,
     `--health-probe-bind-address=127.0.0.1:${probePort}`,
   ];
@@ -210,6 +216,13 @@ export async function startOperatorProcess(opts: StartOperatorOptions): Promise<
       if (res.status !== 200) throw new Error(`/metrics: HTTP ${res.status}`);
       return parseRestClientRequests(res.text);
     },
+    async reconciles() {
+      const res = await get(metricsPort, "/metrics");
+      return res.text
+        .split("\n")
+        .filter((line) => line.startsWith("controller_runtime_reconcile_total{"))
+        .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(" ") + 1)), 0);
+    },
     proc: () => readProc(pid),
     sampleRss(intervalMs = 200) {
       let peak = readProc(pid)?.rssKiB ?? 0;
@@ -223,6 +236,9 @@ export async function startOperatorProcess(opts: StartOperatorOptions): Promise<
       };
     },
     exited: () => exitCode !== undefined,
+    kill: () => {
+      child.kill("SIGKILL");
+    },
     stop,
   };
 }
