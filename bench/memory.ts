@@ -12,7 +12,7 @@
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Pod } from "../src/apis/core.ts";
-import { apiRequest, createNamespace, IMAGE, mapLimit, sleep, startCluster } from "./lib/cluster.ts";
+import { createNamespace, createPods, IMAGE, sleep, startCluster } from "./lib/cluster.ts";
 import { parseArgs, runBenchmark } from "./lib/lifecycle.ts";
 import { type OperatorCommand, operatorCommands, startOperatorProcess } from "./lib/operator.ts";
 import {
@@ -155,14 +155,7 @@ async function main(): Promise<void> {
   let created = 0;
   for (const size of sizes) {
     progress(`creating pods ${created}..${size - 1}`);
-    await mapLimit(
-      Array.from({ length: size - created }, (_, k) => created + k),
-      32,
-      async (i) => {
-        const res = await apiRequest(info, "POST", `/api/v1/namespaces/${ns}/pods`, benchPod(ns, i));
-        if (res.status !== 201) throw new Error(`create pod ${i}: ${res.status} ${JSON.stringify(res.body)}`);
-      },
-    );
+    await createPods(info, ns, created, size, (i) => benchPod(ns, i));
     created = size;
     const atSize = operators.map((o) => {
       const point: Point = { size, rss: [], hwm: [], settleS: [] };

@@ -13,7 +13,7 @@ import type { Pod } from "../src/apis/core.ts";
 import { compactCachedPod } from "../src/cocoonset/view.ts";
 import { KubeClient, kubeConfigFromFile } from "../src/controller/client.ts";
 import { PODS } from "../src/controller/resources.ts";
-import { apiRequest, createNamespace, IMAGE, mapLimit, startCluster } from "./lib/cluster.ts";
+import { apiRequest, createNamespace, createPods, IMAGE, startCluster } from "./lib/cluster.ts";
 import { startCountingProxy } from "./lib/countingproxy.ts";
 import { parseArgs, runBenchmark } from "./lib/lifecycle.ts";
 import {
@@ -118,14 +118,7 @@ async function main(): Promise<void> {
   const { info } = cluster.env;
   const ns = await createNamespace(info, "bench-relist");
   progress(`creating ${pods} pods`);
-  await mapLimit(
-    Array.from({ length: pods }, (_, i) => i),
-    32,
-    async (i) => {
-      const res = await apiRequest(info, "POST", `/api/v1/namespaces/${ns}/pods`, pod(ns, i));
-      if (res.status !== 201) throw new Error(`create pod ${i}: ${res.status}`);
-    },
-  );
+  await createPods(info, ns, 0, pods, (i) => pod(ns, i));
   const proxy = await startCountingProxy(
     info,
     join(cluster.env.info.kubeconfigPath, "..", "relist-proxy.kubeconfig"),

@@ -11,12 +11,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Pod } from "../src/apis/core.ts";
 import {
-  apiRequest,
   cocoonSet,
   createNamespace,
+  createPods,
   createSets,
   IMAGE,
-  mapLimit,
   sleep,
   startCluster,
 } from "./lib/cluster.ts";
@@ -73,14 +72,7 @@ async function main(): Promise<void> {
   const { info } = cluster.env;
   const ns = await createNamespace(info, "bench-standby");
   progress(`creating ${pods} pods`);
-  await mapLimit(
-    Array.from({ length: pods }, (_, i) => i),
-    32,
-    async (i) => {
-      const res = await apiRequest(info, "POST", `/api/v1/namespaces/${ns}/pods`, pod(ns, i));
-      if (res.status !== 201) throw new Error(`create pod ${i}: ${res.status}`);
-    },
-  );
+  await createPods(info, ns, 0, pods, (i) => pod(ns, i));
   // One set, so a new leader has something to reconcile the moment its controllers start.
   await createSets(info, [
     cocoonSet(ns, "standby-probe", { agent: { image: IMAGE, replicas: 0, mode: "clone" } }),
