@@ -103,7 +103,8 @@ async function runOnce(command: string, sets: number, nodes: number, logFile: st
       {
         what: "every set Running",
         intervalMs: 200,
-        timeoutMs: 600_000,
+        // 10 minutes, or 1.5 s a set for larger curves on a small machine.
+        timeoutMs: Math.max(600_000, sets * 1_500),
       },
     );
     const after = await operator.requests();
