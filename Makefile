@@ -1,8 +1,8 @@
 # The two commands a newcomer needs: `make run` and `make test`. Each does its own set-up.
 # `make help` lists every target (the text after `##`).
-.PHONY: all help deps lint testenv test run sandbox-up sandbox-down import-crds bench
+.PHONY: all help deps lint build testenv test run sandbox-up sandbox-down import-crds bench
 
-all: lint test ## Lint (typecheck + biome), then the full test suite
+all: lint build test ## Lint (typecheck + biome), build dist/, then the full test suite
 
 help: ## Show this help
 	@echo "cocoon-operator Makefile targets:"
@@ -18,6 +18,10 @@ node_modules/.deps-stamp: package.json package-lock.json
 lint: deps ## Typecheck (tsc) and lint and format-check (biome)
 	npm run typecheck
 	npm run lint
+
+# dist/: the JavaScript compiled from src/ that the image and `npm start` run.
+build: deps ## Compile src/ to JavaScript in dist/ (what the image and npm start run)
+	npm run build
 
 # kube-apiserver, kube-scheduler, kubectl and etcd built from Go modules (cached outside the tree).
 testenv: ## Build the test control plane binaries (cached in ~/.cache/cocoon-operator)

@@ -1,22 +1,33 @@
-// Benchmark 4: operator memory with 1k, 5k and 10k pods in its cache. One control plane; pods
-// labelled cocoonset.cocoonstack.io/name=<set> (so every operator caches them) with schedulerName
-// "none" (so nothing schedules or runs them) are added up to each size; at each size, each run starts
-// a fresh operator process, waits for /readyz, lets it settle (at least 5 s, then until VmRSS moves
-// less than 2% in 2 s, at most 30 s) and reads VmRSS and VmHWM from /proc/<pid>/status.
+// Benchmark 4: operator memory with 1k to 50k pods in its cache, and the cost per cached pod. One
+// control plane; pods labelled cocoonset.cocoonstack.io/name=<set> (so every operator caches them)
+// with schedulerName "none" (so nothing schedules or runs them) are added up to each size; at each
+// size, each run starts a fresh operator process, waits for /readyz, lets it settle (at least 5 s,
+// then until VmRSS moves less than 2% in 2 s, at most 60 s) and reads VmRSS and VmHWM from
+// /proc/<pid>/status. With --compare-command the two operators alternate run by run on the same pods.
 //
 // --unrelated N adds N standalone pods (no CocoonSet label, as cocoon-webhook leaves a pod vk-cocoon runs
 // outside any set) before the first size, and --hibernations K a CocoonHibernation naming each of the
 // first K of them: the operator must not cache the unrelated pods, only the K that CRs name.
 //
-//   npm run bench:memory [-- --sizes 1000,5000,10000 --runs 5 --unrelated 0 --hibernations 0
-//                            --operator-command "<cmd>" --label <name>]
+//   npm run bench:memory [-- --sizes 1000,5000,10000,25000,50000 --runs 3
+//                            --unrelated 0 --hibernations 0
+//                            --operator-command "<cmd>" --label <name>
+//                            --compare-command "<cmd>" --compare-label <name>]
 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Pod } from "../src/apis/core.ts";
-import { apiRequest, createNamespace, IMAGE, mapLimit, sleep, startCluster } from "./lib/cluster.ts";
+import {
+  apiRequest,
+  createNamespace,
+  createPods,
+  IMAGE,
+  mapLimit,
+  sleep,
+  startCluster,
+} from "./lib/cluster.ts";
 import { parseArgs, runBenchmark } from "./lib/lifecycle.ts";
-import { operatorCommand, startOperatorProcess } from "./lib/operator.ts";
+import { type OperatorCommand, operatorCommands, startOperatorProcess } from "./lib/operator.ts";
 import {
   commandLine,
   fmt,
@@ -30,7 +41,7 @@ import {
 } from "./lib/report.ts";
 
 const MIN_SETTLE_MS = 5_000;
-const MAX_SETTLE_MS = 30_000;
+const MAX_SETTLE_MS = 60_000;
 
 /** A pod shaped like an operator-made agent pod, that the scheduler leaves alone. */
 function benchPod(ns: string, i: number): Pod {
@@ -102,15 +113,87 @@ async function createAll(
   });
 }
 
+interface Point {
+  size: number;
+  rss: number[];
+  hwm: number[];
+  settleS: number[];
+}
+
+/** Least-squares line through (pods, median VmRSS): the cost of one more cached pod, and the base. */
+function slope(points: readonly Point[]): { kibPerPod: number; baseMiB: number } {
+  const xs = points.map((p) => p.size);
+  const ys = points.map((p) => spread(p.rss).median);
+  const n = xs.length;
+  const mx = xs.reduce((a, b) => a + b, 0) / n;
+  const my = ys.reduce((a, b) => a + b, 0) / n;
+  let sxy = 0;
+  let sxx = 0;
+  for (let i = 0; i < n; i++) {
+    sxy += ((xs[i] ?? 0) - mx) * ((ys[i] ?? 0) - my);
+    sxx += ((xs[i] ?? 0) - mx) ** 2;
+  }
+  const perPod = sxx > 0 ? sxy / sxx : Number.NaN;
+  return { kibPerPod: perPod * 1024, baseMiB: my - perPod * mx };
+}
+
+/** KiB per pod between consecutive sizes. */
+function marginalSlopes(points: readonly Point[]): string {
+  const parts: string[] = [];
+  for (let i = 1; i < points.length; i++) {
+    const [a, b] = [points[i - 1] as Point, points[i] as Point];
+    const kib = ((spread(b.rss).median - spread(a.rss).median) * 1024) / (b.size - a.size);
+    parts.push(`${a.size}→${b.size}: ${kib.toFixed(2)}`);
+  }
+  return parts.join(", ");
+}
+
+async function measureOnce(
+  operator: OperatorCommand,
+  info: { kubeconfigPath: string; registry: string },
+  point: Point,
+): Promise<void> {
+  const process_ = await startOperatorProcess({
+    command: operator.command,
+    kubeconfigPath: info.kubeconfigPath,
+    registry: info.registry,
+    logFile: join(tmpdir(), `bench-memory-${operator.label}-${process.pid}.log`),
+  });
+  try {
+    const t0 = performance.now();
+    await process_.waitReady(120_000);
+    await sleep(MIN_SETTLE_MS);
+    let last = process_.proc()?.rssKiB ?? 0;
+    while (performance.now() - t0 < MAX_SETTLE_MS) {
+      await sleep(2_000);
+      const now = process_.proc()?.rssKiB ?? 0;
+      const stable = Math.abs(now - last) / Math.max(last, 1) < 0.02;
+      last = now;
+      if (stable) break;
+    }
+    const sample = process_.proc();
+    if (!sample || process_.exited()) throw new Error(`operator exited; see ${process_.logFile}`);
+    point.rss.push(sample.rssKiB / 1024);
+    point.hwm.push(sample.hwmKiB / 1024);
+    point.settleS.push((performance.now() - t0) / 1000);
+    progress(
+      `${operator.label}: ${point.size} pods, run ${point.rss.length}: RSS ${(sample.rssKiB / 1024).toFixed(1)} MiB, ` +
+        `HWM ${(sample.hwmKiB / 1024).toFixed(1)} MiB`,
+    );
+  } finally {
+    await process_.stop();
+  }
+}
+
 async function main(): Promise<void> {
   const args = parseArgs();
-  const sizes = args.list("sizes", [1000, 5000, 10000]).sort((a, b) => a - b);
-  const runs = args.int("runs", 5);
+  const sizes = args.list("sizes", [1000, 5000, 10000, 25000, 50000]).sort((a, b) => a - b);
+  const runs = args.int("runs", 3);
   // 0 is the default; args.int accepts positive counts only.
   const count = (name: string) => (args.string(name, "0") === "0" ? 0 : args.int(name, 0));
   const unrelated = count("unrelated");
   const hibernations = Math.min(count("hibernations"), unrelated);
-  const { command, label } = operatorCommand(args);
+  const operators = operatorCommands(args);
 
   progress("starting control plane and registry");
   const cluster = await startCluster();
@@ -127,99 +210,103 @@ async function main(): Promise<void> {
     );
   }
 
-  interface Point {
-    size: number;
-    rss: number[];
-    hwm: number[];
-    settleS: number[];
-  }
-  const points: Point[] = [];
+  const points = new Map<string, Point[]>(operators.map((o) => [o.label, []]));
   let created = 0;
   for (const size of sizes) {
     progress(`creating pods ${created}..${size - 1}`);
-    await mapLimit(
-      Array.from({ length: size - created }, (_, k) => created + k),
-      32,
-      async (i) => {
-        const res = await apiRequest(info, "POST", `/api/v1/namespaces/${ns}/pods`, benchPod(ns, i));
-        if (res.status !== 201) throw new Error(`create pod ${i}: ${res.status} ${JSON.stringify(res.body)}`);
-      },
-    );
+    await createPods(info, ns, created, size, (i) => benchPod(ns, i));
     created = size;
-    const point: Point = { size, rss: [], hwm: [], settleS: [] };
+    const atSize = operators.map((o) => {
+      const point: Point = { size, rss: [], hwm: [], settleS: [] };
+      points.get(o.label)?.push(point);
+      return point;
+    });
     for (let r = 0; r < runs; r++) {
-      const operator = await startOperatorProcess({
-        command,
-        kubeconfigPath: info.kubeconfigPath,
-        registry: info.registry,
-        logFile: join(tmpdir(), `bench-memory-${label}-${process.pid}.log`),
-      });
-      try {
-        const t0 = performance.now();
-        await operator.waitReady();
-        await sleep(MIN_SETTLE_MS);
-        let last = operator.proc()?.rssKiB ?? 0;
-        while (performance.now() - t0 < MAX_SETTLE_MS) {
-          await sleep(2_000);
-          const now = operator.proc()?.rssKiB ?? 0;
-          const stable = Math.abs(now - last) / Math.max(last, 1) < 0.02;
-          last = now;
-          if (stable) break;
-        }
-        const sample = operator.proc();
-        if (!sample || operator.exited()) throw new Error(`operator exited; see ${operator.logFile}`);
-        point.rss.push(sample.rssKiB / 1024);
-        point.hwm.push(sample.hwmKiB / 1024);
-        point.settleS.push((performance.now() - t0) / 1000);
-        progress(
-          `${size} pods, run ${r + 1}: RSS ${(sample.rssKiB / 1024).toFixed(1)} MiB, ` +
-            `HWM ${(sample.hwmKiB / 1024).toFixed(1)} MiB`,
-        );
-      } finally {
-        await operator.stop();
-      }
+      for (const [i, operator] of operators.entries()) await measureOnce(operator, info, atSize[i] as Point);
     }
-    points.push(point);
   }
 
-  writeSection(
-    `4-memory:${label}`,
-    `4. Memory with pods in the cache — operator \`${label}\``,
-    `Machine: ${machineLine(machine())}
-Command: \`${commandLine("bench:memory")}\`
-Operator command: \`${command}\` (plus \`--leader-elect=false --metrics-bind-address=127.0.0.1:<port> --health-probe-bind-address=127.0.0.1:<port>\`)
-
-One control plane; pods labelled \`cocoonset.cocoonstack.io/name=<set>\` (10 per set, agent-pod shaped,
+  const method = `One control plane; pods labelled \`cocoonset.cocoonstack.io/name=<set>\` (10 per set, agent-pod shaped,
 \`schedulerName: none\` so they stay Pending and untouched) are added up to each size. Per size, ${runs} runs
 each start a fresh operator process${unrelated > 0 ? ` (${unrelated} unrelated standalone pods in the cluster as well, ${hibernations} of them named by a CocoonHibernation)` : ""}, wait for /readyz, settle (≥ ${MIN_SETTLE_MS / 1000} s, then until VmRSS
-moves < 2% in 2 s, ≤ ${MAX_SETTLE_MS / 1000} s) and read /proc/<pid>/status.
+moves < 2% in 2 s, ≤ ${MAX_SETTLE_MS / 1000} s) and read /proc/<pid>/status.${
+    operators.length > 1
+      ? ` The operators (${operators.map((o) => `\`${o.label}\``).join(", ")}) take turns run by run on the same pods.`
+      : ""
+  } Slope = least-squares KiB of VmRSS per cached pod over all sizes (base = its intercept).`;
+  const header = `Machine: ${machineLine(machine())}
+Command: \`${commandLine("bench:memory")}\``;
+
+  for (const operator of operators) {
+    const own = points.get(operator.label) ?? [];
+    const fit = slope(own);
+    writeSection(
+      `4-memory:${operator.label}`,
+      `4. Memory with pods in the cache — operator \`${operator.label}\``,
+      `${header}
+Operator command: \`${operator.command}\` (plus \`--leader-elect=false --metrics-bind-address=127.0.0.1:<port> --health-probe-bind-address=127.0.0.1:<port>\`)
+
+${method}
 
 ${table(
   ["pods in cache", "VmRSS MiB", "VmHWM (peak) MiB", "settle s"],
-  points.map((p) => [
-    String(p.size),
-    fmt(spread(p.rss), 1),
-    fmt(spread(p.hwm), 1),
-    fmt(spread(p.settleS), 1),
-  ]),
-)}`,
-  );
+  own.map((p) => [String(p.size), fmt(spread(p.rss), 1), fmt(spread(p.hwm), 1), fmt(spread(p.settleS), 1)]),
+)}
+
+Slope: ${fit.kibPerPod.toFixed(2)} KiB per cached pod (base ${fit.baseMiB.toFixed(1)} MiB); between sizes (KiB/pod): ${marginalSlopes(own)}.`,
+    );
+  }
+  const [first, second] = operators;
+  if (first && second) {
+    const a = points.get(first.label) ?? [];
+    const b = points.get(second.label) ?? [];
+    const [fa, fb] = [slope(a), slope(b)];
+    writeSection(
+      `4-memory:${first.label}-vs-${second.label}`,
+      `4. Memory, \`${first.label}\` against \`${second.label}\` (same run)`,
+      `${header}
+
+${table(
+  [
+    "pods in cache",
+    `${first.label} VmRSS MiB`,
+    `${second.label} VmRSS MiB`,
+    `${first.label} / ${second.label}`,
+  ],
+  a.map((p, i) => {
+    const q = b[i] as Point;
+    const ratio = spread(p.rss).median / spread(q.rss).median;
+    return [String(p.size), fmt(spread(p.rss), 1), fmt(spread(q.rss), 1), `${ratio.toFixed(2)}x`];
+  }),
+)}
+| KiB per cached pod (slope) | ${fa.kibPerPod.toFixed(2)} | ${fb.kibPerPod.toFixed(2)} | ${(fa.kibPerPod / fb.kibPerPod).toFixed(2)}x |
+| base (intercept) MiB | ${fa.baseMiB.toFixed(1)} | ${fb.baseMiB.toFixed(1)} | ${(fa.baseMiB / fb.baseMiB).toFixed(2)}x |`,
+    );
+  }
   printSummary({
     bench: "memory",
-    operator: label,
     runs,
     unrelated,
     hibernations,
     results: Object.fromEntries(
-      points.map((p) => [
-        p.size,
-        {
-          rssMiBMedian: +spread(p.rss).median.toFixed(1),
-          rssMiBMin: +spread(p.rss).min.toFixed(1),
-          rssMiBMax: +spread(p.rss).max.toFixed(1),
-          hwmMiBMedian: +spread(p.hwm).median.toFixed(1),
-        },
-      ]),
+      operators.map((o) => {
+        const own = points.get(o.label) ?? [];
+        return [
+          o.label,
+          {
+            slopeKiBPerPod: +slope(own).kibPerPod.toFixed(2),
+            bySize: Object.fromEntries(
+              own.map((p) => [
+                p.size,
+                {
+                  rssMiBMedian: +spread(p.rss).median.toFixed(1),
+                  hwmMiBMedian: +spread(p.hwm).median.toFixed(1),
+                },
+              ]),
+            ),
+          },
+        ];
+      }),
     ),
   });
 }

@@ -5,7 +5,13 @@
 // rest_client_requests_total, before/after), the 429s among them, and the operator process's peak
 // RSS and CPU time over the run.
 //
-//   npm run bench:scaleup [-- --sets 100 --runs 5 --operator-command "<cmd>" --label <name>]
+// With --compare-command the two operators alternate run by run (each on a fresh environment), and
+// --sets may list several sizes for a scale curve. Nodes are sized to the pods (--nodes, default one
+// 110-seat node per 10 sets: 80 pods a node), since sub-agents bind to their main's node past the
+// scheduler and an overcommitted pool leaves mains unschedulable.
+//
+//   npm run bench:scaleup [-- --sets 100[,300,1000] --runs 5 [--nodes N] --operator-command "<cmd>"
+//                            --label <name> --compare-command "<cmd>" --compare-label <name>]
 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -22,7 +28,13 @@ import {
 } from "./lib/cluster.ts";
 import { diffProxyCounts, type ProxyCounts, startCountingProxy } from "./lib/countingproxy.ts";
 import { parseArgs, runBenchmark } from "./lib/lifecycle.ts";
-import { diffTotals, operatorCommand, type RequestTotals, startOperatorProcess } from "./lib/operator.ts";
+import {
+  diffTotals,
+  type OperatorCommand,
+  operatorCommands,
+  type RequestTotals,
+  startOperatorProcess,
+} from "./lib/operator.ts";
 import {
   commandLine,
   fmt,
@@ -91,7 +103,8 @@ async function runOnce(command: string, sets: number, nodes: number, logFile: st
       {
         what: "every set Running",
         intervalMs: 200,
-        timeoutMs: 600_000,
+        // 10 minutes, or 1.5 s a set for larger curves on a small machine.
+        timeoutMs: Math.max(600_000, sets * 1_500),
       },
     );
     const after = await operator.requests();
@@ -113,31 +126,103 @@ async function runOnce(command: string, sets: number, nodes: number, logFile: st
   }
 }
 
+const WRITE_VERBS = ["create", "update", "patch", "delete"];
+
+function writes(run: Run): number {
+  return WRITE_VERBS.reduce((sum, verb) => sum + (run.proxied.byVerb[verb] ?? 0), 0);
+}
+
 async function main(): Promise<void> {
   const args = parseArgs();
-  const sets = args.int("sets", 100);
+  const sizes = args.list("sets", [100]);
   const runs = args.int("runs", 5);
-  const nodes = args.int("nodes", 10);
-  const { command, label } = operatorCommand(args);
+  const operators = operatorCommands(args);
   const logDir = tmpdir();
 
-  const results: Run[] = [];
-  for (let r = 0; r < runs; r++) {
-    progress(`run ${r + 1}/${runs}: ${sets} sets × ${SUBS + 1} pods, operator ${label}`);
-    const run = await runOnce(
-      command,
-      sets,
-      nodes,
-      join(logDir, `bench-scaleup-${label}-${process.pid}-${r}.log`),
-    );
-    results.push(run);
-    progress(
-      `run ${r + 1}: ${run.seconds.toFixed(2)} s, proxy ${JSON.stringify(run.proxied.byVerb)} ` +
-        `codes ${JSON.stringify(run.proxied.byCode)}; /metrics ${JSON.stringify(run.requests.byMethod)} ` +
-        `codes ${JSON.stringify(run.requests.byCode)}, peak RSS ${run.peakRssMiB.toFixed(1)} MiB, CPU ${run.cpuSeconds.toFixed(2)} s`,
-    );
+  const curve: { sets: number; nodes: number; byLabel: Map<string, Run[]> }[] = [];
+  for (const sets of sizes) {
+    const nodes = args.int("nodes", Math.max(1, Math.ceil(sets / 10)));
+    const byLabel = new Map<string, Run[]>(operators.map((o) => [o.label, []]));
+    for (let r = 0; r < runs; r++) {
+      for (const { command, label } of operators) {
+        progress(
+          `run ${r + 1}/${runs}: ${sets} sets × ${SUBS + 1} pods on ${nodes} nodes, operator ${label}`,
+        );
+        const run = await runOnce(
+          command,
+          sets,
+          nodes,
+          join(logDir, `bench-scaleup-${label}-${process.pid}-${sets}-${r}.log`),
+        );
+        byLabel.get(label)?.push(run);
+        progress(
+          `run ${r + 1}: ${run.seconds.toFixed(2)} s, proxy ${JSON.stringify(run.proxied.byVerb)} ` +
+            `codes ${JSON.stringify(run.proxied.byCode)}; /metrics ${JSON.stringify(run.requests.byMethod)} ` +
+            `codes ${JSON.stringify(run.requests.byCode)}, peak RSS ${run.peakRssMiB.toFixed(1)} MiB, CPU ${run.cpuSeconds.toFixed(2)} s`,
+        );
+      }
+    }
+    for (const operator of operators) {
+      report(
+        operator,
+        sets,
+        nodes,
+        runs,
+        byLabel.get(operator.label) ?? [],
+        sizes.length > 1 || sets !== 100,
+      );
+    }
+    curve.push({ sets, nodes, byLabel });
   }
+  const [first, second] = operators;
+  if (first && second) writeCurve(first.label, second.label, runs, curve);
+}
 
+function writeCurve(
+  a: string,
+  b: string,
+  runs: number,
+  curve: { sets: number; nodes: number; byLabel: Map<string, Run[]> }[],
+): void {
+  const cell = (values: number[], digits: number) => fmt(spread(values), digits);
+  const rows: string[][] = [];
+  for (const { sets, nodes, byLabel } of curve) {
+    const ra = byLabel.get(a) ?? [];
+    const rb = byLabel.get(b) ?? [];
+    const both = (name: string, pick: (r: Run) => number, digits: number) =>
+      rows.push([
+        `${sets} sets (${sets * (SUBS + 1)} pods, ${nodes} nodes)`,
+        name,
+        cell(ra.map(pick), digits),
+        cell(rb.map(pick), digits),
+      ]);
+    both("time until all Running (s)", (r) => r.seconds, 2);
+    both("API writes (create+update+patch+delete, proxy)", writes, 0);
+    both("429s (proxy)", (r) => r.proxied.byCode["429"] ?? 0, 0);
+    both("operator CPU (s)", (r) => r.cpuSeconds, 2);
+    both("operator peak RSS (MiB)", (r) => r.peakRssMiB, 1);
+  }
+  writeSection(
+    `3-scaleup-curve:${a}-vs-${b}`,
+    `3. Scale curve, \`${a}\` against \`${b}\` (same run, alternating)`,
+    `Machine: ${machineLine(machine())}
+Command: \`${commandLine("bench:scaleup")}\`
+
+Each size: ${runs} run(s) per operator, alternating, each on a fresh environment (sections 3 per operator
+and size have the details).
+
+${table(["size", "metric", a, b], rows)}`,
+  );
+}
+
+function report(
+  { command, label }: OperatorCommand,
+  sets: number,
+  nodes: number,
+  runs: number,
+  results: Run[],
+  sizedId: boolean,
+): void {
   const seconds = spread(results.map((r) => r.seconds));
   const rss = spread(results.map((r) => r.peakRssMiB));
   const cpu = spread(results.map((r) => r.cpuSeconds));
@@ -157,13 +242,13 @@ async function main(): Promise<void> {
   const metricCodes = keys((r) => r.requests.byCode);
 
   writeSection(
-    `3-scaleup:${label}`,
+    sizedId ? `3-scaleup-${sets}:${label}` : `3-scaleup:${label}`,
     `3. Scale-up, ${sets} sets × (1 main + ${SUBS} sub-agents) — operator \`${label}\``,
     `Machine: ${machineLine(machine())}
 Command: \`${commandLine("bench:scaleup")}\`
 Operator command: \`${command}\` (plus \`--leader-elect=false --metrics-bind-address=127.0.0.1:<port> --health-probe-bind-address=127.0.0.1:<port>\`)
 
-Each run: a fresh control plane + registry, ${nodes} simulated nodes × 110 pods in a pool of their own
+Each run: a fresh control plane + registry, ${nodes} simulated nodes × 110 pod seats in a pool of their own
 (simulator timings ${JSON.stringify(TIMINGS)}), the operator process started and ready; then ${sets} sets
 (${sets * (SUBS + 1)} pods; agent requests 500m CPU / 512Mi) are created 32 at a time, and the clock stops
 when every set reports Running with ${SUBS + 1}/${SUBS + 1} agents Ready at its generation. The operator

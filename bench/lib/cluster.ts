@@ -80,6 +80,24 @@ export async function mapLimit<T, R>(
   return results;
 }
 
+/** Creates the pods `make(from)` .. `make(to - 1)` in `ns`, 32 requests at a time. */
+export async function createPods(
+  conn: ApiConnection,
+  ns: string,
+  from: number,
+  to: number,
+  make: (i: number) => unknown,
+): Promise<void> {
+  await mapLimit(
+    Array.from({ length: to - from }, (_, k) => from + k),
+    32,
+    async (i) => {
+      const res = await apiRequest(conn, "POST", `/api/v1/namespaces/${ns}/pods`, make(i));
+      if (res.status !== 201) throw new Error(`create pod ${i}: ${res.status} ${JSON.stringify(res.body)}`);
+    },
+  );
+}
+
 export async function createSets(conn: ApiConnection, sets: readonly CocoonSet[], limit = 16): Promise<void> {
   await mapLimit(sets, limit, async (cs) => {
     const res = await apiRequest(conn, "POST", setsPath(cs.metadata.namespace ?? ""), cs);

@@ -16,6 +16,8 @@ export interface ProxyCounts {
   byVerb: Record<string, number>;
   byCode: Record<string, number>;
   total: number;
+  /** Response body bytes as sent by the API server (compressed when gzip was negotiated). */
+  responseBytes: number;
 }
 
 export interface CountingProxy {
@@ -47,7 +49,7 @@ export async function startCountingProxy(
 ): Promise<CountingProxy> {
   const upstream = new URL(conn.server);
   const agent = new https.Agent({ keepAlive: true, ca: readFileSync(conn.caFile), maxSockets: 256 });
-  let counts: ProxyCounts = { byMethod: {}, byVerb: {}, byCode: {}, total: 0 };
+  let counts: ProxyCounts = { byMethod: {}, byVerb: {}, byCode: {}, total: 0, responseBytes: 0 };
   const bump = (rec: Record<string, number>, key: string) => {
     rec[key] = (rec[key] ?? 0) + 1;
   };
@@ -76,6 +78,9 @@ export async function startCountingProxy(
         bump(counts.byCode, code);
         counts.total++;
         res.writeHead(ur.statusCode ?? 502, ur.headers);
+        ur.on("data", (chunk: Buffer) => {
+          counts.responseBytes += chunk.length;
+        });
         ur.pipe(res);
         ur.on("error", () => res.destroy());
       },
@@ -114,7 +119,7 @@ export async function startCountingProxy(
     counts: () => structuredClone(counts),
     stop: async () => {
       await stop();
-      counts = { byMethod: {}, byVerb: {}, byCode: {}, total: 0 };
+      counts = { byMethod: {}, byVerb: {}, byCode: {}, total: 0, responseBytes: 0 };
     },
   };
 }
@@ -131,5 +136,6 @@ export function diffProxyCounts(after: ProxyCounts, before: ProxyCounts): ProxyC
     byVerb: sub(after.byVerb, before.byVerb),
     byCode: sub(after.byCode, before.byCode),
     total: after.total - before.total,
+    responseBytes: after.responseBytes - before.responseBytes,
   };
 }

@@ -4,16 +4,18 @@
 // wins in both Go's flag package and ours), runs it through `sh -c "exec …"` so the pid measured is
 // the operator's own, and reads its memory and CPU from /proc and its API requests from /metrics.
 
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { closeSync, openSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { onTeardown } from "./lifecycle.ts";
 import { repoRoot } from "./report.ts";
 
-/** This operator, run by the Node 24 that runs the benchmark. */
-/** This operator as the image and `npm start` run it (the Dockerfile's Node flags included). */
-export const DEFAULT_OPERATOR_COMMAND = `${process.execPath} --max-semi-space-size=4 ${join(repoRoot, "src/main.ts")}`;
+/**
+ * This operator as the image and `npm start` run it: the compiled build under the Dockerfile's Node
+ * flags, on the Node 24 that runs the benchmark.
+ */
+export const DEFAULT_OPERATOR_COMMAND = `${process.execPath} --max-semi-space-size=4 --no-strip-types ${join(repoRoot, "dist/main.js")}`;
 
 export interface OperatorCommand {
   command: string;
@@ -24,7 +26,24 @@ export interface OperatorCommand {
 export function operatorCommand(args: { string(name: string, fallback: string): string }): OperatorCommand {
   const command = args.string("operator-command", DEFAULT_OPERATOR_COMMAND);
   const label = args.string("label", command === DEFAULT_OPERATOR_COMMAND ? "ts" : "custom");
+  // dist/ from the sources as they are now, so the numbers are never those of a stale build.
+  if (command === DEFAULT_OPERATOR_COMMAND)
+    execFileSync("npm", ["run", "--silent", "build"], { cwd: repoRoot });
   return { command, label };
+}
+
+/**
+ * The operator under measurement, then the one to compare with (`--compare-command`, label
+ * `--compare-label`, default "go") when given: benchmarks that take both run them in turn on the same
+ * environment, so both see the same machine load.
+ */
+export function operatorCommands(args: {
+  string(name: string, fallback: string): string;
+}): OperatorCommand[] {
+  const commands = [operatorCommand(args)];
+  const compare = args.string("compare-command", "");
+  if (compare) commands.push({ command: compare, label: args.string("compare-label", "go") });
+  return commands;
 }
 
 export async function freePort(): Promise<number> {
@@ -107,10 +126,14 @@ export interface OperatorProcess {
   /** Resolves once /readyz answers 200. */
   waitReady(timeoutMs?: number): Promise<void>;
   requests(): Promise<RequestTotals>;
+  /** controller_runtime_reconcile_total summed over controllers and results. */
+  reconciles(): Promise<number>;
   proc(): ProcSample | undefined;
   /** Samples /proc every intervalMs until the returned stop; stop gives the peak RSS seen. */
   sampleRss(intervalMs?: number): () => { peakRssKiB: number };
   exited(): boolean;
+  /** SIGKILL, as a crashed leader. */
+  kill(): void;
   stop(): Promise<void>;
 }
 
@@ -121,13 +144,15 @@ export interface StartOperatorOptions {
   /** Where stdout and stderr go. */
   logFile: string;
   env?: Record<string, string>;
+  /** --leader-elect (default false); the lease namespace then comes from POD_NAMESPACE in env. */
+  leaderElect?: boolean;
 }
 
 export async function startOperatorProcess(opts: StartOperatorOptions): Promise<OperatorProcess> {
   const metricsPort = await freePort();
   const probePort = await freePort();
   const flags = [
-    "--leader-elect=false",
+    `--leader-elect=${opts.leaderElect ?? false}`,
     `--metrics-bind-address=127.0.0.1:${metricsPort}`,
     `--health-probe-bind-address=127.0.0.1:${probePort}`,
   ];
@@ -191,6 +216,13 @@ export async function startOperatorProcess(opts: StartOperatorOptions): Promise<
       if (res.status !== 200) throw new Error(`/metrics: HTTP ${res.status}`);
       return parseRestClientRequests(res.text);
     },
+    async reconciles() {
+      const res = await get(metricsPort, "/metrics");
+      return res.text
+        .split("\n")
+        .filter((line) => line.startsWith("controller_runtime_reconcile_total{"))
+        .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(" ") + 1)), 0);
+    },
     proc: () => readProc(pid),
     sampleRss(intervalMs = 200) {
       let peak = readProc(pid)?.rssKiB ?? 0;
@@ -204,6 +236,9 @@ export async function startOperatorProcess(opts: StartOperatorOptions): Promise<
       };
     },
     exited: () => exitCode !== undefined,
+    kill: () => {
+      child.kill("SIGKILL");
+    },
     stop,
   };
 }

@@ -88,11 +88,12 @@ export function commandLine(script: string, args: readonly string[] = process.ar
 
 const HEADER = `# Benchmarks
 
-Produced by \`bench/\` (\`make bench\` runs them all; \`npm run bench:<name>\` runs one). Every section
+Produced by \`bench/\` (\`make bench\` runs 1–5; \`npm run bench:<name>\` runs one, also \`relist\` and \`standby\`). Every section
 below is rewritten by its benchmark on each run; the machine line is the machine of that run.
 Benchmarks 3–5 run the operator as a separate process (\`--operator-command\`), so any operator binary
 that reads \`KUBECONFIG\` and \`OCI_REGISTRY\` can be measured on the same environment; the label
-after the benchmark name says which operator was measured. Figures are "median (min–max)".
+after the benchmark name says which operator was measured; with \`--compare-command\` (benchmarks 3 and 4)
+two operators take turns in one run. Figures are "median (min–max)".
 `;
 
 /** Replaces (or appends) the section `id` of BENCHMARKS.md with `body` (markdown, no trailing marker). */

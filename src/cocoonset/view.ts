@@ -6,8 +6,9 @@ import type { Pod } from "../apis/core.ts";
 import type { CocoonHibernation, CocoonSet } from "../apis/v1/types.ts";
 import type { Clock } from "../clock.ts";
 import { LABEL_COCOONSET } from "../contract/keys.ts";
-import { createInformer, type Informer, stripManagedFields } from "../controller/cache.ts";
+import { createInformer, type Informer, omitKeys, stripManagedFields } from "../controller/cache.ts";
 import type { WatchClient } from "../controller/client.ts";
+import { intern, internStrings } from "../controller/intern.ts";
 import { COCOONHIBERNATIONS, COCOONSETS, PODS } from "../controller/resources.ts";
 import { hibernationIndexers } from "../hibernation/view.ts";
 import type { CachedHibernation, CocoonSetView } from "./pass.ts";
@@ -16,27 +17,62 @@ import type { CachedHibernation, CocoonSetView } from "./pass.ts";
 export const POD_BY_COCOONSET_INDEX = "cocoonset";
 
 /**
- * The pods informer's transform. Besides managedFields it drops pod fields that nothing in the
- * operator reads (the Pod type in src/apis/core.ts declares none of them except imageID, and no code
- * reads that; the pod predicates read phase, conditions, labels, annotations and deletionTimestamp;
- * of containerStatuses only state.running is read, in src/contract/pod.ts). Cached pods are never
- * written back whole (pods are only created, merge-patched and deleted), so nothing dropped here can
- * be lost on the server. Dropped:
+ * The pods informer's transform: the fields nothing reads dropped (stripUnreadPodFields), and the
+ * repeated strings of the rest shared (src/controller/intern.ts). Name, uid, resourceVersion and
+ * creationTimestamp are unique to a pod and stay as parsed.
+ */
+export function compactCachedPod(pod: Pod): Pod {
+  stripUnreadPodFields(pod);
+  const meta = pod.metadata;
+  if (meta.namespace !== undefined) meta.namespace = intern(meta.namespace);
+  internStrings(meta.labels);
+  internStrings(meta.annotations);
+  internStrings(meta.ownerReferences);
+  internStrings(meta.finalizers);
+  internStrings(pod.spec);
+  internStrings(pod.status);
+  return pod;
+}
+
+/**
+ * Besides managedFields, drops pod fields that nothing in the operator reads (the Pod type in
+ * src/apis/core.ts declares none of them except imageID, and no code reads that; the pod predicates
+ * read phase, conditions, labels, annotations and deletionTimestamp; of containerStatuses only
+ * state.running is read, in src/contract/pod.ts). Cached pods are never written back whole (pods are
+ * only created, merge-patched and deleted), so nothing dropped here can be lost on the server. Dropped:
  * - spec.volumes and spec.containers[].volumeMounts (in a real cluster, the service-account token volume);
  * - status.containerStatuses[]: imageID, containerID, lastState, volumeMounts, allocatedResources,
  *   resources, user.
+ * Objects that lose a field are rebuilt without it (omitKeys), never `delete`d from.
  */
 export function stripUnreadPodFields(pod: Pod): Pod {
   stripManagedFields(pod);
-  const spec = pod.spec as { volumes?: unknown; containers?: { volumeMounts?: unknown }[] } | undefined;
-  if (spec) {
-    delete spec.volumes;
-    for (const container of spec.containers ?? []) delete container.volumeMounts;
+  const holder = pod as unknown as {
+    spec?: { volumes?: unknown; containers?: object[] };
+    status?: PodStatusShape;
+  };
+  if (holder.spec && "volumes" in holder.spec) holder.spec = omitKeys(holder.spec, ["volumes"]);
+  const containers = holder.spec?.containers;
+  if (containers) {
+    for (let i = 0; i < containers.length; i++) {
+      const container = containers[i] as object;
+      if ("volumeMounts" in container) containers[i] = omitKeys(container, ["volumeMounts"]);
+    }
   }
-  for (const cs of (pod.status?.containerStatuses ?? []) as unknown as Record<string, unknown>[]) {
-    for (const field of UNREAD_CONTAINER_STATUS_FIELDS) delete cs[field];
+  const statuses = holder.status?.containerStatuses;
+  if (statuses) {
+    for (let i = 0; i < statuses.length; i++) {
+      const cs = statuses[i] as object;
+      if (UNREAD_CONTAINER_STATUS_FIELDS.some((field) => field in cs)) {
+        statuses[i] = omitKeys(cs, UNREAD_CONTAINER_STATUS_FIELDS);
+      }
+    }
   }
   return pod;
+}
+
+interface PodStatusShape {
+  containerStatuses?: object[];
 }
 
 const UNREAD_CONTAINER_STATUS_FIELDS = [
@@ -70,7 +106,7 @@ export function createOperatorInformers(
     pods: createInformer<Pod>(client, PODS, {
       namespace,
       labelSelector: LABEL_COCOONSET,
-      transform: stripUnreadPodFields,
+      transform: compactCachedPod,
       clock,
       indexers: {
         [POD_BY_COCOONSET_INDEX]: (pod) => {

@@ -42,10 +42,22 @@ export interface InformerOptions<T> {
   inactivityTimeoutMs?: number;
 }
 
+/**
+ * A copy of `obj` without `keys`, its other properties in their order. Cached objects lose fields
+ * this way rather than by `delete`, which turns a V8 object into a hash table of about twice the size.
+ */
+export function omitKeys<T extends object>(obj: T, keys: readonly string[]): T {
+  const copy: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(obj)) if (!keys.includes(key)) copy[key] = value;
+  return copy as T;
+}
+
 /** Drops metadata.managedFields, which the operator never reads and which dominates pod size. */
 export function stripManagedFields<T>(obj: T): T {
-  const meta = (obj as { metadata?: { managedFields?: unknown } }).metadata;
-  if (meta && "managedFields" in meta) delete meta.managedFields;
+  const holder = obj as { metadata?: object };
+  if (holder.metadata && "managedFields" in holder.metadata) {
+    holder.metadata = omitKeys(holder.metadata, ["managedFields"]);
+  }
   return obj;
 }
 

@@ -5,6 +5,8 @@
 import http from "node:http";
 import https from "node:https";
 import type { Socket } from "node:net";
+import type { Readable } from "node:stream";
+import { createGunzip } from "node:zlib";
 import { type Clock, systemClock } from "../clock.ts";
 import { agentProxyOptions, type Env, fixedProxy, proxyFromEnvironment } from "../net/proxy.ts";
 import { systemRootCertificates } from "../net/roots.ts";
@@ -15,6 +17,7 @@ import {
   readKubeconfigFile,
   restConfigFromKubeconfig,
 } from "./kubeconfig.ts";
+import { ListDecoder } from "./listdecoder.ts";
 import { TokenBucket } from "./ratelimit.ts";
 import { type ResourceType, resourcePath } from "./resources.ts";
 
@@ -22,11 +25,19 @@ export interface ObjectWithMeta {
   metadata?: { name?: string; namespace?: string; resourceVersion?: string };
 }
 
-export interface ListOptions {
+export interface ListOptions<T = unknown> {
   labelSelector?: string;
   fieldSelector?: string;
   /** Page size; the client follows `continue` tokens and returns every page. */
   limit?: number;
+  /**
+   * Sent with the first page only (later pages carry the continue token): "0" takes any version
+   * the API server's watch cache holds, a version takes one not older than it (from the cache once it
+   * has caught up), none is a consistent (quorum) read. The watch cache ignores `limit` for both.
+   */
+  resourceVersion?: string;
+  /** Applied to every item as it is decoded, so the raw items of a large list never all exist at once. */
+  transform?(item: T): T;
 }
 
 export interface ListResult<T> {
@@ -44,7 +55,7 @@ export interface DeleteOptions {
 export interface Client {
   /** Uncached read, straight from the API server. */
   get<T>(rt: ResourceType, namespace: string, name: string): Promise<T>;
-  list<T>(rt: ResourceType, namespace: string | undefined, opts?: ListOptions): Promise<ListResult<T>>;
+  list<T>(rt: ResourceType, namespace: string | undefined, opts?: ListOptions<T>): Promise<ListResult<T>>;
   create<T>(rt: ResourceType, namespace: string, obj: T): Promise<T>;
   update<T>(rt: ResourceType, obj: T & { metadata: { name?: string; namespace?: string } }): Promise<T>;
   /** JSON merge patch (application/merge-patch+json), on the object or its status subresource. */
@@ -80,7 +91,7 @@ export interface WatchOptions {
 
 /** The list and watch half of the client, which the list-watch cache needs. */
 export interface WatchClient {
-  list<T>(rt: ResourceType, namespace: string | undefined, opts?: ListOptions): Promise<ListResult<T>>;
+  list<T>(rt: ResourceType, namespace: string | undefined, opts?: ListOptions<T>): Promise<ListResult<T>>;
   /**
    * Streams watch events. A non-200 answer throws the typed error (GoneError for 410); ERROR events are
    * yielded as they come. Ends normally on server timeout or abort.
@@ -113,6 +124,8 @@ export interface KubeClientConfig {
   burst?: number;
   /** Per-request timeout for everything but watches; default 60 s. */
   requestTimeoutMs?: number;
+  /** client-go's DisableCompression: lists are not asked for gzip (default: they are). */
+  disableCompression?: boolean;
   userAgent?: string;
   clock?: Clock;
   /**
@@ -142,6 +155,7 @@ export class KubeClient implements Client, WatchClient {
   private readonly basePath: string;
   private readonly limiter: TokenBucket | undefined;
   private readonly requestTimeoutMs: number;
+  private readonly compression: boolean;
   private readonly userAgent: string;
   private readonly clock: Clock;
   private readonly counts = new Map<string, number>();
@@ -165,6 +179,7 @@ export class KubeClient implements Client, WatchClient {
     this.limiter =
       qps > 0 ? new TokenBucket(qps, config.burst ?? Math.ceil(qps * 1.5), this.clock) : undefined;
     this.requestTimeoutMs = config.requestTimeoutMs ?? 60_000;
+    this.compression = !config.disableCompression;
     this.userAgent = config.userAgent ?? "cocoon-operator";
   }
 
@@ -198,12 +213,17 @@ export class KubeClient implements Client, WatchClient {
     return (await this.json("GET", "get", rt, namespace, name)) as T;
   }
 
+  /**
+   * Every page of a list, decoded as it streams in (gzip-compressed where the API server compresses,
+   * as client-go's transport asks for); items pass through `opts.transform` one by one.
+   */
   async list<T>(
     rt: ResourceType,
     namespace: string | undefined,
-    opts: ListOptions = {},
+    opts: ListOptions<T> = {},
   ): Promise<ListResult<T>> {
     const items: T[] = [];
+    const onItem = (item: unknown) => items.push(opts.transform ? opts.transform(item as T) : (item as T));
     let cont: string | undefined;
     let resourceVersion = "";
     do {
@@ -212,13 +232,10 @@ export class KubeClient implements Client, WatchClient {
       if (opts.fieldSelector) query.set("fieldSelector", opts.fieldSelector);
       if (opts.limit) query.set("limit", String(opts.limit));
       if (cont) query.set("continue", cont);
-      const page = (await this.json("GET", "list", rt, namespace, undefined, { query })) as {
-        items?: T[] | null;
-        metadata?: { resourceVersion?: string; continue?: string };
-      };
-      for (const item of page.items ?? []) items.push(item);
-      resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
-      cont = page.metadata?.continue || undefined;
+      else if (opts.resourceVersion !== undefined) query.set("resourceVersion", opts.resourceVersion);
+      const page = await this.listPage(rt, namespace, query, onItem);
+      resourceVersion = page.resourceVersion ?? resourceVersion;
+      cont = page.continue || undefined;
     } while (cont);
     return { items, resourceVersion };
   }
@@ -321,6 +338,38 @@ export class KubeClient implements Client, WatchClient {
     if (stop === "inactive") throw new Error(`watch ${rt.plural}: no data for ${inactivityMs} ms`);
   }
 
+  private async listPage(
+    rt: ResourceType,
+    namespace: string | undefined,
+    query: URLSearchParams,
+    onItem: (item: unknown) => void,
+  ): Promise<{ resourceVersion?: string; continue?: string }> {
+    for (let attempt = 0; ; attempt++) {
+      const { req, res } = await this.send("GET", "list", rt, namespace, undefined, {
+        query,
+        timeoutMs: this.requestTimeoutMs,
+        acceptGzip: this.compression,
+      });
+      try {
+        const status = res.statusCode ?? 0;
+        if (status !== 200) {
+          const text = await readBody(res);
+          const retryAfter = retryAfterSeconds(status, res.headers["retry-after"]);
+          if (retryAfter !== undefined && attempt < MAX_RETRY_AFTER_RETRIES) {
+            await this.clock.sleep(retryAfter * 1000);
+            continue;
+          }
+          throw apiErrorFromResponse(status, text);
+        }
+        const decoder = new ListDecoder(onItem);
+        for await (const chunk of decodedBody(res)) decoder.write(chunk as Buffer);
+        return decoder.end();
+      } finally {
+        req.setTimeout(0);
+      }
+    }
+  }
+
   private async json(
     method: string,
     verb: string,
@@ -367,6 +416,8 @@ export class KubeClient implements Client, WatchClient {
       subresource?: string;
       timeoutMs?: number;
       signal?: AbortSignal;
+      /** Lists only: their bodies are large and compress ~12x; watch events are sent one by one. */
+      acceptGzip?: boolean;
     },
   ): Promise<{ req: http.ClientRequest; res: http.IncomingMessage }> {
     await this.limiter?.take(opts.signal);
@@ -380,6 +431,7 @@ export class KubeClient implements Client, WatchClient {
       "User-Agent": this.userAgent,
     };
     if (conn.credentials.authorization) headers.Authorization = conn.credentials.authorization;
+    if (opts.acceptGzip) headers["Accept-Encoding"] = "gzip";
     if (payload !== undefined) {
       headers["Content-Type"] = opts.contentType ?? "application/json";
       headers["Content-Length"] = String(Buffer.byteLength(payload));
@@ -488,12 +540,23 @@ export function retryAfterSeconds(status: number, header: string | string[] | un
   return Number(value);
 }
 
+/** The response body, gunzipped as it streams when the server compressed it. */
+function decodedBody(res: http.IncomingMessage): Readable {
+  const encoding = res.headers["content-encoding"]?.trim().toLowerCase();
+  if (encoding !== "gzip") return res;
+  const gunzip = createGunzip();
+  res.once("error", (err) => gunzip.destroy(err));
+  res.once("aborted", () => gunzip.destroy(new Error("response aborted")));
+  return res.pipe(gunzip);
+}
+
 function readBody(res: http.IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
+    const body = decodedBody(res);
     const chunks: Buffer[] = [];
-    res.on("data", (c: Buffer) => chunks.push(c));
-    res.once("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    res.once("error", reject);
+    body.on("data", (c: Buffer) => chunks.push(c));
+    body.once("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    body.once("error", reject);
     res.once("aborted", () => reject(new Error("response aborted")));
   });
 }

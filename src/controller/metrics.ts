@@ -1,68 +1,15 @@
 // The process's one Prometheus registry, with the metric families controller-runtime serves (same
 // names and labels, so dashboards for the Go operator keep working) and the /metrics server. The
 // cocoon_operator_* collectors register on metricsRegistry too.
-import { readFileSync } from "node:fs";
-import { Counter, collectDefaultMetrics, exponentialBuckets, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, exponentialBuckets, Gauge, Histogram, Registry } from "prom-client";
 import { type HttpEndpoint, parseBindAddress, serve } from "./httpserver.ts";
+import { registerProcessMetrics } from "./processmetrics.ts";
 import type { InFlightWork, QueueMetrics } from "./workqueue.ts";
 
 export const metricsRegistry = new Registry();
-collectDefaultMetrics({ register: metricsRegistry });
+registerProcessMetrics(metricsRegistry);
 
 const registers = [metricsRegistry];
-
-// The process_* series Go's process collector adds to prom-client's on Linux, read from /proc at
-// scrape time as procfs reads them (absent where /proc is not there).
-function readProc(file: string): string | undefined {
-  try {
-    return readFileSync(file, "utf8");
-  } catch {
-    return undefined;
-  }
-}
-
-/** IpExt InOctets / OutOctets of /proc/self/net/netstat: the network namespace's bytes, as Go reports. */
-function networkOctets(): { received: number; sent: number } | undefined {
-  const lines = (readProc("/proc/self/net/netstat") ?? "").split("\n").filter((l) => l.startsWith("IpExt:"));
-  const [names, values] = lines.map((l) => l.split(/\s+/).slice(1));
-  if (!names || !values) return undefined;
-  const field = (name: string) => Number(values[names.indexOf(name)]);
-  const octets = { received: field("InOctets"), sent: field("OutOctets") };
-  return Number.isFinite(octets.received) && Number.isFinite(octets.sent) ? octets : undefined;
-}
-
-new Gauge({
-  name: "process_virtual_memory_max_bytes",
-  help: "Maximum amount of virtual memory available in bytes.",
-  registers,
-  collect() {
-    const limit = /^Max address space\s+(\S+)/m.exec(readProc("/proc/self/limits") ?? "")?.[1];
-    if (limit === undefined) return;
-    // procfs reads "unlimited" as the largest uint64.
-    this.set(limit === "unlimited" ? 2 ** 64 : Number(limit));
-  },
-});
-
-for (const [name, help, pick] of [
-  [
-    "process_network_receive_bytes_total",
-    "Number of bytes received by the process over the network.",
-    "received",
-  ],
-  ["process_network_transmit_bytes_total", "Number of bytes sent by the process over the network.", "sent"],
-] as const) {
-  new Counter({
-    name,
-    help,
-    registers,
-    collect() {
-      const octets = networkOctets();
-      if (!octets) return;
-      this.reset();
-      this.inc(octets[pick]);
-    },
-  });
-}
 
 // controller-runtime's reconcile-time buckets: 5 ms to 60 s.
 const RECONCILE_BUCKETS = [

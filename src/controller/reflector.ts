@@ -1,11 +1,14 @@
 // List then watch, forever: keeps a Store in step with the API server and reports every change.
 // Bookmarks advance the resourceVersion; a 410 (HTTP or ERROR event) re-lists and reports the diff;
 // every other failure reconnects after a jittered exponential backoff. It stops only on its signal.
+// Lists are served from the API server's watch cache as client-go's reflector asks for them: the first
+// at resourceVersion "0", a re-list at the last version seen (not older than it, unpaged), and only
+// when the server no longer has that version, a consistent read.
 
 import { type Clock, systemClock } from "../clock.ts";
 import { log } from "../log.ts";
 import { type WatchClient, type WatchEvent, watchErrorToApiError } from "./client.ts";
-import { isGone } from "./errors.ts";
+import { ApiError, isGone } from "./errors.ts";
 import { Backoff, type BackoffOptions } from "./ratelimit.ts";
 import { apiVersionOf, type ResourceType } from "./resources.ts";
 import { keyOf, type Store, type StoredObject } from "./store.ts";
@@ -33,6 +36,11 @@ export interface ReflectorOptions<T extends StoredObject> {
   pageSize?: number;
 }
 
+/** The API server's answer to a version newer than it has (a 504 with this cause, as client-go checks). */
+function isResourceVersionTooLarge(e: unknown): boolean {
+  return e instanceof ApiError && (e.details?.causes ?? []).some((c) => c.type === "ResourceVersionTooLarge");
+}
+
 /** A watch stream that ran at least this long, or delivered an event, counts as healthy. */
 const HEALTHY_WATCH_MS = 1000;
 
@@ -42,6 +50,8 @@ export class Reflector<T extends StoredObject> {
   private readonly random: () => number;
   private readonly backoff: Backoff;
   private resourceVersion = "";
+  /** The last list or watch answered that resourceVersion is gone or ahead of the server: read afresh. */
+  private resourceVersionUnavailable = false;
   private synced = false;
   private readonly syncWaiters: (() => void)[] = [];
 
@@ -101,14 +111,34 @@ export class Reflector<T extends StoredObject> {
     }
   }
 
+  /** client-go's relistResourceVersion: "0" at first, then the last version seen, "" once that is gone. */
+  private relistResourceVersion(): string {
+    if (this.resourceVersionUnavailable) return "";
+    return this.resourceVersion || "0";
+  }
+
   private async listAndReplace(): Promise<void> {
-    const { client, rt, namespace, labelSelector, fieldSelector, pageSize } = this.opts;
-    const result = await client.list<T>(rt, namespace, {
-      labelSelector,
-      fieldSelector,
-      limit: pageSize ?? 500,
-    });
-    const diff = this.opts.store.replace(result.items.map((item) => this.prepare(item, true)));
+    const { client, rt, namespace, labelSelector, fieldSelector } = this.opts;
+    const list = (resourceVersion: string) =>
+      client.list<T>(rt, namespace, {
+        labelSelector,
+        fieldSelector,
+        resourceVersion,
+        // A version to be not older than is only served from the watch cache without a limit; "0"
+        // is served from it either way, and pages if the server has no watch cache.
+        limit: resourceVersion === "0" || resourceVersion === "" ? (this.opts.pageSize ?? 500) : undefined,
+        transform: (item) => this.prepare(item, true),
+      });
+    let result: Awaited<ReturnType<typeof list>>;
+    try {
+      result = await list(this.relistResourceVersion());
+    } catch (e) {
+      if (!isGone(e) && !isResourceVersionTooLarge(e)) throw e;
+      this.resourceVersionUnavailable = true;
+      result = await list(this.relistResourceVersion());
+    }
+    this.resourceVersionUnavailable = false;
+    const diff = this.opts.store.replace(result.items);
     this.resourceVersion = result.resourceVersion;
     const { sink } = this.opts;
     for (const obj of diff.added) sink.added(obj);

@@ -1,5 +1,6 @@
-// The operator as users run it: two `node src/main.ts` processes with leader election on, running
-// as the cocoon-operator service account under the RBAC from config/rbac, against a control plane of
+// The operator as users run it: two processes of the compiled build (the image's layout and Node
+// flags) with leader election on, running as the cocoon-operator service account under the RBAC from
+// config/rbac, against a control plane of
 // their own (they watch every namespace, so they must not share the suite's API server). Exactly one
 // leads and brings a CocoonSet to Running; SIGKILL it and the other takes over and converges a
 // replica change; SIGTERM the new leader and it releases the lease and exits 0.
@@ -9,7 +10,7 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { CocoonSet } from "../../src/apis/v1/types.ts";
 import type { Lease } from "../../src/controller/leaderelection.ts";
@@ -17,8 +18,8 @@ import { type ControlPlane, kubeconfigYaml, startControlPlane } from "../env/con
 import { freePort } from "../env/ports.ts";
 import { type Simulator, startSimulator } from "../env/simulator/index.ts";
 import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
+import { buildImageLayout, IMAGE_NODE_FLAGS, repoRoot } from "../support/build.ts";
 
-const repoRoot = resolve(import.meta.dirname, "../..");
 const LEASE_NAME = "cocoon-operator.cocoonset.cocoonstack.io";
 const LEASE_NS = "cocoon-system";
 const leasePath = `/apis/coordination.k8s.io/v1/namespaces/${LEASE_NS}/leases/${LEASE_NAME}`;
@@ -39,6 +40,7 @@ const suffix = randomBytes(3).toString("hex");
 let cp: ControlPlane;
 let sim: Simulator | undefined;
 let workDir: string;
+let mainJs: string;
 let saKubeconfig: string;
 const operators: OperatorProcess[] = [];
 
@@ -59,7 +61,8 @@ async function startOperator(name: string): Promise<OperatorProcess> {
   const child = spawn(
     process.execPath,
     [
-      join(repoRoot, "src/main.ts"),
+      ...IMAGE_NODE_FLAGS,
+      mainJs,
       `--metrics-bind-address=127.0.0.1:${metricsPort}`,
       "--health-probe-bind-address",
       `127.0.0.1:${probePort}`,
@@ -145,6 +148,7 @@ async function converged(ns: string, name: string, desired: number): Promise<tru
 
 before(async () => {
   workDir = mkdtempSync(join(tmpdir(), "cocoon-leader-e2e-"));
+  mainJs = buildImageLayout(workDir);
   cp = await startControlPlane();
   const kubectl = join(cp.binDir, "kubectl");
   const apply = (...args: string[]) =>

@@ -165,12 +165,20 @@ export class FakeClient implements Client {
     return structuredClone(this.mustGet(rt, namespace, name)) as T;
   }
 
-  async list<T>(rt: ResourceType, namespace: string | undefined, opts?: ListOptions): Promise<ListResult<T>> {
+  async list<T>(
+    rt: ResourceType,
+    namespace: string | undefined,
+    opts?: ListOptions<T>,
+  ): Promise<ListResult<T>> {
     this.record({ verb: "list", resource: rt.plural, namespace: namespace ?? "", name: "" });
     const items = this.all<StoredObject>(rt, namespace).filter((o) =>
       selectorMatches(opts?.labelSelector, o.metadata.labels),
-    );
-    return { items: items as T[], resourceVersion: String(this.version) };
+    ) as T[];
+    // The copies are the caller's: apply its per-item transform as KubeClient does while decoding.
+    return {
+      items: opts?.transform ? items.map((item) => opts.transform?.(item) ?? item) : items,
+      resourceVersion: String(this.version),
+    };
   }
 
   async create<T>(rt: ResourceType, namespace: string, obj: T): Promise<T> {

@@ -24,7 +24,7 @@ describe("Makefile", () => {
       .slice(1)
       .map((l) => /^\s+(\S+)\s+\S/.exec(l)?.[1])
       .filter(Boolean);
-    for (const target of ["all", "help", "lint", "test", "run", "import-crds"]) {
+    for (const target of ["all", "help", "lint", "build", "test", "run", "import-crds"]) {
       assert.ok(phony.includes(target), `${target} is phony`);
     }
     assert.deepEqual([...listed].sort(), [...phony].sort());
@@ -34,8 +34,12 @@ describe("Makefile", () => {
     assert.deepEqual(commands("lint"), ["npm run typecheck", "npm run lint"]);
   });
 
-  it("all lints, then tests", () => {
-    assert.deepEqual(commands("all"), ["npm run typecheck", "npm run lint", "npm test"]);
+  it("all lints, builds, then tests", () => {
+    assert.deepEqual(commands("all"), ["npm run typecheck", "npm run lint", "npm run build", "npm test"]);
+  });
+
+  it("build compiles dist/", () => {
+    assert.deepEqual(commands("build"), ["npm run build"]);
   });
 
   it("import-crds regenerates config/crd/bases from src/apis", () => {

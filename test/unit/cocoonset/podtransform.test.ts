@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
-import { stripUnreadPodFields } from "../../../src/cocoonset/view.ts";
+import { compactCachedPod, stripUnreadPodFields } from "../../../src/cocoonset/view.ts";
 
 it("the pods informer drops only fields nothing reads", () => {
   const pod = {
@@ -49,4 +49,26 @@ it("the pods informer drops only fields nothing reads", () => {
       ],
     },
   });
+});
+
+it("the cached pod keeps every value it kept before its strings were shared", () => {
+  const make = () =>
+    ({
+      metadata: {
+        name: "p",
+        namespace: "team",
+        uid: "u-1",
+        labels: { "cocoonset.cocoonstack.io/name": "s" },
+        annotations: { "vm.cocoonstack.io/image": "img" },
+        ownerReferences: [{ kind: "CocoonSet", name: "s", uid: "u-0", controller: true }],
+        managedFields: [{ manager: "x" }],
+      },
+      spec: {
+        nodeName: "n",
+        containers: [{ name: "agent", image: "img", resources: { requests: { cpu: "2" } } }],
+        tolerations: [{ key: "virtual-kubelet.io/provider", operator: "Exists", tolerationSeconds: 300 }],
+      },
+      status: { phase: "Running", conditions: [{ type: "Ready", status: "True" }] },
+    }) as unknown as Pod;
+  assert.deepEqual(compactCachedPod(make()), stripUnreadPodFields(make()));
 });

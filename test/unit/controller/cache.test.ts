@@ -10,7 +10,7 @@ import type {
   WatchEvent,
   WatchOptions,
 } from "../../../src/controller/client.ts";
-import { GoneError } from "../../../src/controller/errors.ts";
+import { ApiError, GoneError } from "../../../src/controller/errors.ts";
 import { PODS, type ResourceType } from "../../../src/controller/resources.ts";
 
 interface Pod {
@@ -59,11 +59,17 @@ class ScriptedTransport implements WatchClient {
     this.wake?.();
   }
 
-  async list<T>(_rt: ResourceType, _ns: string | undefined, opts: ListOptions = {}): Promise<ListResult<T>> {
-    this.calls.push({ verb: "list", opts });
+  async list<T>(
+    _rt: ResourceType,
+    _ns: string | undefined,
+    opts: ListOptions<T> = {},
+  ): Promise<ListResult<T>> {
+    this.calls.push({ verb: "list", rv: opts.resourceVersion, opts });
     const next = this.lists.shift() ?? (await this.waitFor(() => this.lists.shift()));
     if (next instanceof Error) throw next;
-    return structuredClone(next) as unknown as ListResult<T>;
+    // As KubeClient does: the transform runs on each item as it is decoded.
+    const result = structuredClone(next) as unknown as ListResult<T>;
+    return { ...result, items: result.items.map((item) => (opts.transform ? opts.transform(item) : item)) };
   }
 
   async *watch<T>(
@@ -195,9 +201,55 @@ describe("informer", () => {
     assert.deepEqual(log, ["add a@1", "add b@2", "add c@3", "add d@8", "update b@2->9", "delete c@3"]);
     assert.deepEqual(
       transport.calls.map((c) => `${c.verb}${c.rv !== undefined ? ` ${c.rv}` : ""}`),
-      ["list", "watch 3", "list", "watch 10"],
+      ["list 0", "watch 3", "list 3", "watch 10"],
     );
     assert.deepEqual(clock.sleeps, [], "the first 410 re-lists without waiting");
+  });
+
+  it('lists from the watch cache as client-go does: "0" paged at first, the last version unpaged on a re-list', async (t) => {
+    const { transport, informer, abort } = setup();
+    t.after(() => abort.abort());
+    transport.push({
+      lists: [
+        { items: [pod("a", "1")], resourceVersion: "3" },
+        { items: [pod("a", "1")], resourceVersion: "10" },
+      ],
+      watches: [{ events: [bookmark("7"), expired()] }],
+    });
+    informer.start(abort.signal);
+    await until(() => transport.calls.filter((c) => c.verb === "list").length === 2);
+    const [first, relist] = transport.calls
+      .filter((c) => c.verb === "list")
+      .map((c) => c.opts as ListOptions);
+    assert.deepEqual([first?.resourceVersion, first?.limit], ["0", 500]);
+    assert.deepEqual([relist?.resourceVersion, relist?.limit], ["7", undefined]);
+  });
+
+  it("a re-list whose version is gone, or ahead of the server, falls back at once to a consistent paged read", async (t) => {
+    const { transport, informer, abort, clock } = setup();
+    t.after(() => abort.abort());
+    const tooLarge = new ApiError(504, "Timeout", "Too large resource version", {
+      causes: [{ type: "ResourceVersionTooLarge", message: "Too large resource version" }],
+    });
+    transport.push({
+      lists: [
+        { items: [pod("a", "1")], resourceVersion: "3" },
+        new GoneError(410, "Expired", "too old resource version: 3 (40)"),
+        { items: [pod("a", "1")], resourceVersion: "41" },
+        tooLarge,
+        { items: [pod("a", "1")], resourceVersion: "42" },
+      ],
+      watches: [{ events: [expired()] }, { events: [expired()] }],
+    });
+    informer.start(abort.signal);
+    // The second 410 in a row backs off once, like any repeated failure.
+    await until(() => clock.sleeps.length === 1);
+    clock.advance(clock.sleeps[0] ?? 0);
+    await until(() => transport.calls.filter((c) => c.verb === "watch").length === 3);
+    assert.deepEqual(
+      transport.calls.map((c) => `${c.verb} ${c.rv}${(c.opts as ListOptions).limit ? " paged" : ""}`),
+      ["list 0 paged", "watch 3", "list 3", "list  paged", "watch 41", "list 41", "list  paged", "watch 42"],
+    );
   });
 
   it("on a 410 answer to the watch request re-lists too", async (t) => {

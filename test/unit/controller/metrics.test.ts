@@ -59,6 +59,11 @@ describe("metrics endpoint", () => {
         "leader_election_master_status",
         "rest_client_requests_total",
         "process_cpu_user_seconds_total",
+        "process_cpu_seconds_total",
+        "process_resident_memory_bytes",
+        "process_start_time_seconds",
+        "process_open_fds",
+        "nodejs_heap_size_used_bytes",
       ]) {
         assert.match(body, new RegExp(`^# TYPE ${name} `, "m"), name);
       }
@@ -76,6 +81,8 @@ describe("metrics endpoint", () => {
         /^leader_election_master_status\{name="cocoon-operator.cocoonset.cocoonstack.io"\} 1$/m,
       );
       assert.match(body, /^rest_client_requests_total\{code="200",method="GET",host="10.0.0.1:6443"\} 1$/m);
+      const rss = Number(/^process_resident_memory_bytes (\d+)$/m.exec(body)?.[1]);
+      assert.ok(rss > 10 * 2 ** 20, `process_resident_memory_bytes ${rss}`);
 
       const missing = await fetch(`http://127.0.0.1:${endpoint.port}/other`);
       assert.equal(missing.status, 404);
