@@ -14,6 +14,7 @@ import { after, before, describe, it } from "node:test";
 import { parse, stringify } from "yaml";
 import type { CocoonHibernation, CocoonSet, CocoonSetSpec } from "../../src/apis/v1/types.ts";
 import {
+  ANN_EXPIRE_ACTION,
   ANN_EXPIRE_AT,
   ANN_PARKED_AT,
   ANN_SUSPEND_AFTER_IDLE,
@@ -505,5 +506,44 @@ describe("kubectl cocoon with the idle policy", () => {
       after.stdout,
       /^\S+ +Normal +IdleSuspended +idle for \d+s \(suspend-after-idle 12s\): suspending$/m,
     );
+  });
+
+  it("refuses to resume a set its expire-at keeps suspended, and writes nothing", {
+    timeout: 120_000,
+  }, async () => {
+    const name = "expired";
+    const expireAt = "2026-01-01T00:00:00Z";
+    await createSet(name, {}, { [ANN_EXPIRE_AT]: expireAt, [ANN_EXPIRE_ACTION]: "Suspend" });
+    const parked = await waitFor(
+      `${name} Suspended by expiry`,
+      async () => {
+        const cs = await getSet(env, ns, name);
+        return cs.status?.phase === "Suspended" ? cs : undefined;
+      },
+      60_000,
+    );
+    const refused = await cocoon(["resume", name, "--wait=20s"]);
+    expectCode(refused, EXIT_ERROR);
+    assert.equal(
+      refused.stderr,
+      `error: cocoonset "${name}" expired at ${expireAt} (${ANN_EXPIRE_AT}, ${ANN_EXPIRE_ACTION} Suspend): the operator would suspend it again at once; move or remove ${ANN_EXPIRE_AT} first, e.g. kubectl annotate cocoonset ${name} ${ANN_EXPIRE_AT}-\n`,
+    );
+    const after = await getSet(env, ns, name);
+    assert.deepEqual(
+      [after.metadata.generation, after.spec.suspend],
+      [parked.metadata.generation, true],
+      "nothing was written",
+    );
+
+    // With expire-at removed the set resumes as any other.
+    const lifted = await apiRequest(
+      env,
+      "PATCH",
+      `${setsPath(ns)}/${name}`,
+      { metadata: { annotations: { [ANN_EXPIRE_AT]: null } } },
+      "application/merge-patch+json",
+    );
+    assert.equal(lifted.status, 200, JSON.stringify(lifted.body));
+    expectCode(await cocoon(["resume", name, "--wait=120s"]), EXIT_OK);
   });
 });
