@@ -4,7 +4,7 @@
 // no watch — postpones that, an expired set is deleted through the finalizer, a bad value is a
 // Warning event, the idle clock survives an operator restart, and `kubectl get` shows the
 // IDLE-SUSPEND column. `kubectl annotate` of a policy on a settled Running set passes the watch and
-// arms the deadline at once; once parked, the set's passes make no API call.
+// arms (or lifts) the deadline at once; once parked, the set's passes make no API call.
 
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -238,7 +238,7 @@ describe("idle suspend and expiry on the real environment", () => {
     assert.equal(cs.status?.idleSuspendAt, undefined);
   });
 
-  it("kubectl get shows when a set will be idle-suspended", async () => {
+  it("kubectl get shows when a set will be idle-suspended, and nothing once kubectl annotate removes the policy", async () => {
     const name = "shown";
     await createSet(name, { [ANN_SUSPEND_AFTER_IDLE]: "1h" });
     await waitForSet(name, "Running", isRunning);
@@ -253,5 +253,20 @@ describe("idle suspend and expiry on the real environment", () => {
     });
     assert.deepEqual(header.split(/\s+/), ["NAME", "PHASE", "READY", "DESIRED", "AGE", "IDLE-SUSPEND"]);
     assert.ok(Date.parse(stored ?? "") > Date.now(), `${shown} is ahead`);
+
+    // `kubectl annotate NAME KEY-` lifts the policy at once (settled first, so no other pass does it):
+    // the column empties, the clock goes.
+    const probe = new SettledPassProbe(env.registry);
+    probe.attach(operator.operator);
+    await probe.waitForQuiet(REQUEUE_POLL_MS + 1_000);
+    kubectl(["annotate", "cocoonset", name, `${ANN_SUSPEND_AFTER_IDLE}-`]);
+    const lifted = await waitForSet(
+      name,
+      "no idle-suspend time",
+      (cs) => cs.status?.idleSuspendAt === undefined,
+    );
+    assert.equal(lifted.status?.idleClockStart, undefined);
+    const [, row = ""] = kubectl(["get", "cocoonset", name]).trim().split("\n");
+    assert.equal(row.split(/\s+/).length, 5, row);
   });
 });
