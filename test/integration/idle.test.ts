@@ -3,7 +3,8 @@
 // VM hibernated, its snapshot pushed), a last-activity touch — an annotation-only patch, which wakes
 // no watch — postpones that, an expired set is deleted through the finalizer, a bad value is a
 // Warning event, the idle clock survives an operator restart, and `kubectl get` shows the
-// IDLE-SUSPEND column.
+// IDLE-SUSPEND column. `kubectl annotate` of a policy on a settled Running set passes the watch and
+// arms (or lifts) the deadline at once; once parked, the set's passes make no API call.
 
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -11,6 +12,7 @@ import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { CocoonSet } from "../../src/apis/v1/types.ts";
+import { REQUEUE_POLL_MS } from "../../src/cocoonset/pass.ts";
 import { ANN_HIBERNATE, TAG_HIBERNATE } from "../../src/contract/keys.ts";
 import {
   ANN_EXPIRE_ACTION,
@@ -24,6 +26,7 @@ import { OciClient, type Simulator, startSimulator } from "../env/simulator/inde
 import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
 import { startTestOperator, type TestOperator } from "../support/operator.ts";
 import { getSet, objectEvents, type SetEvent, setPods, setsPath } from "../support/setapi.ts";
+import { SettledPassProbe } from "../support/settledpass.ts";
 
 const IMAGE = "ubuntu-dev-base";
 const env = testEnv();
@@ -54,6 +57,14 @@ async function createSet(name: string, annotations: Record<string, string>): Pro
   };
   const res = await apiRequest(env, "POST", setsPath(ns), cs);
   assert.equal(res.status, 201, JSON.stringify(res.body));
+}
+
+function kubectl(args: string[]): string {
+  return execFileSync(
+    join(controlPlaneBinDir(), "kubectl"),
+    ["--kubeconfig", env.kubeconfigPath, "-n", ns, ...args],
+    { encoding: "utf8" },
+  );
 }
 
 /** An annotation-only merge patch, as a gateway or `kubectl annotate` writes it. */
@@ -89,6 +100,47 @@ const isRunning = (cs: CocoonSet) =>
   cs.status?.phase === "Running" && cs.status.observedGeneration === cs.metadata.generation;
 
 describe("idle suspend and expiry on the real environment", () => {
+  // First in the file: the namespace holds only this set, so "the operator is quiet" is about it.
+  it("kubectl annotate arms suspend-after-idle on a settled Running set at once; parked, it costs no call", async () => {
+    const name = "annotated";
+    await createSet(name, {});
+    const running = await waitForSet(name, "Running", isRunning);
+    assert.equal(running.status?.idleSuspendAt, undefined);
+    const probe = new SettledPassProbe(env.registry);
+    probe.attach(operator.operator);
+    // Settled: quiet for longer than any poll a pass asks for, so no pass is pending and only the
+    // annotation's own watch event can start one.
+    await probe.waitForQuiet(REQUEUE_POLL_MS + 1_000);
+
+    const annotatedAt = Date.now();
+    kubectl(["annotate", "cocoonset", name, `${ANN_SUSPEND_AFTER_IDLE}=4s`]);
+
+    // The clock starts when the operator sees the policy (kept to the second), not at Running.
+    const armed = await waitForSet(name, "status.idleSuspendAt", (cs) => !!cs.status?.idleSuspendAt);
+    const clockStart = Date.parse(armed.status?.idleClockStart ?? "");
+    assert.ok(clockStart >= Math.floor(annotatedAt / 1000) * 1000, armed.status?.idleClockStart);
+    assert.equal(Date.parse(armed.status?.idleSuspendAt ?? ""), clockStart + 4_000);
+
+    const parked = await waitForSet(name, "Suspended", (cs) => cs.status?.phase === "Suspended");
+    // Nothing else changed the set: the one new generation is the operator's spec.suspend patch.
+    assert.equal(parked.metadata.generation, (running.metadata.generation ?? 0) + 1);
+    assert.deepEqual(parked.spec, { ...running.spec, suspend: true });
+    const parkedAt = Date.parse(parked.metadata.annotations?.[ANN_PARKED_AT] ?? "");
+    assert.ok(parkedAt >= clockStart + 4_000, `parked ${parkedAt - clockStart} ms after the clock start`);
+    const event = await waitForEvent(name, "IdleSuspended");
+    assert.match(event.message, /^idle for \d+s \(suspend-after-idle 4s\): suspending$/);
+
+    // Parked with its policy still on it, nothing is pending: a pass makes no API call and asks no
+    // requeue. (The suspend gate of step 6 probes a Suspended set's snapshot in the registry at every
+    // pass, policy or not; that is not the policy's cost.)
+    await probe.waitForQuiet(2_000);
+    const run = await probe.run(ns, [name]);
+    assert.deepEqual(
+      { requests: run.requests, chLists: run.chLists, events: run.events, results: run.results },
+      { requests: {}, chLists: 0, events: 0, results: ["{}"] },
+    );
+  });
+
   it("parks an idle Running set after suspend-after-idle, later than a last-activity touch allows", async () => {
     const name = "idler";
     await createSet(name, { [ANN_SUSPEND_AFTER_IDLE]: "6s" });
@@ -186,21 +238,14 @@ describe("idle suspend and expiry on the real environment", () => {
     assert.equal(cs.status?.idleSuspendAt, undefined);
   });
 
-  it("kubectl get shows when a set will be idle-suspended", async () => {
+  it("kubectl get shows when a set will be idle-suspended, and nothing once kubectl annotate removes the policy", async () => {
     const name = "shown";
     await createSet(name, { [ANN_SUSPEND_AFTER_IDLE]: "1h" });
     await waitForSet(name, "Running", isRunning);
-    const kubectl = join(controlPlaneBinDir(), "kubectl");
     // Read together until they agree: a pass on a cache behind the operator's own status write may
     // restamp the idle clock a second later.
     const [header, shown, stored] = await waitFor("kubectl's column to match the status", async () => {
-      const table = execFileSync(
-        kubectl,
-        ["--kubeconfig", env.kubeconfigPath, "-n", ns, "get", "cocoonset", name],
-        {
-          encoding: "utf8",
-        },
-      );
+      const table = kubectl(["get", "cocoonset", name]);
       const [head = "", row = ""] = table.trim().split("\n");
       const status = (await getSet(env, ns, name)).status;
       const value = row.split(/\s+/).at(-1);
@@ -208,5 +253,20 @@ describe("idle suspend and expiry on the real environment", () => {
     });
     assert.deepEqual(header.split(/\s+/), ["NAME", "PHASE", "READY", "DESIRED", "AGE", "IDLE-SUSPEND"]);
     assert.ok(Date.parse(stored ?? "") > Date.now(), `${shown} is ahead`);
+
+    // `kubectl annotate NAME KEY-` lifts the policy at once (settled first, so no other pass does it):
+    // the column empties, the clock goes.
+    const probe = new SettledPassProbe(env.registry);
+    probe.attach(operator.operator);
+    await probe.waitForQuiet(REQUEUE_POLL_MS + 1_000);
+    kubectl(["annotate", "cocoonset", name, `${ANN_SUSPEND_AFTER_IDLE}-`]);
+    const lifted = await waitForSet(
+      name,
+      "no idle-suspend time",
+      (cs) => cs.status?.idleSuspendAt === undefined,
+    );
+    assert.equal(lifted.status?.idleClockStart, undefined);
+    const [, row = ""] = kubectl(["get", "cocoonset", name]).trim().split("\n");
+    assert.equal(row.split(/\s+/).length, 5, row);
   });
 });

@@ -1,6 +1,8 @@
 // kubectl cocoon against the real environment: the operator in-process, vk-cocoon simulated on
 // virtual nodes, a real registry. Each command succeeds and fails as the docs say, --wait ends on the
 // operator's outcome at the command's generation, and the plugin runs as `kubectl cocoon` from PATH.
+// With the idle policy (docs/idle.md), `status` shows when the set parks and expires, and `touch`
+// postpones the park.
 
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
@@ -11,6 +13,13 @@ import { delimiter, join, resolve } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { parse, stringify } from "yaml";
 import type { CocoonHibernation, CocoonSet, CocoonSetSpec } from "../../src/apis/v1/types.ts";
+import {
+  ANN_EXPIRE_ACTION,
+  ANN_EXPIRE_AT,
+  ANN_PARKED_AT,
+  ANN_SUSPEND_AFTER_IDLE,
+  formatRFC3339,
+} from "../../src/idle/policy.ts";
 import { runPlugin } from "../../src/plugin/cli.ts";
 import { EXIT_ERROR, EXIT_FAILED, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE } from "../../src/plugin/errors.ts";
 import { controlPlaneBinDir } from "../env/controlplane.ts";
@@ -78,11 +87,15 @@ function expectCode(run: Run, code: number): void {
   assert.equal(run.code, code, `exit ${run.code}\nstdout: ${run.stdout}\nstderr: ${run.stderr}`);
 }
 
-async function createSet(name: string, spec: Partial<CocoonSetSpec>): Promise<void> {
+async function createSet(
+  name: string,
+  spec: Partial<CocoonSetSpec>,
+  annotations: Record<string, string> = {},
+): Promise<void> {
   const cs: CocoonSet = {
     apiVersion: "cocoonset.cocoonstack.io/v1",
     kind: "CocoonSet",
-    metadata: { name, namespace: ns },
+    metadata: { name, namespace: ns, annotations },
     spec: { nodePool: pool, agent: { image: IMAGE, replicas: 0, mode: "clone" }, ...spec },
   };
   const res = await apiRequest(env, "POST", setsPath(ns), cs);
@@ -412,5 +425,125 @@ describe("kubectl cocoon touch, flags and kubeconfig rules", () => {
         .sort(),
       ["fragile", "group", "solo", "squatter", "tenant"],
     );
+  });
+});
+
+describe("kubectl cocoon with the idle policy", () => {
+  /** `status SET` once its "Idle suspend at" line shows the status field `want` asks for. */
+  function statusShowing(name: string, want: (cs: CocoonSet) => string | undefined) {
+    return waitFor(`${name}: kubectl cocoon status to show the idle-suspend time`, async () => {
+      const shown = await cocoon(["status", name]);
+      expectCode(shown, EXIT_OK);
+      const cs = await getSet(env, ns, name);
+      const at = want(cs);
+      return at !== undefined && shown.stdout.includes(`\nIdle suspend at: ${at} (in `)
+        ? { cs, stdout: shown.stdout, at }
+        : undefined;
+    });
+  }
+
+  it("status shows the idle-suspend and expiry times, and touch parks the set later", {
+    timeout: 180_000,
+  }, async () => {
+    const name = "idler";
+    const expireAt = formatRFC3339(Math.floor(Date.now() / 1000) * 1000 + 3_600_000);
+    await createSet(name, {}, { [ANN_SUSPEND_AFTER_IDLE]: "12s", [ANN_EXPIRE_AT]: expireAt });
+    await running(name);
+
+    const first = await statusShowing(name, (cs) => cs.status?.idleSuspendAt);
+    const clockStart = Date.parse(first.cs.status?.idleClockStart ?? "");
+    const untouchedDeadline = clockStart + 12_000;
+    assert.equal(Date.parse(first.at), untouchedDeadline);
+    assert.match(first.stdout, new RegExp(`^Idle suspend at: ${first.at} \\(in \\d+s\\)$`, "m"));
+    assert.match(first.stdout, new RegExp(`^Expires at: +${expireAt} \\(in (59|60)m\\)$`, "m"));
+    const json = await cocoon(["status", name, "-o", "json"]);
+    expectCode(json, EXIT_OK);
+    const structured = JSON.parse(json.stdout) as { idleSuspendAt?: string; expireAt?: string };
+    assert.deepEqual(
+      [structured.idleSuspendAt, structured.expireAt],
+      [first.cs.status?.idleSuspendAt, expireAt],
+    );
+
+    // Half-way to the deadline (the clock start is whole seconds, so the touch's second is later).
+    await new Promise((done) => setTimeout(done, Math.max(0, clockStart + 6_000 - Date.now())));
+    const touched = await cocoon(["touch", name]);
+    expectCode(touched, EXIT_OK);
+    const stamp = /last-activity=(\S+)\)$/m.exec(touched.stdout)?.[1] ?? "";
+    const touchedAt = Date.parse(stamp);
+    assert.ok(touchedAt >= clockStart + 6_000 && touchedAt < untouchedDeadline, stamp);
+
+    // The pass armed for the old deadline reads the touch and re-arms: status shows the new time, and
+    // the set has not parked at the time it would have without the touch.
+    const postponed = await statusShowing(name, (cs) =>
+      Date.parse(cs.status?.idleSuspendAt ?? "") === touchedAt + 12_000
+        ? cs.status?.idleSuspendAt
+        : undefined,
+    );
+    assert.notEqual(postponed.cs.spec.suspend, true);
+    assert.match(postponed.stdout, /^Phase: +Running /m);
+
+    const parked = await waitFor(
+      `${name} Suspended`,
+      async () => {
+        const cs = await getSet(env, ns, name);
+        return cs.status?.phase === "Suspended" ? cs : undefined;
+      },
+      90_000,
+    );
+    const parkedAt = Date.parse(parked.metadata.annotations?.[ANN_PARKED_AT] ?? "");
+    assert.ok(
+      parkedAt >= touchedAt + 12_000,
+      `parked at ${formatRFC3339(parkedAt)}, touched at ${stamp}, untouched deadline ${formatRFC3339(untouchedDeadline)}`,
+    );
+
+    // Parked: no idle-suspend time any more; the expiry still shows, and so does the operator's event.
+    const after = await cocoon(["status", name]);
+    expectCode(after, EXIT_OK);
+    assert.match(after.stdout, /^Phase: +Suspended /m);
+    assert.doesNotMatch(after.stdout, /^Idle suspend at:/m);
+    assert.match(after.stdout, new RegExp(`^Expires at: +${expireAt} \\(in (59|60)m\\)$`, "m"));
+    assert.match(
+      after.stdout,
+      /^\S+ +Normal +IdleSuspended +idle for \d+s \(suspend-after-idle 12s\): suspending$/m,
+    );
+  });
+
+  it("refuses to resume a set its expire-at keeps suspended, and writes nothing", {
+    timeout: 120_000,
+  }, async () => {
+    const name = "expired";
+    const expireAt = "2026-01-01T00:00:00Z";
+    await createSet(name, {}, { [ANN_EXPIRE_AT]: expireAt, [ANN_EXPIRE_ACTION]: "Suspend" });
+    const parked = await waitFor(
+      `${name} Suspended by expiry`,
+      async () => {
+        const cs = await getSet(env, ns, name);
+        return cs.status?.phase === "Suspended" ? cs : undefined;
+      },
+      60_000,
+    );
+    const refused = await cocoon(["resume", name, "--wait=20s"]);
+    expectCode(refused, EXIT_ERROR);
+    assert.equal(
+      refused.stderr,
+      `error: cocoonset "${name}" expired at ${expireAt} (${ANN_EXPIRE_AT}, ${ANN_EXPIRE_ACTION} Suspend): the operator would suspend it again at once; move or remove ${ANN_EXPIRE_AT} first, e.g. kubectl annotate cocoonset ${name} ${ANN_EXPIRE_AT}-\n`,
+    );
+    const after = await getSet(env, ns, name);
+    assert.deepEqual(
+      [after.metadata.generation, after.spec.suspend],
+      [parked.metadata.generation, true],
+      "nothing was written",
+    );
+
+    // With expire-at removed the set resumes as any other.
+    const lifted = await apiRequest(
+      env,
+      "PATCH",
+      `${setsPath(ns)}/${name}`,
+      { metadata: { annotations: { [ANN_EXPIRE_AT]: null } } },
+      "application/merge-patch+json",
+    );
+    assert.equal(lifted.status, 200, JSON.stringify(lifted.body));
+    expectCode(await cocoon(["resume", name, "--wait=120s"]), EXIT_OK);
   });
 });

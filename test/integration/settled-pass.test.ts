@@ -1,13 +1,15 @@
 // A settled pass on the real API server makes no call: sets (main + 2 sub-agents + 1 toolbox) brought
 // to Running by the in-process operator on the real control plane, registry and vk-cocoon simulator,
 // then, once the operator is quiet, passes through the CocoonSet reconciler over the operator's own
-// cached view make no API request, no registry request and list no CocoonHibernation.
+// cached view make no API request, no registry request and list no CocoonHibernation. A set carrying
+// an idle policy costs the same: its pass only asks to be run again at its deadline (issue 20).
 // bench/settled.ts measures the same at scale (test/support/settledpass.ts is their shared machinery).
 
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import type { CocoonSet } from "../../src/apis/v1/types.ts";
+import { ANN_EXPIRE_AT, ANN_SUSPEND_AFTER_IDLE } from "../../src/idle/policy.ts";
 import { type Simulator, startSimulator } from "../env/simulator/index.ts";
 import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
 import { startTestOperator, type TestOperator } from "../support/operator.ts";
@@ -79,5 +81,42 @@ describe("a settled pass on the real API server", () => {
       );
       assert.deepEqual(run.results, ["{}"]);
     }
+  });
+
+  it("with an idle policy pending, makes no request either and asks only for a requeue at the deadline", async () => {
+    const [name = ""] = SETS;
+    const patched = await apiRequest(
+      env,
+      "PATCH",
+      `${setsPath(ns)}/${name}`,
+      {
+        metadata: {
+          annotations: { [ANN_SUSPEND_AFTER_IDLE]: "1h", [ANN_EXPIRE_AT]: "2099-01-01T00:00:00Z" },
+        },
+      },
+      "application/merge-patch+json",
+    );
+    assert.equal(patched.status, 200, JSON.stringify(patched.body));
+    await waitFor(`${name} idleSuspendAt`, async () =>
+      (await getSet(env, ns, name)).status?.idleSuspendAt ? true : undefined,
+    );
+    await probe.waitForQuiet(QUIET_MS);
+    // Read once quiet: a pass on a cache behind the first status write may restamp the clock.
+    const armed = await getSet(env, ns, name);
+    const deadline = Date.parse(armed.status?.idleSuspendAt ?? "");
+    const runStart = Date.now();
+    const run = await probe.run(ns, [name]);
+    const runEnd = Date.now();
+    assert.deepEqual(
+      { requests: run.requests, registry: run.registryByMethod, chLists: run.chLists, events: run.events },
+      { requests: {}, registry: {}, chLists: 0, events: 0 },
+    );
+    // One timer at the idle deadline, an hour away: before the expiry in 2099 and the daily cap.
+    assert.equal(run.results.length, 1, JSON.stringify(run.results));
+    const { requeueAfterMs = 0 } = JSON.parse(run.results[0] ?? "{}") as { requeueAfterMs?: number };
+    assert.ok(
+      requeueAfterMs >= deadline - runEnd && requeueAfterMs <= deadline - runStart + 1,
+      `requeue after ${requeueAfterMs} ms, idle deadline ${armed.status?.idleSuspendAt}`,
+    );
   });
 });

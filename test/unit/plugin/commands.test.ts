@@ -8,6 +8,7 @@ import { COCOONHIBERNATIONS, COCOONSETS, EVENTS, NODES, PODS } from "../../../sr
 import type { Command } from "../../../src/plugin/command.ts";
 import { hibernate } from "../../../src/plugin/commands/hibernate.ts";
 import { migrate } from "../../../src/plugin/commands/migrate.ts";
+import { resume } from "../../../src/plugin/commands/resume.ts";
 import { snapshots } from "../../../src/plugin/commands/snapshots.ts";
 import { status } from "../../../src/plugin/commands/status.ts";
 import { suspend } from "../../../src/plugin/commands/suspend.ts";
@@ -258,6 +259,48 @@ describe("touch", () => {
       [{ metadata: { annotations: { "cocoonset.cocoonstack.io/last-activity": "2026-05-14T12:00:00Z" } } }],
     );
     assert.equal(ctx.fake.peek<CocoonSet>(COCOONSETS, "ns", "demo")?.metadata.generation, 1);
+  });
+});
+
+describe("resume", () => {
+  function seedExpiring(ctx: TestContext, expireAt: string, action?: string): void {
+    ctx.fake.seed<CocoonSet>(COCOONSETS, {
+      apiVersion: "cocoonset.cocoonstack.io/v1",
+      kind: "CocoonSet",
+      metadata: {
+        name: "demo",
+        namespace: "ns",
+        annotations: {
+          "cocoonset.cocoonstack.io/expire-at": expireAt,
+          ...(action ? { "cocoonset.cocoonstack.io/expire-action": action } : {}),
+        },
+      },
+      spec: { agent: { image: "img", replicas: 0 }, suspend: true },
+    });
+  }
+
+  it("refuses a set whose expire-at (Suspend, the default) has come, writing nothing", async () => {
+    const ctx = testContext();
+    seedExpiring(ctx, "2026-05-14T12:00:00Z");
+    const err = await rejection(run(ctx, resume, ["demo"]));
+    assert.match(
+      err.message,
+      /^cocoonset "demo" expired at 2026-05-14T12:00:00Z \(cocoonset.cocoonstack.io\/expire-at, cocoonset.cocoonstack.io\/expire-action Suspend\): the operator would suspend it again at once; move or remove/,
+    );
+    assert.deepEqual(ctx.fake.writes(), []);
+  });
+
+  it("resumes a set whose expire-at is still ahead, or whose expiry deletes", async () => {
+    for (const [expireAt, action] of [["2026-05-14T12:00:01Z"], ["2026-05-14T11:00:00Z", "Delete"]]) {
+      const ctx = testContext();
+      seedExpiring(ctx, expireAt ?? "", action);
+      await run(ctx, resume, ["demo"]);
+      assert.deepEqual(
+        ctx.fake.writes().map((c) => c.body),
+        [{ spec: { suspend: false } }],
+        `${expireAt} ${action}`,
+      );
+    }
   });
 });
 
