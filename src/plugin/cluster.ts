@@ -44,6 +44,16 @@ export function getSet(ctx: Reader, name: string): Promise<CocoonSet> {
   );
 }
 
+/** The set, or undefined when there is none of that name. */
+export async function findSet(ctx: Reader, name: string): Promise<CocoonSet | undefined> {
+  try {
+    return await ctx.client.get<CocoonSet>(COCOONSETS, ctx.namespace, name);
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
 export function getPod(ctx: Reader, name: string): Promise<Pod> {
   return getOrExplain(
     () => ctx.client.get<Pod>(PODS, ctx.namespace, name),

@@ -21,6 +21,7 @@ export interface FlagSpec {
 /** The objects a positional or a flag value completes to. */
 export type CompletionKind =
   | "cocoonsets"
+  | "cocooncheckpoints"
   | "cocoon-pods"
   | "nodes"
   | "namespaces"
