@@ -15,12 +15,12 @@ export const branch: Command = {
   name: "branch",
   summary: "Start a new set from a Ready checkpoint (its VMs restore the checkpointed state)",
   description: `Creates the CocoonSet NEWSET with the spec of the checkpoint's source set and the
-annotation ${ANN_FROM_CHECKPOINT}=CHECKPOINT. The operator copies each checkpointed snapshot into the
-new VMs' repositories before the first pod, and each VM restores from it; slots the checkpoint lacks
-boot as usual. The source's spec.suspend and spec.nodeName are not copied: the new set runs, and the
-scheduler places it. --replicas sets spec.agent.replicas (sub-agents). The source set must still
-exist: a checkpoint records its members, not the set's spec. With --wait the command returns once the
-new set is Ready at its generation.`,
+annotation ${ANN_FROM_CHECKPOINT}=CHECKPOINT. The operator copies
+each checkpointed snapshot into the new VMs' repositories before the first pod, and each VM restores
+from it; slots the checkpoint lacks boot as usual. The source's spec.suspend and spec.nodeName are
+not copied: the new set runs, and the scheduler places it. --replicas sets spec.agent.replicas
+(sub-agents). The source set must still exist: a checkpoint records its members, not the set's
+spec. With --wait the command returns once the new set is Ready at its generation.`,
   positionals: [{ name: "CHECKPOINT", complete: "cocooncheckpoints" }, { name: "NEWSET" }],
   flags: [
     {

@@ -331,3 +331,24 @@ it("completes branch's CHECKPOINT with the namespace's checkpoints", async () =>
   assert.equal(await complete(["branch", ""], COMMANDS, GLOBAL_FLAGS, [], sources), "ck1\n:4");
   assert.equal(await complete(["checkpoint", "demo", ""], COMMANDS, GLOBAL_FLAGS, [], sources), "\n:4");
 });
+
+it("help brackets an optional string flag (--replicas) and not a required one (--to)", async () => {
+  const { runPlugin } = await import("../../../src/plugin/cli.ts");
+  const help = async (command: string) => {
+    const stdout: string[] = [];
+    const io = {
+      stdout: (t: string) => stdout.push(t),
+      stderr: () => {},
+      env: {},
+      now: () => 0,
+      sleep: async () => {},
+    };
+    assert.equal(await runPlugin(["help", command], io), 0);
+    return stdout.join("");
+  };
+  assert.match(
+    await help("branch"),
+    /^ {2}kubectl cocoon branch CHECKPOINT NEWSET \[--replicas N\] \[--wait\[=DURATION\]\]/m,
+  );
+  assert.match(await help("migrate"), /^ {2}kubectl cocoon migrate SET --to NODE \[--wait/m);
+});
