@@ -6,6 +6,7 @@ import type { CocoonSet } from "../apis/v1/types.ts";
 import type { CheckpointMember, CocoonCheckpoint } from "../apis/v1alpha1/types.ts";
 import { isNotFound } from "../controller/errors.ts";
 import { COCOONCHECKPOINTS } from "../controller/resources.ts";
+import { unlessNotFound } from "./cluster.ts";
 import type { CommandContext } from "./command.ts";
 import { PluginError } from "./errors.ts";
 import { humanSize } from "./output.ts";
@@ -21,13 +22,8 @@ export function checkpointsNotServed(): PluginError {
 }
 
 /** The checkpoint, or undefined when there is none of that name. */
-export async function findCheckpoint(ctx: Reader, name: string): Promise<CocoonCheckpoint | undefined> {
-  try {
-    return await ctx.client.get<CocoonCheckpoint>(COCOONCHECKPOINTS, ctx.namespace, name);
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
+export function findCheckpoint(ctx: Reader, name: string): Promise<CocoonCheckpoint | undefined> {
+  return unlessNotFound(() => ctx.client.get<CocoonCheckpoint>(COCOONCHECKPOINTS, ctx.namespace, name));
 }
 
 export async function getCheckpoint(ctx: Reader, name: string): Promise<CocoonCheckpoint> {

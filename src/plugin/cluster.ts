@@ -44,14 +44,19 @@ export function getSet(ctx: Reader, name: string): Promise<CocoonSet> {
   );
 }
 
-/** The set, or undefined when there is none of that name. */
-export async function findSet(ctx: Reader, name: string): Promise<CocoonSet | undefined> {
+/** The read's result, or undefined when the object does not exist. */
+export async function unlessNotFound<T>(read: () => Promise<T>): Promise<T | undefined> {
   try {
-    return await ctx.client.get<CocoonSet>(COCOONSETS, ctx.namespace, name);
+    return await read();
   } catch (err) {
     if (isNotFound(err)) return undefined;
     throw err;
   }
+}
+
+/** The set, or undefined when there is none of that name. */
+export function findSet(ctx: Reader, name: string): Promise<CocoonSet | undefined> {
+  return unlessNotFound(() => ctx.client.get<CocoonSet>(COCOONSETS, ctx.namespace, name));
 }
 
 export function getPod(ctx: Reader, name: string): Promise<Pod> {

@@ -7,28 +7,13 @@ import type { CocoonSet, CocoonSetSpec } from "../../../src/apis/v1/types.ts";
 import type { CocoonCheckpoint, CocoonCheckpointStatus } from "../../../src/apis/v1alpha1/types.ts";
 import { COCOONCHECKPOINTS, COCOONSETS } from "../../../src/controller/resources.ts";
 import { GLOBAL_FLAGS } from "../../../src/plugin/cli.ts";
-import type { Command } from "../../../src/plugin/command.ts";
 import { branch } from "../../../src/plugin/commands/branch.ts";
 import { checkpoint } from "../../../src/plugin/commands/checkpoint.ts";
 import { checkpoints } from "../../../src/plugin/commands/checkpoints.ts";
 import { COMMANDS } from "../../../src/plugin/commands/index.ts";
 import { complete } from "../../../src/plugin/completion.ts";
-import { EXIT_FAILED, EXIT_TIMEOUT, EXIT_USAGE, PluginError } from "../../../src/plugin/errors.ts";
-import { parseArgs } from "../../../src/plugin/flags.ts";
-import { type TestContext, testContext } from "./context.ts";
-
-function run(ctx: TestContext, command: Command, argv: string[]): Promise<void> {
-  return command.run(ctx, parseArgs(argv, command.flags));
-}
-
-async function rejection(promise: Promise<unknown>): Promise<PluginError> {
-  const err = await promise.then(
-    () => assert.fail("expected the command to fail"),
-    (e: unknown) => e,
-  );
-  assert.ok(err instanceof PluginError, String(err));
-  return err;
-}
+import { EXIT_FAILED, EXIT_TIMEOUT, EXIT_USAGE } from "../../../src/plugin/errors.ts";
+import { rejection, run, type TestContext, testContext } from "./context.ts";
 
 const SOURCE_SPEC: CocoonSetSpec = {
   agent: { image: "img", replicas: 2 },
