@@ -209,7 +209,9 @@ function usageLine(command: Command): string {
       ? `[--${f.name}[=${f.value}]]`
       : f.kind === "boolean"
         ? `[--${f.name}]`
-        : `--${f.name} ${f.value}`,
+        : f.required
+          ? `--${f.name} ${f.value}`
+          : `[--${f.name} ${f.value}]`,
   );
   return [command.name, positionals, ...flags].filter((p) => p !== "").join(" ");
 }

@@ -44,6 +44,21 @@ export function getSet(ctx: Reader, name: string): Promise<CocoonSet> {
   );
 }
 
+/** The read's result, or undefined when the object does not exist. */
+export async function unlessNotFound<T>(read: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await read();
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+/** The set, or undefined when there is none of that name. */
+export function findSet(ctx: Reader, name: string): Promise<CocoonSet | undefined> {
+  return unlessNotFound(() => ctx.client.get<CocoonSet>(COCOONSETS, ctx.namespace, name));
+}
+
 export function getPod(ctx: Reader, name: string): Promise<Pod> {
   return getOrExplain(
     () => ctx.client.get<Pod>(PODS, ctx.namespace, name),

@@ -4,8 +4,9 @@
 
 import type { Pod } from "../apis/core.ts";
 import type { CocoonSet } from "../apis/v1/types.ts";
+import type { CocoonCheckpoint } from "../apis/v1alpha1/types.ts";
 import { vmNameOf } from "../contract/pod.ts";
-import { COCOONSETS, NODES, PODS } from "../controller/resources.ts";
+import { COCOONCHECKPOINTS, COCOONSETS, NODES, PODS } from "../controller/resources.ts";
 import type { Command, CommandContext } from "./command.ts";
 import { type CompletionKind, type FlagSpec, findFlag, positionalWords } from "./flags.ts";
 import { OUTPUT_FORMATS } from "./output.ts";
@@ -68,6 +69,10 @@ async function lookup(kind: CompletionKind, sources: CompletionSources): Promise
     case "cocoonsets": {
       const ctx = sources.context();
       return names((await ctx.client.list<CocoonSet>(COCOONSETS, ctx.namespace)).items);
+    }
+    case "cocooncheckpoints": {
+      const ctx = sources.context();
+      return names((await ctx.client.list<CocoonCheckpoint>(COCOONCHECKPOINTS, ctx.namespace)).items);
     }
     case "cocoon-pods": {
       const ctx = sources.context();

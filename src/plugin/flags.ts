@@ -16,11 +16,14 @@ export interface FlagSpec {
   help: string;
   /** What completes the flag's value. */
   complete?: CompletionKind;
+  /** A string flag the command cannot run without (usage shows it unbracketed). */
+  required?: boolean;
 }
 
 /** The objects a positional or a flag value completes to. */
 export type CompletionKind =
   | "cocoonsets"
+  | "cocooncheckpoints"
   | "cocoon-pods"
   | "nodes"
   | "namespaces"

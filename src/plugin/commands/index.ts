@@ -2,6 +2,9 @@
 // directory and one entry here; help, flag parsing and completion follow from the entry.
 
 import type { Command } from "../command.ts";
+import { branch } from "./branch.ts";
+import { checkpoint } from "./checkpoint.ts";
+import { checkpoints } from "./checkpoints.ts";
 import { hibernate } from "./hibernate.ts";
 import { migrate } from "./migrate.ts";
 import { resume } from "./resume.ts";
@@ -19,5 +22,8 @@ export const COMMANDS: readonly Command[] = [
   wake,
   migrate,
   snapshots,
+  checkpoint,
+  checkpoints,
+  branch,
   touch,
 ];

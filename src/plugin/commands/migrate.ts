@@ -18,7 +18,14 @@ returns once the main runs on the node and the set is Ready; MigrateNoCapacity i
 node has no seat.`,
   positionals: [{ name: "SET", complete: "cocoonsets" }],
   flags: [
-    { name: "to", kind: "string", value: "NODE", help: "the node to move the main to", complete: "nodes" },
+    {
+      name: "to",
+      kind: "string",
+      value: "NODE",
+      help: "the node to move the main to",
+      complete: "nodes",
+      required: true,
+    },
     WAIT_FLAG,
   ],
   examples: ["migrate demo --to node-b --wait"],

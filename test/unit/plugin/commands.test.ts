@@ -5,7 +5,6 @@ import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
 import type { CocoonHibernation, CocoonSet, CocoonSetSpec } from "../../../src/apis/v1/types.ts";
 import { COCOONHIBERNATIONS, COCOONSETS, EVENTS, NODES, PODS } from "../../../src/controller/resources.ts";
-import type { Command } from "../../../src/plugin/command.ts";
 import { hibernate } from "../../../src/plugin/commands/hibernate.ts";
 import { migrate } from "../../../src/plugin/commands/migrate.ts";
 import { resume } from "../../../src/plugin/commands/resume.ts";
@@ -14,14 +13,9 @@ import { status } from "../../../src/plugin/commands/status.ts";
 import { suspend } from "../../../src/plugin/commands/suspend.ts";
 import { touch } from "../../../src/plugin/commands/touch.ts";
 import { wake } from "../../../src/plugin/commands/wake.ts";
-import { EXIT_FAILED, EXIT_TIMEOUT, PluginError } from "../../../src/plugin/errors.ts";
-import { parseArgs } from "../../../src/plugin/flags.ts";
+import { EXIT_FAILED, EXIT_TIMEOUT } from "../../../src/plugin/errors.ts";
 import type { RegistryClient } from "../../../src/registry/index.ts";
-import { NOW, type TestContext, testContext } from "./context.ts";
-
-function run(ctx: TestContext, command: Command, argv: string[]): Promise<void> {
-  return command.run(ctx, parseArgs(argv, command.flags));
-}
+import { NOW, rejection, run, type TestContext, testContext } from "./context.ts";
 
 function seedSet(
   ctx: TestContext,
@@ -71,15 +65,6 @@ function seedWarning(
 /** Plays the operator: replaces the set's status as stored. */
 function writeStatus(ctx: TestContext, status: CocoonSet["status"]): void {
   ctx.fake.seed(COCOONSETS, { ...(ctx.fake.peek<CocoonSet>(COCOONSETS, "ns", "demo") as CocoonSet), status });
-}
-
-async function rejection(promise: Promise<unknown>): Promise<PluginError> {
-  const err = await promise.then(
-    () => assert.fail("expected the command to fail"),
-    (e: unknown) => e,
-  );
-  assert.ok(err instanceof PluginError, String(err));
-  return err;
 }
 
 describe("suspend", () => {

@@ -1,5 +1,8 @@
 // A CommandContext over the in-memory FakeClient, with a fixed clock and captured output.
-import type { CommandContext } from "../../../src/plugin/command.ts";
+import assert from "node:assert/strict";
+import type { Command, CommandContext } from "../../../src/plugin/command.ts";
+import { PluginError } from "../../../src/plugin/errors.ts";
+import { parseArgs } from "../../../src/plugin/flags.ts";
 import type { OutputFormat } from "../../../src/plugin/output.ts";
 import type { RegistryClient } from "../../../src/registry/index.ts";
 import { FakeClient } from "../../support/fakeclient.ts";
@@ -39,4 +42,19 @@ export function testContext(
     registry: () => opts.registry,
   };
   return ctx;
+}
+
+/** Runs the command as the CLI would after parsing `argv` with the command's flags. */
+export function run(ctx: TestContext, command: Command, argv: string[]): Promise<void> {
+  return command.run(ctx, parseArgs(argv, command.flags));
+}
+
+/** The PluginError the command fails with; fails the test when it succeeds. */
+export async function rejection(promise: Promise<unknown>): Promise<PluginError> {
+  const err = await promise.then(
+    () => assert.fail("expected the command to fail"),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof PluginError, String(err));
+  return err;
 }
