@@ -129,7 +129,11 @@ it("times out every suspend deadline with SuspendTimedOut, then runs again on un
   assert.equal(after?.metadata.uid, uid, "the same pod: no delete was needed");
   assert.equal(after?.metadata.annotations?.[ANN_VM_ID], vmID, "the same guest kept running");
   assert.equal(after?.metadata.annotations?.[ANN_HIBERNATE], undefined, "the hibernate request is cleared");
-  const recovered = (await objectEvents(env, ns, "mac")).filter((e) => e.reason === "RecoveredFromFailure");
+  // Events are posted asynchronously by the recorder: the Running status can land first.
+  const recovered = await waitFor("the RecoveredFromFailure event", async () => {
+    const found = (await objectEvents(env, ns, "mac")).filter((e) => e.reason === "RecoveredFromFailure");
+    return found.length > 0 ? found : undefined;
+  });
   assert.deepEqual(
     recovered.map((e) => e.message),
     [`main pod ${ns}/mac-0 is Ready again`],
