@@ -257,6 +257,23 @@ describe("checkpoint and branch", () => {
       );
     }
 
+    // Deleting the source set (its teardown GC drops its own tags) leaves its checkpoints and their tags.
+    const setDeleted = await apiRequest(env, "DELETE", `${setsPath(ns)}/src`);
+    assert.ok(setDeleted.status === 200 || setDeleted.status === 202, JSON.stringify(setDeleted.body));
+    await waitFor(
+      "the source set gone",
+      async () => ((await apiRequest(env, "GET", `${setsPath(ns)}/src`)).status === 404 ? true : undefined),
+      60_000,
+    );
+    assert.equal((await getCheckpoint("ck1"))?.status?.phase, "Ready", "the checkpoint outlives its set");
+    for (const member of members) {
+      assert.equal(
+        await digestOf(member.vmName, "ckpt-ck1"),
+        member.digest,
+        "checkpoint tags outlive the set",
+      );
+    }
+
     // Deleting the checkpoint deletes its tags, then the object.
     const deleted = await apiRequest(env, "DELETE", `${checkpointsPath()}/ck1`);
     assert.ok(deleted.status === 200 || deleted.status === 202, JSON.stringify(deleted.body));
