@@ -92,7 +92,7 @@ Produced by \`bench/\` (\`make bench\` runs 1–5; \`npm run bench:<name>\` runs
 below is rewritten by its benchmark on each run; the machine line is the machine of that run.
 Benchmarks 3–5 run the operator as a separate process (\`--operator-command\`), so any operator binary
 that reads \`KUBECONFIG\` and \`OCI_REGISTRY\` can be measured on the same environment; the label
-after the benchmark name says which operator was measured; with \`--compare-command\` (benchmarks 3 and 4)
+after the benchmark name says which operator was measured; with \`--compare-command\` (benchmarks 3, 4 and 5)
 two operators take turns in one run. Figures are "median (min–max)".
 `;
 
