@@ -26,6 +26,7 @@ import { controlPlaneBinDir } from "../env/controlplane.ts";
 import { type Simulator, startSimulator } from "../env/simulator/index.ts";
 import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
 import { startTestOperator, type TestOperator } from "../support/operator.ts";
+import { expectCode, type PluginRun, pluginBaseEnv, runCocoon } from "../support/pluginrun.ts";
 import { getSet, setPods, setsPath } from "../support/setapi.ts";
 
 const IMAGE = "ubuntu-dev-base";
@@ -61,31 +62,13 @@ after(async () => {
   await sim?.stop({ removeNodes: true });
 });
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+type Run = PluginRun;
 
-const baseEnv = { KUBECONFIG: env.kubeconfigPath, OCI_REGISTRY: env.registry };
+const baseEnv = pluginBaseEnv();
 
 /** The plugin in-process, as the kubectl-cocoon executable runs it, in the test namespace. */
-async function cocoon(argv: string[], pluginEnv: Record<string, string> = baseEnv): Promise<Run> {
-  const stdout: string[] = [];
-  const stderr: string[] = [];
-  const code = await runPlugin(["-n", ns, ...argv], {
-    stdout: (text) => stdout.push(text),
-    stderr: (text) => stderr.push(text),
-    env: pluginEnv,
-    now: () => Date.now(),
-    sleep: (ms) => new Promise((done) => setTimeout(done, ms)),
-  });
-  return { code, stdout: stdout.join(""), stderr: stderr.join("") };
-}
-
-function expectCode(run: Run, code: number): void {
-  assert.equal(run.code, code, `exit ${run.code}\nstdout: ${run.stdout}\nstderr: ${run.stderr}`);
-}
+const cocoon = (argv: string[], pluginEnv: Record<string, string> = baseEnv): Promise<Run> =>
+  runCocoon(ns, argv, pluginEnv);
 
 async function createSet(
   name: string,
