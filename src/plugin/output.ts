@@ -103,8 +103,3 @@ export function formatDuration(ms: number): string {
   if (m > 0) return `${m}m${s}s`;
   return `${s}s`;
 }
-
-/** RFC 3339 UTC with whole seconds, as metav1.Time is written. */
-export function rfc3339(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
-}

@@ -1,8 +1,9 @@
+import { formatRFC3339 } from "../../cocoonset/suspenddeadline.ts";
 import { COCOONSETS } from "../../controller/resources.ts";
 import { ANN_LAST_ACTIVITY } from "../../idle/policy.ts";
 import { getSet } from "../cluster.ts";
 import type { Command } from "../command.ts";
-import { formatStructured, rfc3339 } from "../output.ts";
+import { formatStructured } from "../output.ts";
 
 export const touch: Command = {
   name: "touch",
@@ -15,7 +16,7 @@ merge patch. The spec is untouched, so the generation does not change and nothin
   async run(ctx, args) {
     const [name = ""] = args.positionals;
     await getSet(ctx, name);
-    const stamp = rfc3339(ctx.now());
+    const stamp = formatRFC3339(ctx.now());
     const cs = await ctx.client.patch(COCOONSETS, ctx.namespace, name, {
       metadata: { annotations: { [ANN_LAST_ACTIVITY]: stamp } },
     });
