@@ -16,9 +16,9 @@ import { CONTINUE, finish, type Pass, type StepOutcome } from "../cocoonset/pass
 import { oweBranchRestores, recordBranchTargets } from "../cocoonset/reclaim.ts";
 import { mergeConditions } from "../cocoonset/status.ts";
 import { writeStatus } from "../cocoonset/steps/status.ts";
-import { formatRFC3339 } from "../cocoonset/suspenddeadline.ts";
 import { persistReclaim, reclaimRecord, setEvent } from "../cocoonset/writes.ts";
 import { TAG_HIBERNATE } from "../contract/keys.ts";
+import { formatRFC3339 } from "../contract/rfc3339.ts";
 import { COCOONSETS } from "../controller/resources.ts";
 import { checkpointBranchBlobsTotal, checkpointBranchesTotal } from "../metrics/checkpoint.ts";
 import type { CheckpointRegistry } from "../registry/index.ts";

@@ -15,8 +15,8 @@ import {
 } from "../apis/v1alpha1/types.ts";
 import type { Clock } from "../clock.ts";
 import { statusMergePatch } from "../cocoonset/steps/status.ts";
-import { formatRFC3339 } from "../cocoonset/suspenddeadline.ts";
 import { TAG_HIBERNATE } from "../contract/keys.ts";
+import { formatRFC3339 } from "../contract/rfc3339.ts";
 import type { Client } from "../controller/client.ts";
 import { isNotFound } from "../controller/errors.ts";
 import type { EventRecorder, EventType } from "../controller/events.ts";

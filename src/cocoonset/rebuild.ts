@@ -5,8 +5,8 @@
 
 import type { CocoonSet } from "../apis/v1/types.ts";
 import { TRUE } from "../contract/keys.ts";
+import { formatRFC3339Nano, parseRFC3339 } from "../contract/rfc3339.ts";
 import { agentPodName, toolboxPodName } from "../contract/vmname.ts";
-import { formatRFC3339Nano, parseRFC3339 } from "./suspenddeadline.ts";
 
 export const MAX_REBUILD_ATTEMPTS = 4;
 

@@ -12,13 +12,8 @@
 //     restamp it a moment later: the clock may start late by the cache's lag, never early.
 
 import type { CocoonSet, CocoonSetPhase } from "../apis/v1/types.ts";
-import {
-  type ExpiryPolicy,
-  formatRFC3339,
-  type IdlePolicy,
-  type IdleSuspendPolicy,
-  parseRFC3339,
-} from "./policy.ts";
+import { formatRFC3339Nano, parseRFC3339 } from "../contract/rfc3339.ts";
+import type { ExpiryPolicy, IdlePolicy, IdleSuspendPolicy } from "./policy.ts";
 
 /** The status fields of the policy; each omitted when it does not apply. */
 export interface IdleStatusFields {
@@ -41,14 +36,14 @@ export function idleStatusFields(
   const fields: IdleStatusFields = {};
   if (policy.idle) {
     const previous = cs.status?.idleClockStart;
-    const stored = previous === undefined ? null : parseRFC3339(previous);
-    const start = stored === null || restartsIdleClock(cs, phase) ? nowMs : stored;
-    fields.idleClockStart = formatRFC3339(start);
+    const stored = parseRFC3339(previous);
+    const start = stored === undefined || restartsIdleClock(cs, phase) ? nowMs : stored;
+    fields.idleClockStart = formatRFC3339Nano(start);
     if (phase === "Running" && !cs.spec.suspend) {
-      fields.idleSuspendAt = formatRFC3339(idleSuspendAtMs(policy.idle, start, nowMs));
+      fields.idleSuspendAt = formatRFC3339Nano(idleSuspendAtMs(policy.idle, start, nowMs));
     }
   }
-  if (policy.expiry) fields.expireAt = formatRFC3339(policy.expiry.atMs);
+  if (policy.expiry) fields.expireAt = formatRFC3339Nano(policy.expiry.atMs);
   return fields;
 }
 
@@ -134,6 +129,6 @@ function armedIdle(
   const status = cs.status;
   if (!policy.idle || cs.spec.suspend || status?.phase !== "Running") return undefined;
   if ((status.observedGeneration ?? 0) !== (cs.metadata.generation ?? 0)) return undefined;
-  const startMs = status.idleClockStart === undefined ? null : parseRFC3339(status.idleClockStart);
-  return startMs === null ? undefined : { policy: policy.idle, startMs };
+  const startMs = parseRFC3339(status.idleClockStart);
+  return startMs === undefined ? undefined : { policy: policy.idle, startMs };
 }

@@ -3,6 +3,7 @@
 // problem message, and the part of the policy it belongs to is ignored (never a suspend, never a
 // delete on a typo).
 
+import { parseRFC3339 } from "../contract/rfc3339.ts";
 import { type DurationParse, formatGoDuration, nsToMs, parseGoDuration } from "./duration.ts";
 
 /** Go duration: a Running set idle this long is suspended. */
@@ -71,7 +72,7 @@ export function readIdlePolicy(annotations: Readonly<Record<string, string>> | u
     const lastActivityMs = lastActivity === undefined ? undefined : parseRFC3339(lastActivity);
     if (typeof duration === "string") {
       problems.push(`${ANN_SUSPEND_AFTER_IDLE}=${JSON.stringify(after)}: ${duration}; idle suspend is off`);
-    } else if (lastActivityMs === null) {
+    } else if (lastActivity !== undefined && lastActivityMs === undefined) {
       problems.push(
         `${ANN_LAST_ACTIVITY}=${JSON.stringify(lastActivity)} is not an RFC 3339 time; idle suspend is off`,
       );
@@ -87,7 +88,7 @@ export function readIdlePolicy(annotations: Readonly<Record<string, string>> | u
   const action = annotations?.[ANN_EXPIRE_ACTION];
   if (expireAt !== undefined) {
     const atMs = parseRFC3339(expireAt);
-    if (atMs === null) {
+    if (atMs === undefined) {
       problems.push(`${ANN_EXPIRE_AT}=${JSON.stringify(expireAt)} is not an RFC 3339 time; expiry is off`);
     } else if (action !== undefined && !isExpireAction(action)) {
       problems.push(
@@ -110,41 +111,4 @@ function positiveDuration(text: string): Extract<DurationParse, { ok: true }> | 
   if (!parsed.ok) return parsed.error;
   if (parsed.ns <= 0n) return "the duration must be above zero";
   return parsed;
-}
-
-const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|[+-](\d{2}):(\d{2}))$/;
-
-/**
- * An RFC 3339 date-time ("2026-01-01T10:00:00Z", "…T10:00:00.5+02:00") in epoch milliseconds, or
- * null: the layout Go's time.RFC3339 and metav1.Time accept, with calendar-checked fields.
- */
-export function parseRFC3339(text: string): number | null {
-  const m = RFC3339.exec(text);
-  if (!m) return null;
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
-  if (month < 1 || month > 12 || day < 1 || day > new Date(Date.UTC(year, month, 0)).getUTCDate())
-    return null;
-  if (hour > 23 || minute > 59 || second > 59) return null;
-  let offsetMinutes = 0;
-  if (m[8] !== "Z") {
-    const offsetHours = Number(m[9]);
-    const offsetRest = Number(m[10]);
-    if (offsetHours > 23 || offsetRest > 59) return null;
-    offsetMinutes = (m[8]?.startsWith("-") ? -1 : 1) * (offsetHours * 60 + offsetRest);
-  }
-  // Fractions finer than a millisecond are dropped, as the clock counts milliseconds.
-  const fractionMs = m[7] ? Math.trunc(Number(`0${m[7]}`) * 1000) : 0;
-  return Date.UTC(year, month - 1, day, hour, minute, second) + fractionMs - offsetMinutes * 60_000;
-}
-
-/** Epoch milliseconds as RFC 3339 UTC: whole seconds unless the time has milliseconds. */
-export function formatRFC3339(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.000Z$/, "Z");
 }

@@ -9,12 +9,13 @@
 import type { CocoonSet } from "../apis/v1/types.ts";
 import { CONTINUE, finish, type Pass, type StepOutcome } from "../cocoonset/pass.ts";
 import { patchSetAnnotations, setEvent } from "../cocoonset/writes.ts";
+import { formatRFC3339Nano, parseRFC3339 } from "../contract/rfc3339.ts";
 import { isConflict, isNotFound } from "../controller/errors.ts";
 import { COCOONSETS } from "../controller/resources.ts";
 import { expiredTotal, idleSuspendTotal, parkedDurationSeconds } from "../metrics/cocoon.ts";
 import { idleVerdict } from "./deadlines.ts";
 import { formatGoDuration, msToNs } from "./duration.ts";
-import { ANN_PARKED_AT, formatRFC3339, parseRFC3339, readIdlePolicy } from "./policy.ts";
+import { ANN_PARKED_AT, readIdlePolicy } from "./policy.ts";
 
 export const REASON_IDLE_SUSPENDED = "IdleSuspended";
 export const REASON_EXPIRED = "Expired";
@@ -44,7 +45,7 @@ export async function applyIdlePolicy(pass: Pass): Promise<StepOutcome> {
     return CONTINUE;
   }
   const { expiry } = verdict;
-  const reached = `expire-at ${formatRFC3339(expiry.atMs)} reached`;
+  const reached = `expire-at ${formatRFC3339Nano(expiry.atMs)} reached`;
   if (expiry.action === "Suspend") {
     if (!(await park(pass, now))) return finish({ requeueAfterMs: STALE_SET_RETRY_MS });
     expiredTotal.inc({ ...labels, action: expiry.action });
@@ -79,7 +80,7 @@ async function park(pass: Pass, now: number): Promise<boolean> {
     updated = await pass.deps.client.patch<CocoonSet>(COCOONSETS, pass.namespace, pass.name, {
       metadata: {
         resourceVersion: pass.cs.metadata.resourceVersion,
-        annotations: { [ANN_PARKED_AT]: formatRFC3339(now) },
+        annotations: { [ANN_PARKED_AT]: formatRFC3339Nano(now) },
       },
       spec: { suspend: true },
     });
@@ -98,5 +99,5 @@ async function endParking(pass: Pass, now: number): Promise<void> {
   if (parkedAt === undefined || pass.cs.spec.suspend) return;
   const since = parseRFC3339(parkedAt);
   await patchSetAnnotations(pass, { [ANN_PARKED_AT]: null });
-  if (since !== null && now >= since) parkedDurationSeconds.observe((now - since) / 1000);
+  if (since !== undefined && now >= since) parkedDurationSeconds.observe((now - since) / 1000);
 }

@@ -1,5 +1,6 @@
 import type { CocoonSet } from "../../apis/v1/types.ts";
-import { ANN_EXPIRE_ACTION, ANN_EXPIRE_AT, formatRFC3339, readIdlePolicy } from "../../idle/policy.ts";
+import { formatRFC3339Nano } from "../../contract/rfc3339.ts";
+import { ANN_EXPIRE_ACTION, ANN_EXPIRE_AT, readIdlePolicy } from "../../idle/policy.ts";
 import { getSet } from "../cluster.ts";
 import type { Command } from "../command.ts";
 import { PluginError } from "../errors.ts";
@@ -31,6 +32,6 @@ function refuseExpired(cs: CocoonSet, nowMs: number): void {
   if (expiry?.action !== "Suspend" || expiry.atMs > nowMs) return;
   const name = cs.metadata.name;
   throw new PluginError(
-    `cocoonset "${name}" expired at ${formatRFC3339(expiry.atMs)} (${ANN_EXPIRE_AT}, ${ANN_EXPIRE_ACTION} Suspend): the operator would suspend it again at once; move or remove ${ANN_EXPIRE_AT} first, e.g. kubectl annotate cocoonset ${name} ${ANN_EXPIRE_AT}-`,
+    `cocoonset "${name}" expired at ${formatRFC3339Nano(expiry.atMs)} (${ANN_EXPIRE_AT}, ${ANN_EXPIRE_ACTION} Suspend): the operator would suspend it again at once; move or remove ${ANN_EXPIRE_AT} first, e.g. kubectl annotate cocoonset ${name} ${ANN_EXPIRE_AT}-`,
   );
 }

@@ -1,4 +1,4 @@
-import { formatRFC3339 } from "../../cocoonset/suspenddeadline.ts";
+import { formatRFC3339 } from "../../contract/rfc3339.ts";
 import { COCOONSETS } from "../../controller/resources.ts";
 import { ANN_LAST_ACTIVITY } from "../../idle/policy.ts";
 import { getSet } from "../cluster.ts";

@@ -3,9 +3,6 @@ import { describe, it } from "node:test";
 import type { CocoonSet, CocoonSetPhase } from "../../../src/apis/v1/types.ts";
 import {
   checkSuspendDeadline,
-  formatRFC3339,
-  formatRFC3339Nano,
-  parseRFC3339,
   SUSPEND_TIMEOUT_MS,
   shouldClearSuspendingSince,
   suspendDeadlinePassed,
@@ -30,36 +27,6 @@ function set(phase: CocoonSetPhase | undefined, since?: string): CocoonSet {
         : { phase, readyAgents: 0, desiredAgents: 1, readyToolboxes: 0, desiredToolboxes: 0 },
   };
 }
-
-describe("RFC 3339", () => {
-  it("formats UTC whole seconds the way Go's time.RFC3339 does", () => {
-    assert.equal(formatRFC3339(T0 + 999), "2026-05-14T01:00:00Z");
-  });
-
-  it("formats RFC3339Nano with trailing fraction zeros dropped", () => {
-    assert.equal(formatRFC3339Nano(T0), "2026-05-14T01:00:00Z");
-    assert.equal(formatRFC3339Nano(T0 + 120), "2026-05-14T01:00:00.12Z");
-  });
-
-  it("parses Z, offsets and fractions", () => {
-    assert.equal(parseRFC3339("2026-05-14T01:00:00Z"), T0);
-    assert.equal(parseRFC3339("2026-05-14T03:00:00+02:00"), T0);
-    assert.equal(parseRFC3339("2026-05-14T01:00:00.250123456Z"), T0 + 250);
-  });
-
-  it("rejects what Go's time.Parse rejects", () => {
-    for (const text of [
-      "",
-      "yesterday",
-      "2026-05-14 01:00:00Z",
-      "2026-05-14T01:00:00",
-      "2026-02-31T00:00:00Z",
-    ]) {
-      assert.equal(parseRFC3339(text), undefined, text);
-    }
-    assert.equal(parseRFC3339(undefined), undefined);
-  });
-});
 
 describe("suspendDeadlinePassed", () => {
   it("passes only strictly after three minutes", () => {
