@@ -1,5 +1,6 @@
 // The suite's own parts, shown able to fail, and the client fix it led to:
-//  - the invariant checker flags a live destroy (a), a premature tag delete (b) and a refusal (c);
+//  - the invariant checker flags a live destroy (a), a premature tag delete (b) and a refusal (c), and
+//    allows an image change's lost wake only after the operator deleted that snapshot;
 //  - the namespace scoping of the API proxy;
 //  - finding: the API client surfaced a 429 at once instead of waiting Retry-After and retrying as
 //    client-go does; src/controller/client.ts now retries (up to 10 times).
@@ -77,6 +78,53 @@ it("the checker flags a refusal (c) and allows teardown", () => {
   record.append(vmEvent("destroy", "id1", "pod deleted"));
   checker.check();
   record.append(vmEvent("refuse", "", "HibernateEvidenceFailed: came from image"));
+  assert.throws(() => checker.check(), /invariant \(c\)/);
+});
+
+const PUSHED = `sha256:${"a".repeat(64)}`;
+const OTHER = `sha256:${"b".repeat(64)}`;
+const LOST_WAKE = "WakePullFailed: pull vk-ns-s-0:hibernate: manifest not found";
+
+/** A VM hibernated (its push digest named, as the simulator journals it) whose image the test changed. */
+function imageChangedAfterHibernate(): {
+  record: VmRecord;
+  registry: ReturnType<typeof fakeRegistry>;
+  checker: InvariantChecker;
+} {
+  const record = new VmRecord();
+  const registry = fakeRegistry();
+  const checker = new InvariantChecker({ record, registry });
+  record.append(vmEvent("boot", "id1"));
+  record.append(vmEvent("hibernate", "id1", `pushed vk-ns-s-0:hibernate ${PUSHED}`));
+  checker.allowImageDrop("vk-ns-s-0");
+  return { record, registry, checker };
+}
+
+it("an image change allows the old pod's wake refused after the operator deleted its snapshot, and counts it", () => {
+  const { record, registry, checker } = imageChangedAfterHibernate();
+  registry.emit({ path: `/v2/vk-ns-s-0/manifests/${PUSHED}` });
+  record.append(vmEvent("refuse", "", LOST_WAKE));
+  record.append(vmEvent("destroy", "", "no live VM (hibernated)"));
+  checker.check();
+  assert.equal(checker.counts.imageChangeWakeRefusals, 1);
+  assert.match(
+    checker.history(),
+    new RegExp(`DELETE vk-ns-s-0:${PUSHED} \\(= its last :hibernate push\\) → 202`),
+  );
+});
+
+it("an image change does not excuse a wake refused while no operator DELETE removed the snapshot (c)", () => {
+  const { record, checker } = imageChangedAfterHibernate();
+  record.append(vmEvent("refuse", "", LOST_WAKE));
+  assert.throws(() => checker.check(), /invariant \(c\).*manifest not found/s);
+});
+
+it("a DELETE of another manifest's digest leaves the :hibernate tag (a hibernated destroy is fine, a lost wake is not)", () => {
+  const { record, registry, checker } = imageChangedAfterHibernate();
+  registry.emit({ path: `/v2/vk-ns-s-0/manifests/${OTHER}` });
+  record.append(vmEvent("destroy", "", "no live VM (hibernated)"));
+  checker.check();
+  record.append(vmEvent("refuse", "", LOST_WAKE));
   assert.throws(() => checker.check(), /invariant \(c\)/);
 });
 

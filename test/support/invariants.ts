@@ -8,10 +8,14 @@
 //  (b) a :hibernate tag is deleted by the operator only while the VM restored or woken from it (after
 //      its last hibernate) runs — except in teardown or where the test declares an image change;
 //  (c) vk-cocoon never refuses a pod: no pod over a tag recorded from another image, no fork-from or
-//      restore-marked pod it cannot serve — except the failed wake of an old pod whose snapshot the
-//      image rule dropped after the test declared an image change.
+//      restore-marked pod it cannot serve — except the one refusal an image change allows: see
+//      `lostWakeRace`.
+// A DELETE names the manifest by digest (the registry refuses DELETE by tag), so each VM's last
+// `:hibernate` push digest is kept from the hibernate event: only a DELETE of that digest (or of the
+// tag) removes the tag, and its timeline line says so.
 // (d), convergence, is checked by the driver once the chaos stops.
 
+import { TAG_HIBERNATE } from "../../src/contract/keys.ts";
 import type { VmEvent, VmRecord } from "../env/simulator/index.ts";
 import type { RegistryProxy, RegistryRequest } from "./faultproxy.ts";
 
@@ -33,6 +37,10 @@ interface VmState {
   lastStart?: number;
   /** The :hibernate tag exists, as far as the simulator's pushes and the operator's deletes say. */
   tag: boolean;
+  /** The digest of the last :hibernate push, when the hibernate event named it. */
+  hibernateDigest?: string;
+  /** The operator deleted the manifest of the last :hibernate push. */
+  droppedByOperator: boolean;
 }
 
 export class InvariantViolation extends Error {}
@@ -100,7 +108,7 @@ export class InvariantChecker {
   private state(vmName: string): VmState {
     let s = this.vms.get(vmName);
     if (!s) {
-      s = { live: false, tag: false };
+      s = { live: false, tag: false, droppedByOperator: false };
       this.vms.set(vmName, s);
     }
     return s;
@@ -134,6 +142,8 @@ export class InvariantChecker {
         s.live = false;
         s.lastHibernate = seq;
         s.tag = true;
+        s.droppedByOperator = false;
+        s.hibernateDigest = /:hibernate (sha256:[0-9a-f]{64})$/.exec(e.detail ?? "")?.[1];
         return;
       case "destroy":
         if (e.vmID !== "") {
@@ -164,11 +174,7 @@ export class InvariantChecker {
         }
         return;
       case "refuse":
-        // An image change gives up the old VM's state: step 10 may already have asked vk to wake the
-        // old pod when its snapshot goes for the replacement, and that wake then fails its pull. The
-        // old pod is being replaced; nothing it held is kept by design. (Seen with CHAOS_SEED
-        // 1360377925 without an operator DELETE in the timeline: not yet explained.)
-        if (this.imageChanged.has(e.vmName) && /^WakePullFailed:/.test(e.detail ?? "")) {
+        if (this.lostWakeRace(e, s)) {
           this.counts.imageChangeWakeRefusals++;
           return;
         }
@@ -179,6 +185,24 @@ export class InvariantChecker {
     }
   }
 
+  /**
+   * The old pod's wake that lost the race to the image rule (spec step 10 with the "Snapshot image
+   * rule"; test/integration/cocoonset-imagechange.test.ts). After an image edit while suspended, step
+   * 10 clears the hibernate annotation of every owned pod but a CocoonHibernation's target (behaviours
+   * item 70), the drifted old main included, so vk starts waking it; step 11 deletes that main for
+   * rebuild, and the next pass finds it terminating, runs the image rule before its create attempt
+   * (AlreadyExists) and deletes the snapshot by digest: the image rule says it can never be restored.
+   * A wake still pulling then fails "manifest not found". Only that refusal is allowed: of a VM whose
+   * image the test changed, after the operator deleted the manifest of its last hibernate.
+   */
+  private lostWakeRace(e: VmEvent, s: VmState): boolean {
+    return (
+      this.imageChanged.has(e.vmName) &&
+      s.droppedByOperator &&
+      /^WakePullFailed: pull \S+:hibernate: manifest not found$/.test(e.detail ?? "")
+    );
+  }
+
   private onRegistry(r: RegistryRequest): void {
     const m = /^\/v2\/(.+)\/manifests\/([^/?]+)/.exec(r.path);
     if (!m) return;
@@ -187,17 +211,25 @@ export class InvariantChecker {
       this.repoPrefix && repo.startsWith(`${this.repoPrefix}/`)
         ? repo.slice(this.repoPrefix.length + 1)
         : repo;
+    const reference = m[2] ?? "";
     const fault = r.fault ? ` [injected ${r.fault}]` : "";
     if (r.method !== "DELETE" && r.status < 400 && !r.fault) return;
+    const s = this.state(vmName);
+    const isDigest = reference.startsWith("sha256:");
+    // A digest when the checker saw no push digest (an event without one) is taken to be the tag's.
+    const namesTag =
+      reference === TAG_HIBERNATE ||
+      (isDigest && (s.hibernateDigest === undefined || reference === s.hibernateDigest));
+    const named = isDigest && reference === s.hibernateDigest ? ` (= its last :${TAG_HIBERNATE} push)` : "";
     this.timeline.push({
       time: r.time,
       source: "registry",
       vmName,
-      text: `operator ${r.method} ${repo}:${m[2]} → ${r.status}${fault}`,
+      text: `operator ${r.method} ${repo}:${reference}${named} → ${r.status}${fault}`,
     });
     if (r.method !== "DELETE" || r.status !== 202) return;
     this.counts.tagDeletes++;
-    const s = this.state(vmName);
+    if (!namesTag) return;
     const restoredSinceHibernate =
       s.live &&
       (s.liveKind === "wake" || s.liveKind === "restore") &&
@@ -206,6 +238,7 @@ export class InvariantChecker {
     // Deleting a tag no VM was ever hibernated into (a stale or foreign tag) loses nothing we track.
     const ok = this.inTeardown(vmName) || this.imageChanged.has(vmName) || restoredSinceHibernate || !s.tag;
     s.tag = false;
+    s.droppedByOperator = true;
     if (!ok) {
       this.violate(
         "b",
