@@ -3,9 +3,10 @@ import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
 import type { CocoonHibernation, CocoonSet } from "../../../src/apis/v1/types.ts";
 import { buildMainPod, buildSubAgentPod, buildToolboxPod } from "../../../src/cocoonset/pods.ts";
+import { CocoonSetReconciler } from "../../../src/cocoonset/reconciler.ts";
 import { reconcileUnsuspend } from "../../../src/cocoonset/steps/unsuspend.ts";
 import { ANN_HIBERNATE, ANN_HIBERNATE_RECLAIM } from "../../../src/contract/keys.ts";
-import { COCOONHIBERNATIONS } from "../../../src/controller/resources.ts";
+import { COCOONHIBERNATIONS, PODS } from "../../../src/controller/resources.ts";
 import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
 import { IMAGE, ready, type ScalingHarness, scalingHarness, scalingSet } from "../../support/scaling.ts";
 import { annotate, hibernated, storedReclaim, timeline, woken } from "../../support/suspend.ts";
@@ -51,6 +52,25 @@ function notWokenYet(pod: Pod): Pod {
 
 function run(h: ScalingHarness) {
   return reconcileUnsuspend(h.pass());
+}
+
+/**
+ * Holds the server read of pod `name` until the returned release is called; every read is noted in
+ * `calls` as `get pods/<name> answered` when it returns, so a test can place a delete after it.
+ */
+function holdServerRead(h: ScalingHarness, name: string, calls: string[]): () => void {
+  const get = h.client.get;
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  h.client.get = async <T>(...args: Parameters<typeof get>) => {
+    const answer = (await get.apply(h.client, args)) as T;
+    if (args[0] === PODS && args[2] === name) await held;
+    calls.push(`get pods/${args[2]} answered`);
+    return answer;
+  };
+  return release;
 }
 
 function hibernateFlag(h: ScalingHarness, name: string): string | undefined {
@@ -235,6 +255,69 @@ describe("step 10: dropping the tags of woken VMs", () => {
     assert.deepEqual(h.registry.callsOf("deleteManifest"), []);
   });
 
+  it("judges every woken VM at once, then one record write drops them all", async () => {
+    const record = { generation: GEN, vms: [VM0, VM1, VM2] };
+    const h = scalingHarness(unsuspendedSet(record), (cs) => [
+      woken(buildMainPod(cs), GEN),
+      woken(sub(cs, 1), GEN),
+      notWokenYet(sub(cs, 2)),
+    ]);
+    for (const vm of [VM0, VM1, VM2]) h.registry.put(vm, "hibernate", IMAGE);
+    const calls = timeline(h);
+    await run(h);
+    // Both server reads go out before either delete: the VMs are judged together, not one by one.
+    assert.deepEqual(calls, [
+      "get pods/demo-0",
+      "get pods/demo-1",
+      `registry deleteIfPresent ${VM0}:hibernate`,
+      `registry deleteIfPresent ${VM1}:hibernate`,
+      `patch cocoonsets/demo hibernate-reclaim={"generation":4,"vms":["${VM2}"]}`,
+    ]);
+    assert.equal(h.registry.has(VM2, "hibernate"), true, "a VM not yet woken keeps its snapshot");
+  });
+
+  it("a VM's tag is never deleted before the server's copy of its own pod has answered", async () => {
+    const record = { generation: GEN, vms: [VM0, VM1] };
+    const h = scalingHarness(unsuspendedSet(record), (cs) => [
+      woken(buildMainPod(cs), GEN),
+      woken(sub(cs, 1), GEN),
+    ]);
+    h.registry.put(VM0, "hibernate", IMAGE);
+    h.registry.put(VM1, "hibernate", IMAGE);
+    const calls = timeline(h);
+    const release = holdServerRead(h, "demo-0", calls);
+    const pass = run(h);
+    // demo-1's drop goes ahead while demo-0's read is still out; demo-0's tag waits for it.
+    for (let turn = 0; turn < 10; turn++) await new Promise(setImmediate);
+    assert.deepEqual(h.registry.callsOf("deleteIfPresent"), [`${VM1}:hibernate`]);
+    assert.equal(h.registry.has(VM0, "hibernate"), true);
+    release();
+    await pass;
+    const answered = calls.indexOf("get pods/demo-0 answered");
+    const deleted = calls.indexOf(`registry deleteIfPresent ${VM0}:hibernate`);
+    assert.ok(answered >= 0 && deleted > answered, calls.join("\n"));
+    assert.equal(h.set().metadata.annotations?.[ANN_HIBERNATE_RECLAIM], undefined);
+  });
+
+  it("a VM whose server copy has not woken keeps its tag while the others drop theirs", async () => {
+    // The cache shows both woken; the server already holds demo-1 under a new hibernate request.
+    const record = { generation: GEN, vms: [VM0, VM1] };
+    const h = scalingHarness(unsuspendedSet(record), (cs) => [
+      woken(buildMainPod(cs), GEN),
+      woken(sub(cs, 1), GEN),
+    ]);
+    h.registry.put(VM0, "hibernate", IMAGE);
+    h.registry.put(VM1, "hibernate", IMAGE);
+    const pass = h.pass();
+    const server = h.pod("demo-1");
+    assert.ok(server);
+    h.client.seed(PODS, annotate(server, { [ANN_HIBERNATE]: "true" }));
+    await reconcileUnsuspend(pass);
+    assert.deepEqual(h.registry.callsOf("deleteIfPresent"), [`${VM0}:hibernate`]);
+    assert.equal(h.registry.has(VM1, "hibernate"), true);
+    assert.deepEqual(storedReclaim(h.set()).vms, [VM1]);
+  });
+
   it("the annotation goes with the last VM", async () => {
     const record = { generation: GEN, vms: [VM0] };
     const h = scalingHarness(unsuspendedSet(record), (cs) => [woken(buildMainPod(cs), GEN + 1)]);
@@ -273,6 +356,58 @@ describe("step 10: dropping the tags of woken VMs", () => {
     h.registry.failOn = () => FakeSnapshotRegistry.error(500);
     await assert.rejects(run(h), /injected failure/);
     assert.deepEqual(storedReclaim(h.set()).vms, [VM0]);
+  });
+
+  it("a refused delete: the VMs dropped alongside leave the record in one write, the refused one stays, the pass fails", async () => {
+    const record = { generation: GEN, vms: [VM0, VM1] };
+    const h = scalingHarness(unsuspendedSet(record), (cs) => [
+      woken(buildMainPod(cs), GEN),
+      woken(sub(cs, 1), GEN),
+    ]);
+    h.registry.put(VM0, "hibernate", IMAGE);
+    h.registry.put(VM1, "hibernate", IMAGE);
+    h.registry.failOn = (call) => (call.repo === VM1 ? FakeSnapshotRegistry.error(500) : undefined);
+    const calls = timeline(h);
+    await assert.rejects(run(h), /injected failure/);
+    assert.deepEqual(
+      calls.filter((c) => c.startsWith("patch ")),
+      [`patch cocoonsets/demo hibernate-reclaim={"generation":4,"vms":["${VM1}"]}`],
+    );
+    assert.equal(h.registry.has(VM0, "hibernate"), false);
+    assert.equal(h.registry.has(VM1, "hibernate"), true);
+  });
+
+  it("a refused delete ends the whole pass before scaling and the status patch", async () => {
+    // Sub 2 is missing (scaling would create it) and the status would change: neither happens.
+    const record = { generation: GEN, vms: [VM0, VM1] };
+    const h = scalingHarness(unsuspendedSet(record), (cs) => [
+      woken(buildMainPod(cs), GEN),
+      woken(sub(cs, 1), GEN),
+    ]);
+    h.registry.put(VM0, "hibernate", IMAGE);
+    h.registry.put(VM1, "hibernate", IMAGE);
+    h.registry.failOn = (call) => (call.repo === VM1 ? FakeSnapshotRegistry.error(500) : undefined);
+    const calls = timeline(h);
+    await assert.rejects(
+      new CocoonSetReconciler(h.deps).reconcile(
+        { namespace: "ns", name: "demo" },
+        new AbortController().signal,
+      ),
+      /injected failure/,
+    );
+    assert.deepEqual(
+      calls.filter((c) => c.startsWith("create ") || c.includes("status phase=")),
+      [],
+    );
+    assert.deepEqual(storedReclaim(h.set()).vms, [VM1]);
+    // The retry, once the registry answers, drops the one left and goes on to scale and report.
+    h.registry.failOn = undefined;
+    await new CocoonSetReconciler(h.deps).reconcile(
+      { namespace: "ns", name: "demo" },
+      new AbortController().signal,
+    );
+    assert.equal(h.registry.has(VM1, "hibernate"), false);
+    assert.ok(calls.includes("create pods/demo-2"), calls.join("\n"));
   });
 
   it("the first unsuspend pass clears, and a later pass drops once vk reports the VM ready", async () => {
