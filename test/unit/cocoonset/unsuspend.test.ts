@@ -54,6 +54,25 @@ function run(h: ScalingHarness) {
   return reconcileUnsuspend(h.pass());
 }
 
+/** A whole pass, every step. */
+function reconcileSet(h: ScalingHarness) {
+  return new CocoonSetReconciler(h.deps).reconcile(
+    { namespace: "ns", name: "demo" },
+    new AbortController().signal,
+  );
+}
+
+/** Main and sub 1 woken at the record's generation, both recorded with their tags in the registry. */
+function bothWoken(): ScalingHarness {
+  const h = scalingHarness(unsuspendedSet({ generation: GEN, vms: [VM0, VM1] }), (cs) => [
+    woken(buildMainPod(cs), GEN),
+    woken(sub(cs, 1), GEN),
+  ]);
+  h.registry.put(VM0, "hibernate", IMAGE);
+  h.registry.put(VM1, "hibernate", IMAGE);
+  return h;
+}
+
 /**
  * Holds the server read of pod `name` until the returned release is called; every read is noted in
  * `calls` as `get pods/<name> answered` when it returns, so a test can place a delete after it.
@@ -277,13 +296,7 @@ describe("step 10: dropping the tags of woken VMs", () => {
   });
 
   it("a VM's tag is never deleted before the server's copy of its own pod has answered", async () => {
-    const record = { generation: GEN, vms: [VM0, VM1] };
-    const h = scalingHarness(unsuspendedSet(record), (cs) => [
-      woken(buildMainPod(cs), GEN),
-      woken(sub(cs, 1), GEN),
-    ]);
-    h.registry.put(VM0, "hibernate", IMAGE);
-    h.registry.put(VM1, "hibernate", IMAGE);
+    const h = bothWoken();
     const calls = timeline(h);
     const release = holdServerRead(h, "demo-0", calls);
     const pass = run(h);
@@ -301,13 +314,7 @@ describe("step 10: dropping the tags of woken VMs", () => {
 
   it("a VM whose server copy has not woken keeps its tag while the others drop theirs", async () => {
     // The cache shows both woken; the server already holds demo-1 under a new hibernate request.
-    const record = { generation: GEN, vms: [VM0, VM1] };
-    const h = scalingHarness(unsuspendedSet(record), (cs) => [
-      woken(buildMainPod(cs), GEN),
-      woken(sub(cs, 1), GEN),
-    ]);
-    h.registry.put(VM0, "hibernate", IMAGE);
-    h.registry.put(VM1, "hibernate", IMAGE);
+    const h = bothWoken();
     const pass = h.pass();
     const server = h.pod("demo-1");
     assert.ok(server);
@@ -359,13 +366,7 @@ describe("step 10: dropping the tags of woken VMs", () => {
   });
 
   it("a refused delete: the VMs dropped alongside leave the record in one write, the refused one stays, the pass fails", async () => {
-    const record = { generation: GEN, vms: [VM0, VM1] };
-    const h = scalingHarness(unsuspendedSet(record), (cs) => [
-      woken(buildMainPod(cs), GEN),
-      woken(sub(cs, 1), GEN),
-    ]);
-    h.registry.put(VM0, "hibernate", IMAGE);
-    h.registry.put(VM1, "hibernate", IMAGE);
+    const h = bothWoken();
     h.registry.failOn = (call) => (call.repo === VM1 ? FakeSnapshotRegistry.error(500) : undefined);
     const calls = timeline(h);
     await assert.rejects(run(h), /injected failure/);
@@ -379,22 +380,10 @@ describe("step 10: dropping the tags of woken VMs", () => {
 
   it("a refused delete ends the whole pass before scaling and the status patch", async () => {
     // Sub 2 is missing (scaling would create it) and the status would change: neither happens.
-    const record = { generation: GEN, vms: [VM0, VM1] };
-    const h = scalingHarness(unsuspendedSet(record), (cs) => [
-      woken(buildMainPod(cs), GEN),
-      woken(sub(cs, 1), GEN),
-    ]);
-    h.registry.put(VM0, "hibernate", IMAGE);
-    h.registry.put(VM1, "hibernate", IMAGE);
+    const h = bothWoken();
     h.registry.failOn = (call) => (call.repo === VM1 ? FakeSnapshotRegistry.error(500) : undefined);
     const calls = timeline(h);
-    await assert.rejects(
-      new CocoonSetReconciler(h.deps).reconcile(
-        { namespace: "ns", name: "demo" },
-        new AbortController().signal,
-      ),
-      /injected failure/,
-    );
+    await assert.rejects(reconcileSet(h), /injected failure/);
     assert.deepEqual(
       calls.filter((c) => c.startsWith("create ") || c.includes("status phase=")),
       [],
@@ -402,10 +391,7 @@ describe("step 10: dropping the tags of woken VMs", () => {
     assert.deepEqual(storedReclaim(h.set()).vms, [VM1]);
     // The retry, once the registry answers, drops the one left and goes on to scale and report.
     h.registry.failOn = undefined;
-    await new CocoonSetReconciler(h.deps).reconcile(
-      { namespace: "ns", name: "demo" },
-      new AbortController().signal,
-    );
+    await reconcileSet(h);
     assert.equal(h.registry.has(VM1, "hibernate"), false);
     assert.ok(calls.includes("create pods/demo-2"), calls.join("\n"));
   });
