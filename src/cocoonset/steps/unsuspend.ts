@@ -18,14 +18,8 @@ import {
   wokenRecordedVMs,
 } from "../reclaim.ts";
 import { managedVMNames, sortByName } from "../suspendgate.ts";
-import { patchPodFlag, persistReclaim, readPodFromServer, reclaimRecord } from "../writes.ts";
+import { FAN_OUT_LIMIT, patchPodFlag, persistReclaim, readPodFromServer, reclaimRecord } from "../writes.ts";
 import { forEachLimited } from "./subagents.ts";
-
-/**
- * Pods cleared and tags dropped at once, at most this many in flight: the spec's cap on concurrent
- * pod creates (step 12), so a large set's wake does not burst the API server or the registry either.
- */
-export const WAKE_CONCURRENCY = 8;
 
 export async function reconcileUnsuspend(pass: Pass): Promise<StepOutcome> {
   const clearedNow = await settleUnsuspend(pass);
@@ -55,7 +49,7 @@ export async function settleUnsuspend(pass: Pass): Promise<ReadonlySet<Pod>> {
   await persistReclaim(pass, stampUnsuspend(reclaimRecord(pass), pass.generation, managedVMNames(toWake)));
   await persistReclaim(pass, oweRestoresToMissing(reclaimRecord(pass), presentVMNames(pass.pods)));
   // The clears are one step of the order: all of them after the owed restores, all before the list goes.
-  await forEachLimited(toWake, WAKE_CONCURRENCY, async (pod) => {
+  await forEachLimited(toWake, FAN_OUT_LIMIT, async (pod) => {
     await patchPodFlag(pass, pod, ANN_HIBERNATE, false);
   });
   await persistReclaim(pass, finishUnsuspend(reclaimRecord(pass)));
@@ -93,7 +87,7 @@ async function dropWokenSnapshots(pass: Pass, clearedNow: ReadonlySet<Pod>): Pro
   const dropped: string[] = [];
   let refused: { error: unknown } | undefined;
   try {
-    await forEachLimited(candidates, WAKE_CONCURRENCY, async (vm) => {
+    await forEachLimited(candidates, FAN_OUT_LIMIT, async (vm) => {
       // Irreversible: the pod must have woken as the API server holds it, not only as cached.
       const cached = observed.find((pod) => vmNameOf(pod) === vm);
       const fresh = cached && (await readPodFromServer(pass, cached));

@@ -8,6 +8,7 @@ import { reconcileUnsuspend } from "../../../src/cocoonset/steps/unsuspend.ts";
 import { ANN_HIBERNATE, ANN_HIBERNATE_RECLAIM } from "../../../src/contract/keys.ts";
 import { COCOONHIBERNATIONS, PODS } from "../../../src/controller/resources.ts";
 import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
+import { holdCalls, settle } from "../../support/hold.ts";
 import { IMAGE, ready, type ScalingHarness, scalingHarness, scalingSet } from "../../support/scaling.ts";
 import { annotate, hibernated, storedReclaim, timeline, woken } from "../../support/suspend.ts";
 
@@ -73,25 +74,6 @@ function bothWoken(): ScalingHarness {
   return h;
 }
 
-/**
- * Holds the server read of pod `name` until the returned release is called; every read is noted in
- * `calls` as `get pods/<name> answered` when it returns, so a test can place a delete after it.
- */
-function holdServerRead(h: ScalingHarness, name: string, calls: string[]): () => void {
-  const get = h.client.get;
-  let release!: () => void;
-  const held = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  h.client.get = async <T>(...args: Parameters<typeof get>) => {
-    const answer = (await get.apply(h.client, args)) as T;
-    if (args[0] === PODS && args[2] === name) await held;
-    calls.push(`get pods/${args[2]} answered`);
-    return answer;
-  };
-  return release;
-}
-
 function hibernateFlag(h: ScalingHarness, name: string): string | undefined {
   return h.pod(name)?.metadata.annotations?.[ANN_HIBERNATE];
 }
@@ -114,6 +96,22 @@ describe("step 10: clearing the hibernate annotations", () => {
       calls.filter((c) => c.startsWith("patch pods/")),
       ["patch pods/demo-0 hibernate-", "patch pods/demo-1 hibernate-"],
     );
+  });
+
+  it("clears the pods together: the second clear goes out while the first is unanswered", async () => {
+    const h = scalingHarness(unsuspendedSet(), (cs) => [
+      annotate(buildMainPod(cs), { [ANN_HIBERNATE]: "true" }),
+      annotate(sub(cs, 1), { [ANN_HIBERNATE]: "true" }),
+    ]);
+    const { sent, release } = holdCalls(h.client, "patch", "demo-0");
+    const step = run(h);
+    await settle();
+    // The record took the generation and the VMs first; then both clears are out at once.
+    assert.deepEqual(sent, ["patch cocoonsets/demo", "patch pods/demo-0", "patch pods/demo-1"]);
+    release();
+    await step;
+    assert.equal(hibernateFlag(h, "demo-0"), undefined);
+    assert.equal(hibernateFlag(h, "demo-1"), undefined);
   });
 
   it("T2: no annotation and no suspended list → no call at all, not even the CocoonHibernation list", async () => {
@@ -298,10 +296,10 @@ describe("step 10: dropping the tags of woken VMs", () => {
   it("a VM's tag is never deleted before the server's copy of its own pod has answered", async () => {
     const h = bothWoken();
     const calls = timeline(h);
-    const release = holdServerRead(h, "demo-0", calls);
+    const { release } = holdCalls(h.client, "get", "demo-0", calls);
     const pass = run(h);
     // demo-1's drop goes ahead while demo-0's read is still out; demo-0's tag waits for it.
-    for (let turn = 0; turn < 10; turn++) await new Promise(setImmediate);
+    await settle();
     assert.deepEqual(h.registry.callsOf("deleteIfPresent"), [`${VM1}:hibernate`]);
     assert.equal(h.registry.has(VM0, "hibernate"), true);
     release();
