@@ -1,16 +1,17 @@
 // Benchmark 1: the settled pass, on the real environment. The operator runs in-process (createOperator:
 // real KubeClient, informers and controllers; a real registry client whose every HTTP exchange is
-// counted), N sets (main + 2 sub-agents + 1 toolbox each) come up and settle with the simulator, then
+// counted), N sets (main + 2 sub-agents + 1 toolbox each) come up and settle with the simulator, the
+// last --suspended of them are then suspended (retain) and settle in Phase=Suspended, then
 // each run reconciles every set once through the CocoonSet reconciler over the operator's own cached
 // view, counting API requests by verb (KubeClient.onRequest), registry HTTP requests and
 // CocoonHibernation lists of the view. Target: 0 writes, 0 registry calls, 0 CocoonHibernation lists.
 //
-//   npm run bench:settled [-- --sets 20 --runs 5]
+//   npm run bench:settled [-- --sets 20 --suspended 2 --runs 5]
 
 import "./lib/quiet.ts";
 import { kubeConfigFromFile } from "../src/controller/client.ts";
 import { createOperator } from "../src/operator.ts";
-import { SettledPassProbe, type SettledRun, WRITE_VERBS } from "../test/support/settledpass.ts";
+import { SettledPassProbe, type SettledRun, suspendSets, WRITE_VERBS } from "../test/support/settledpass.ts";
 import {
   cocoonSet,
   createNamespace,
@@ -39,6 +40,7 @@ const QUIET_MS = 3_000;
 async function main(): Promise<void> {
   const args = parseArgs();
   const setCount = args.int("sets", 20);
+  const suspendedCount = Math.min(args.int("suspended", 2), setCount);
   const runs = args.int("runs", 5);
 
   progress("starting control plane, registry and simulator");
@@ -82,7 +84,9 @@ async function main(): Promise<void> {
   await pollSets(info, ns, (sets) => sets.length === setCount && sets.every((cs) => isRunning(cs, 3, 1)), {
     what: "every set Running",
   });
-  progress(`all Running after ${((performance.now() - t0) / 1000).toFixed(1)} s; waiting for quiet`);
+  progress(`all Running after ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  await suspendSets(info, ns, names.slice(setCount - suspendedCount));
+  progress(`${suspendedCount} of them Suspended; waiting for quiet`);
   await probe.waitForQuiet(QUIET_MS);
 
   const results: SettledRun[] = [];
@@ -117,7 +121,8 @@ Command: \`${commandLine("bench:settled")}\`
 
 ${setCount} sets (main + 2 sub-agents + 1 toolbox each, ${setCount * 4} pods) brought up by the in-process
 operator (createOperator: real KubeClient, informers, controllers, a real registry client with every HTTP
-exchange counted) on the real control plane, registry and vk-cocoon simulator; then, after ${QUIET_MS / 1000} s
+exchange counted) on the real control plane, registry and vk-cocoon simulator, ${suspendedCount} of them then
+suspended (retain) until Phase=Suspended; then, after ${QUIET_MS / 1000} s
 without a request, ${runs} runs each reconcile every set once through \`CocoonSetReconciler\` over the
 operator's cached view. Counted per run (all ${setCount} passes, plus 1 s for anything they set off):
 API requests by verb (\`KubeClient.onRequest\`), registry HTTP requests, CocoonHibernation lists of the view.
@@ -138,6 +143,7 @@ Settled pass wall time per set (${passAll.length} passes): ${fmt(spread(passAll)
   printSummary({
     bench: "settled",
     sets: setCount,
+    suspended: suspendedCount,
     runs,
     pass,
     writes: writes.max,

@@ -7,6 +7,7 @@ import { asCheckpointRegistry, setsBranchingFrom, setupCheckpointController } fr
 import type { Clock } from "./clock.ts";
 import { systemClock } from "./clock.ts";
 import { setupCocoonSetController } from "./cocoonset/setup.ts";
+import { SuspendConfirmations } from "./cocoonset/suspendgate.ts";
 import { createOperatorInformers, type OperatorInformers } from "./cocoonset/view.ts";
 import { KubeClient, type KubeClientConfig } from "./controller/client.ts";
 import { KubeEventRecorder } from "./controller/events.ts";
@@ -46,6 +47,8 @@ export interface Operator {
   readonly registry: SnapshotRegistry | undefined;
   /** CocoonCheckpoints; its lookups answer "unavailable" until start() found the kind served. */
   readonly checkpoints: CheckpointCatalog;
+  /** The suspends the CocoonSet controller's gate confirmed (a second reconciler may share them). */
+  readonly suspendConfirmations: SuspendConfirmations;
   /** Resolves once servers listen and informers run; controllers start when caches sync (and lead). */
   start(signal?: AbortSignal): Promise<void>;
   /** Graceful: in-flight reconciles get up to deadlineMs, then everything stops. */
@@ -83,12 +86,14 @@ export function createOperator(config: OperatorConfig): Operator {
 
   const checkpoints = new CheckpointCatalog(client, { clock, namespace: config.watchNamespace });
   const checkpointRegistry = asCheckpointRegistry(registry);
+  const suspendConfirmations = new SuspendConfirmations();
   const cocoonSetController = setupCocoonSetController(manager, {
     client,
     informers,
     registry,
     events,
     clock,
+    suspendConfirmations,
     concurrency: config.cocoonSetConcurrency,
     ...(checkpointRegistry ? { branching: { checkpoints, registry: checkpointRegistry } } : {}),
   });
@@ -134,6 +139,7 @@ export function createOperator(config: OperatorConfig): Operator {
     informers,
     registry,
     checkpoints,
+    suspendConfirmations,
     async start(signal) {
       await startCheckpoints(signal);
       await manager.start(signal);

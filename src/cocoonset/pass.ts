@@ -13,6 +13,7 @@ import type { Logger } from "../log.ts";
 import type { CheckpointRegistry, SnapshotRegistry } from "../registry/index.ts";
 import type { Classification } from "./classify.ts";
 import type { PodCreateExpectations } from "./expectations.ts";
+import type { SuspendConfirmations } from "./suspendgate.ts";
 
 /** T with every property, nested object and array read-only. */
 export type DeepReadonly<T> = T extends (infer E)[]
@@ -50,6 +51,11 @@ export interface CocoonSetDeps {
    * pods informer's handler). Absent: every pass trusts the cache alone.
    */
   expectations?: PodCreateExpectations;
+  /**
+   * The suspends step 6's gate confirmed in this process (one per controller), so a settled
+   * Suspended set is not probed again. Absent: every gate pass probes the registry.
+   */
+  suspendConfirmations?: SuspendConfirmations;
 }
 
 export interface BranchingDeps {

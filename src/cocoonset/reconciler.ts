@@ -57,7 +57,11 @@ export class CocoonSetReconciler implements Reconciler {
   async reconcile(req: Request, signal: AbortSignal): Promise<Result> {
     // 1. Fetch from the cache; a set that is gone needs nothing.
     const cs = this.deps.view.getCocoonSet(req.namespace, req.name);
-    if (!cs) return {};
+    if (!cs) {
+      // Nothing is left to vouch for: a set deleted while suspended leaves no confirmation behind.
+      this.deps.suspendConfirmations?.forget(`${req.namespace}/${req.name}`);
+      return {};
+    }
     // 2. A set being deleted takes the teardown path only.
     if (cs.metadata.deletionTimestamp) return teardown(cs, this.deps, signal);
     // 4. One classification of the owned pods for the whole pass.

@@ -18,6 +18,7 @@ import type { SnapshotRegistry } from "../registry/index.ts";
 import { PodCreateExpectations } from "./expectations.ts";
 import type { BranchingDeps } from "./pass.ts";
 import { CocoonSetReconciler } from "./reconciler.ts";
+import { SuspendConfirmations } from "./suspendgate.ts";
 import { InformerCocoonSetView, type OperatorInformers } from "./view.ts";
 
 export const COCOONSET_CONTROLLER = "cocoonset";
@@ -36,6 +37,8 @@ export interface CocoonSetControllerOptions {
   branching?: BranchingDeps;
   /** Created-pod expectations; default a fresh one for this controller. */
   expectations?: PodCreateExpectations;
+  /** Suspends the gate confirmed; default a fresh one for this controller. */
+  suspendConfirmations?: SuspendConfirmations;
 }
 
 export function setupCocoonSetController(manager: Manager, options: CocoonSetControllerOptions): Controller {
@@ -57,6 +60,7 @@ export function setupCocoonSetController(manager: Manager, options: CocoonSetCon
     clock,
     log: (options.log ?? log).child({ controller: COCOONSET_CONTROLLER }),
     expectations,
+    suspendConfirmations: options.suspendConfirmations ?? new SuspendConfirmations(),
     ...(options.branching ? { branching: options.branching } : {}),
   });
   const controller = new Controller({

@@ -13,6 +13,13 @@ import { encodeReclaim, type ReclaimRecord, readReclaim } from "./reclaim.ts";
 
 type AnnotationChanges = Record<string, string | null>;
 
+/**
+ * Per-pod calls a step sends out together (writes the spec does not order among the pods, tag drops),
+ * at most this many in flight: the spec's cap on concurrent pod creates, so a large set does not
+ * burst the API server or the registry.
+ */
+export const FAN_OUT_LIMIT = 8;
+
 function pendingChanges(
   current: Record<string, string> | undefined,
   changes: AnnotationChanges,

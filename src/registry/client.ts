@@ -287,8 +287,14 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
     throw failure("DELETE", repo, ref, result);
   };
 
+  // A registry that refused one tag delete (distribution 2.8) refuses them all: once it has, a delete
+  // whose digest the caller already saw goes straight to the digest, one request fewer per tag.
+  let refusesTagDeletes = false;
   const deleteTag = async (repo: string, tag: string, digest: string | undefined, call: CallSignal) => {
-    if ((await deleteOnce(repo, tag, call)) === "done") return;
+    if (!(refusesTagDeletes && digest !== undefined)) {
+      if ((await deleteOnce(repo, tag, call)) === "done") return;
+      refusesTagDeletes = true;
+    }
     const target = digest ?? (await head(repo, tag, call))?.digest;
     if (target === undefined) return;
     await deleteOnce(repo, target, call);

@@ -2,7 +2,9 @@
 // to Running by the in-process operator on the real control plane, registry and vk-cocoon simulator,
 // then, once the operator is quiet, passes through the CocoonSet reconciler over the operator's own
 // cached view make no API request, no registry request and list no CocoonHibernation. A set carrying
-// an idle policy costs the same: its pass only asks to be run again at its deadline (issue 20).
+// an idle policy costs the same: its pass only asks to be run again at its deadline (issue 20). So does a
+// set settled in Phase=Suspended (retain): its gate confirmed every `:hibernate` tag once, and the same
+// pods at the same generation are not probed again (issue 17).
 // bench/settled.ts measures the same at scale (test/support/settledpass.ts is their shared machinery).
 
 import assert from "node:assert/strict";
@@ -14,13 +16,14 @@ import { type Simulator, startSimulator } from "../env/simulator/index.ts";
 import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
 import { startTestOperator, type TestOperator } from "../support/operator.ts";
 import { getSet, isRunning, setsPath } from "../support/setapi.ts";
-import { SettledPassProbe } from "../support/settledpass.ts";
+import { SettledPassProbe, suspendSets } from "../support/settledpass.ts";
 
 const env = testEnv();
 const suffix = randomBytes(3).toString("hex");
 const pool = `pool-${suffix}`;
 const IMAGE = "ubuntu-dev-base";
 const SETS = ["settled-a", "settled-b"];
+const SUSPENDED = "settled-suspended";
 const RUNS = 3;
 const QUIET_MS = 3_000;
 let ns: string;
@@ -56,24 +59,26 @@ function settledSet(name: string): CocoonSet {
 
 describe("a settled pass on the real API server", () => {
   it("makes no API request, no registry request and lists no CocoonHibernation", async () => {
-    for (const name of SETS) {
+    for (const name of [...SETS, SUSPENDED]) {
       const res = await apiRequest(env, "POST", setsPath(ns), settledSet(name));
       assert.equal(res.status, 201, JSON.stringify(res.body));
     }
-    for (const name of SETS) {
+    for (const name of [...SETS, SUSPENDED]) {
       await waitFor(
         `${name} Running`,
         async () => (isRunning(await getSet(env, ns, name), 3, 1) ? true : undefined),
         120_000,
       );
     }
+    // Every VM hibernated and its tag pushed: the gate probed them all on the way to Suspended.
+    await suspendSets(env, ns, [SUSPENDED]);
     // The counters see the bring-up (creates, image-rule manifest reads), so zeros below are real.
     const bringUp = probe.totals();
     assert.ok(bringUp.apiRequests > 0 && bringUp.registryRequests > 0, JSON.stringify(bringUp));
     await probe.waitForQuiet(QUIET_MS);
 
     for (let r = 0; r < RUNS; r++) {
-      const run = await probe.run(ns, SETS);
+      const run = await probe.run(ns, [...SETS, SUSPENDED]);
       assert.deepEqual(
         { requests: run.requests, registry: run.registryByMethod, chLists: run.chLists, events: run.events },
         { requests: {}, registry: {}, chLists: 0, events: 0 },

@@ -2,8 +2,10 @@
 // bench/settled.ts share it): an in-process operator whose every API request (KubeClient.onRequest),
 // registry HTTP exchange and CocoonHibernation list of the cached view is counted, a wait for the
 // operator to go quiet, and runs that reconcile each set once through a CocoonSetReconciler over the
-// operator's own cached view and report what those passes cost.
+// operator's own cached view and report what those passes cost. Both also settle some sets in
+// Phase=Suspended (suspendSets), whose passes must cost nothing either.
 
+import type { CocoonSet } from "../../src/apis/v1/types.ts";
 import { systemClock } from "../../src/clock.ts";
 import { CocoonSetReconciler } from "../../src/cocoonset/reconciler.ts";
 import { InformerCocoonSetView } from "../../src/cocoonset/view.ts";
@@ -12,6 +14,7 @@ import type { EventRecorder } from "../../src/controller/events.ts";
 import { log } from "../../src/log.ts";
 import type { Operator } from "../../src/operator.ts";
 import { createRegistryClient, type RegistryClient } from "../../src/registry/index.ts";
+import { type ApiConnection, apiRequest, waitFor } from "../env/testenv.ts";
 
 export const WRITE_VERBS: ReadonlySet<string> = new Set([
   "create",
@@ -104,6 +107,8 @@ export class SettledPassProbe {
       events: recorder,
       clock: systemClock,
       log: log.child({ controller: "settled-pass" }),
+      // The operator's own memory of confirmed suspends: these passes are its settled passes, not a restart's.
+      suspendConfirmations: operator.suspendConfirmations,
     });
     this.window.length = 0;
     const registryBefore = this.registryRequests;
@@ -140,6 +145,40 @@ export class SettledPassProbe {
       passMs,
       results: [...results],
     };
+  }
+}
+
+/**
+ * Suspends the named sets (hibernatePolicy retain: the pods stay, each VM hibernated and its
+ * `:hibernate` tag pushed) and resolves once every one reports Phase=Suspended.
+ */
+export async function suspendSets(
+  conn: ApiConnection,
+  namespace: string,
+  names: readonly string[],
+  timeoutMs = 120_000,
+): Promise<void> {
+  const path = (name: string) =>
+    `/apis/cocoonset.cocoonstack.io/v1/namespaces/${namespace}/cocoonsets/${name}`;
+  for (const name of names) {
+    const res = await apiRequest(
+      conn,
+      "PATCH",
+      path(name),
+      { spec: { suspend: true } },
+      "application/merge-patch+json",
+    );
+    if (res.status !== 200) throw new Error(`suspend ${name}: ${res.status} ${JSON.stringify(res.body)}`);
+  }
+  for (const name of names) {
+    await waitFor(
+      `${name} Suspended`,
+      async () => {
+        const res = await apiRequest(conn, "GET", path(name));
+        return (res.body as CocoonSet).status?.phase === "Suspended" ? true : undefined;
+      },
+      timeoutMs,
+    );
   }
 }
 

@@ -2,15 +2,17 @@
 // lifecycle-observed-generation: a completion signal that is a counter, immune to clock skew.
 import { ANN_COCOONSET_GENERATION } from "../../contract/keys.ts";
 import { CONTINUE, type Pass, type StepOutcome } from "../pass.ts";
-import { patchPodAnnotations } from "../writes.ts";
+import { FAN_OUT_LIMIT, patchPodAnnotations } from "../writes.ts";
+import { forEachLimited } from "./subagents.ts";
 
+/** The pods are stamped together (nothing orders them among themselves), all before step 6 runs. */
 export async function stampGeneration(pass: Pass): Promise<StepOutcome> {
   const generation = String(pass.generation);
   const names = [...pass.pods.all.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  for (const name of names) {
+  await forEachLimited(names, FAN_OUT_LIMIT, async (name) => {
     const pod = pass.pods.all.get(name);
     // patchPodAnnotations makes no call for a pod that already carries this generation.
     if (pod) await patchPodAnnotations(pass, pod, { [ANN_COCOONSET_GENERATION]: generation });
-  }
+  });
   return CONTINUE;
 }

@@ -11,14 +11,17 @@ import { buildMainPod } from "../pods.ts";
 import { recordSuspend } from "../reclaim.ts";
 import { releaseSeats } from "../slotrelease.ts";
 import { checkSuspendDeadline, SUSPEND_TIMEOUT_MS, shouldClearSuspendingSince } from "../suspenddeadline.ts";
-import { managedVMNames, planSuspendGate, sortByName } from "../suspendgate.ts";
+import { gateFingerprint, managedVMNames, planSuspendGate, sortByName } from "../suspendgate.ts";
 import { patchPodFlag, patchSetAnnotations, persistReclaim, reclaimRecord, setEvent } from "../writes.ts";
 import { writeStatus } from "./status.ts";
 
 export const REASON_SUSPEND_TIMED_OUT = "SuspendTimedOut";
 
 export async function reconcileSuspend(pass: Pass): Promise<StepOutcome> {
-  if (!pass.cs.spec.suspend) return CONTINUE;
+  if (!pass.cs.spec.suspend) {
+    pass.deps.suspendConfirmations?.forget(setKey(pass));
+    return CONTINUE;
+  }
   const release = (pass.cs.spec.hibernatePolicy || DEFAULT_HIBERNATE_POLICY) === "release";
   if (release) {
     if (!pass.deps.registry) {
@@ -42,7 +45,8 @@ export async function reconcileSuspend(pass: Pass): Promise<StepOutcome> {
     await patchPodFlag(pass, pod, ANN_HIBERNATE, true);
   }
 
-  const gate = await runSuspendGate(pass);
+  // Under release the gate licenses pod deletes: it always asks the registry.
+  const gate = await runSuspendGate(pass, !release);
   if (!gate.confirmed) return stayOrTimeOut(pass, gate);
   if (release) {
     // A pod the server shows awake again is kept: the next pass, on a cache that has caught up, gates it anew.
@@ -51,7 +55,12 @@ export async function reconcileSuspend(pass: Pass): Promise<StepOutcome> {
     return finish({ requeueAfterMs: REQUEUE_POLL_MS });
   }
   await settleSuspended(pass);
+  if (gate.fingerprint !== undefined) pass.deps.suspendConfirmations?.confirm(setKey(pass), gate.fingerprint);
   return finish();
+}
+
+function setKey(pass: Pass): string {
+  return `${pass.namespace}/${pass.name}`;
 }
 
 /** A retained suspend needs its main: created from the snapshot when one exists, then the pass ends. */
@@ -68,17 +77,27 @@ async function createMainBeforeSuspend(pass: Pass): Promise<StepOutcome> {
 }
 
 type GateOutcome =
-  | { confirmed: true; snapshotted: ReadonlySet<string> }
+  /** fingerprint: what the registry's answers were given for, to remember once Suspended is written. */
+  | { confirmed: true; snapshotted: ReadonlySet<string>; fingerprint?: string }
   | { confirmed: false; waitingOn: string; probeError?: Error };
 
-/** The gate: pod-side checks for every pod first, then one manifest probe per VM, in name order. */
-async function runSuspendGate(pass: Pass): Promise<GateOutcome> {
+/**
+ * The gate: pod-side checks for every pod first, then one manifest probe per VM, in name order —
+ * unless `mayRemember` and this process already confirmed the same set at the same generation with
+ * the same pods unchanged (suspendgate.ts, SuspendConfirmations).
+ */
+async function runSuspendGate(pass: Pass, mayRemember: boolean): Promise<GateOutcome> {
   const plan = planSuspendGate(pass.pods.all.values(), pass.generation);
   if (plan.waitingOn !== undefined) return { confirmed: false, waitingOn: plan.waitingOn };
   const registry = pass.deps.registry;
   // No registry holds snapshots (retain only; release refuses to run without one): vk-cocoon's
   // hibernated report is all there is to wait for.
   if (!registry) return { confirmed: true, snapshotted: new Set(plan.probes) };
+  const confirmations = mayRemember ? pass.deps.suspendConfirmations : undefined;
+  const fingerprint = confirmations && gateFingerprint(pass.cs, pass.pods.all.values());
+  if (fingerprint !== undefined && confirmations?.holds(setKey(pass), fingerprint)) {
+    return { confirmed: true, snapshotted: new Set(plan.probes), fingerprint };
+  }
   for (const vm of plan.probes) {
     let present: boolean;
     try {
@@ -93,7 +112,7 @@ async function runSuspendGate(pass: Pass): Promise<GateOutcome> {
     }
     if (!present) return { confirmed: false, waitingOn: `${vm}:${TAG_HIBERNATE} is not in the registry yet` };
   }
-  return { confirmed: true, snapshotted: new Set(plan.probes) };
+  return { confirmed: true, snapshotted: new Set(plan.probes), ...(fingerprint ? { fingerprint } : {}) };
 }
 
 /**

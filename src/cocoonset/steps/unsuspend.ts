@@ -10,7 +10,7 @@ import { presentVMNames } from "../classify.ts";
 import { hibernationOwnsPod } from "../migration.ts";
 import { CONTINUE, type Pass, type StepOutcome } from "../pass.ts";
 import {
-  dropVM,
+  dropVMs,
   finishUnsuspend,
   needsUnsuspendBookkeeping,
   oweRestoresToMissing,
@@ -18,7 +18,8 @@ import {
   wokenRecordedVMs,
 } from "../reclaim.ts";
 import { managedVMNames, sortByName } from "../suspendgate.ts";
-import { patchPodFlag, persistReclaim, readPodFromServer, reclaimRecord } from "../writes.ts";
+import { FAN_OUT_LIMIT, patchPodFlag, persistReclaim, readPodFromServer, reclaimRecord } from "../writes.ts";
+import { forEachLimited } from "./subagents.ts";
 
 export async function reconcileUnsuspend(pass: Pass): Promise<StepOutcome> {
   const clearedNow = await settleUnsuspend(pass);
@@ -32,7 +33,8 @@ export async function reconcileUnsuspend(pass: Pass): Promise<StepOutcome> {
  * anywhere in between redoes the rest and never forgets a VM owed a restore:
  * 1. the record takes the set's generation (the tag-drop threshold) and the annotated pods' VMs;
  * 2. every suspended VM whose pod is missing or terminating is owed a restore;
- * 3. the hibernate annotations are cleared, so vk-cocoon wakes the VMs;
+ * 3. the hibernate annotations are cleared, so vk-cocoon wakes the VMs (concurrently: the spec orders
+ *    the clears against the record writes, not against each other);
  * 4. the suspended list goes, last.
  * Also the routine step 7 runs to clear a refused hibernate before reporting a failed main.
  * Returns the pods whose annotation this pass cleared.
@@ -46,7 +48,10 @@ export async function settleUnsuspend(pass: Pass): Promise<ReadonlySet<Pod>> {
 
   await persistReclaim(pass, stampUnsuspend(reclaimRecord(pass), pass.generation, managedVMNames(toWake)));
   await persistReclaim(pass, oweRestoresToMissing(reclaimRecord(pass), presentVMNames(pass.pods)));
-  for (const pod of toWake) await patchPodFlag(pass, pod, ANN_HIBERNATE, false);
+  // The clears are one step of the order: all of them after the owed restores, all before the list goes.
+  await forEachLimited(toWake, FAN_OUT_LIMIT, async (pod) => {
+    await patchPodFlag(pass, pod, ANN_HIBERNATE, false);
+  });
   await persistReclaim(pass, finishUnsuspend(reclaimRecord(pass)));
   return new Set(toWake);
 }
@@ -63,9 +68,12 @@ function withoutHibernationTargets(pass: Pass, pods: Pod[]): Pod[] {
 
 /**
  * Every pass: each recorded VM whose pod woke (no hibernate annotation, a live VM, lifecycle ready at
- * the record's generation or later) has its tag dropped, then leaves the record — one durable write per
- * VM, the annotation going with the last. A refused delete throws: that VM stays recorded and the rest
- * of the pass, scaling and status included, does not run. A pod whose annotation this very pass
+ * the record's generation or later) has its tag dropped, then leaves the record. The VMs are judged
+ * and dropped together, each on its own: its pod read from the API server, then — only if that copy
+ * woke too — its probe-first tag delete. One record write then removes every VM whose drop
+ * succeeded, the annotation going with the last. A refused delete (or read) keeps its VM recorded and
+ * fails the pass after that write, so the rest of the pass, scaling and status included, does not run,
+ * and the retry is left with only the VMs still owing a drop. A pod whose annotation this very pass
  * cleared is not judged until vk-cocoon has answered the clear: its cached state predates it, and a
  * VM still live under the annotation may be about to push a fresh snapshot to that tag.
  */
@@ -73,12 +81,23 @@ async function dropWokenSnapshots(pass: Pass, clearedNow: ReadonlySet<Pod>): Pro
   const registry = pass.deps.registry;
   if (!registry) return;
   const observed = [...pass.pods.all.values()].filter((pod) => !clearedNow.has(pod));
-  for (const vm of wokenRecordedVMs(reclaimRecord(pass), observed)) {
-    // Irreversible: the pod must have woken as the API server holds it, not only as cached.
-    const cached = observed.find((pod) => vmNameOf(pod) === vm);
-    const fresh = cached && (await readPodFromServer(pass, cached));
-    if (!fresh || !wokenRecordedVMs(reclaimRecord(pass), [fresh]).includes(vm)) continue;
-    await registry.deleteIfPresent(vm, TAG_HIBERNATE, pass.signal);
-    await persistReclaim(pass, dropVM(reclaimRecord(pass), vm));
+  const record = reclaimRecord(pass);
+  const candidates = wokenRecordedVMs(record, observed);
+  if (candidates.length === 0) return;
+  const dropped: string[] = [];
+  let refused: { error: unknown } | undefined;
+  try {
+    await forEachLimited(candidates, FAN_OUT_LIMIT, async (vm) => {
+      // Irreversible: the pod must have woken as the API server holds it, not only as cached.
+      const cached = observed.find((pod) => vmNameOf(pod) === vm);
+      const fresh = cached && (await readPodFromServer(pass, cached));
+      if (!fresh || !wokenRecordedVMs(record, [fresh]).includes(vm)) return;
+      await registry.deleteIfPresent(vm, TAG_HIBERNATE, pass.signal);
+      dropped.push(vm);
+    });
+  } catch (error) {
+    refused = { error };
   }
+  await persistReclaim(pass, dropVMs(reclaimRecord(pass), dropped));
+  if (refused) throw refused.error;
 }

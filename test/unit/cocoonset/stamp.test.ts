@@ -9,6 +9,7 @@ import { stampGeneration } from "../../../src/cocoonset/steps/stamp.ts";
 import { ANN_COCOONSET_GENERATION } from "../../../src/contract/keys.ts";
 import { PODS } from "../../../src/controller/resources.ts";
 import { cocoonSet, type Harness, harness, NS, SET, seedSet, setPod } from "../../support/cocoonset.ts";
+import { holdCalls, settle } from "../../support/hold.ts";
 
 function passOver(h: Harness, generation: number, podsOf: (cs: CocoonSet) => Pod[]): Pass {
   const cs = seedSet(h.client, cocoonSet({}, { generation }));
@@ -45,6 +46,27 @@ describe("stampGeneration", () => {
       "7",
       "the pass sees its write",
     );
+  });
+
+  it("stamps the pods together: the second patch goes out while the first is unanswered", async () => {
+    const h = harness();
+    const pass = passOver(h, 7, (cs) => [
+      setPod(cs, "demo-0", "main", "0"),
+      setPod(cs, "demo-1", "sub-agent", "1"),
+    ]);
+    const { sent, release } = holdCalls(h.client, "patch", "demo-0");
+    const step = stampGeneration(pass);
+    await settle();
+    assert.deepEqual(sent, ["patch pods/demo-0", "patch pods/demo-1"]);
+    release();
+    assert.equal(await step, CONTINUE);
+  });
+
+  it("a refused stamp fails the step", async () => {
+    const h = harness();
+    const pass = passOver(h, 7, (cs) => [setPod(cs, "demo-0", "main", "0")]);
+    h.client.failNext("patch", "pods", new Error("refused"));
+    await assert.rejects(stampGeneration(pass), /refused/);
   });
 
   it("makes no call for a pod already stamped with the generation (T97)", async () => {

@@ -4,7 +4,13 @@ import type { Pod } from "../../../src/apis/core.ts";
 import type { CocoonSet, CocoonSetPhase } from "../../../src/apis/v1/types.ts";
 import { buildMainPod, buildSubAgentPod, buildToolboxPod } from "../../../src/cocoonset/pods.ts";
 import { reconcileSuspend } from "../../../src/cocoonset/steps/suspend.ts";
-import { gatePod, managedVMNames, planSuspendGate } from "../../../src/cocoonset/suspendgate.ts";
+import {
+  gateFingerprint,
+  gatePod,
+  managedVMNames,
+  planSuspendGate,
+  SuspendConfirmations,
+} from "../../../src/cocoonset/suspendgate.ts";
 import {
   ANN_HIBERNATE,
   ANN_HIBERNATE_RECLAIM,
@@ -391,5 +397,105 @@ describe("step 6: suspend (retain)", () => {
     const calls = timeline(h);
     assert.deepEqual(await run(h), { done: false });
     assert.deepEqual(calls, []);
+  });
+});
+
+describe("step 6: a settled Suspended set asks the registry nothing", () => {
+  /** Main and sub hibernated at generation 0, both tags in the registry, and a controller's memory. */
+  function settling(): ScalingHarness & { confirmations: SuspendConfirmations } {
+    const h = scalingHarness(suspendedSet({ phase: "Suspending" }), (cs) => [
+      hibernated(mainPod(cs), 0),
+      hibernated(subPod(cs), 0),
+    ]);
+    h.registry.put(VM0, "hibernate", IMAGE);
+    h.registry.put(VM1, "hibernate", IMAGE);
+    const confirmations = new SuspendConfirmations();
+    h.deps.suspendConfirmations = confirmations;
+    return Object.assign(h, { confirmations });
+  }
+
+  it("probes once; a later pass over the same pods at the same generation makes no call at all", async () => {
+    const h = settling();
+    await run(h);
+    assert.equal(phase(h), "Suspended");
+    assert.deepEqual(h.registry.callsOf("hasManifest"), [`${VM0}:hibernate`, `${VM1}:hibernate`]);
+    const calls = timeline(h);
+    for (let pass = 0; pass < 3; pass++) {
+      assert.deepEqual(await run(h), { done: true, result: {} });
+    }
+    assert.deepEqual(calls, [], "no API call, no registry call");
+    assert.equal(phase(h), "Suspended");
+  });
+
+  it("a changed pod is probed again, and a tag found gone sends the set back to Suspending", async () => {
+    const h = settling();
+    await run(h);
+    const sub = h.pod("demo-1");
+    assert.ok(sub);
+    h.seedPods(annotate(sub, { "vm.cocoonstack.io/lifecycle-state-message": "re-reported" }));
+    await h.registry.deleteManifest(VM1, "hibernate");
+    h.registry.calls.length = 0;
+    await run(h);
+    assert.deepEqual(h.registry.callsOf("hasManifest"), [`${VM0}:hibernate`, `${VM1}:hibernate`]);
+    assert.equal(phase(h), "Suspending");
+    // Not remembered while not confirmed: the next pass asks again.
+    h.registry.calls.length = 0;
+    await run(h);
+    assert.deepEqual(h.registry.callsOf("hasManifest"), [`${VM0}:hibernate`, `${VM1}:hibernate`]);
+  });
+
+  it("a new pod, a new generation, or a restart (no memory) is probed again", async () => {
+    const changes: ((h: ScalingHarness & { confirmations: SuspendConfirmations }) => void)[] = [
+      (h) => {
+        h.client.finishPodDeletion("ns", "demo-1");
+        h.seedPods(hibernated(subPod(h.set()), 0));
+      },
+      (h) => {
+        const stored = h.set();
+        stored.metadata.generation = 1;
+        h.client.seed(COCOONSETS, stored);
+        for (const name of ["demo-0", "demo-1"]) {
+          const pod = h.pod(name);
+          assert.ok(pod);
+          h.seedPods(hibernated(pod, 1));
+        }
+      },
+      (h) => {
+        h.deps.suspendConfirmations = new SuspendConfirmations();
+      },
+    ];
+    for (const change of changes) {
+      const h = settling();
+      await run(h);
+      change(h);
+      h.registry.calls.length = 0;
+      await run(h);
+      assert.deepEqual(h.registry.callsOf("hasManifest"), [`${VM0}:hibernate`, `${VM1}:hibernate`]);
+      assert.equal(phase(h), "Suspended");
+    }
+  });
+
+  it("under hibernatePolicy release the gate always asks the registry: it licenses the pod deletes", async () => {
+    const cs = scalingSet({ suspend: true, hibernatePolicy: "release" }, 0);
+    const h = scalingHarness(cs, (stored) => [hibernated(mainPod(stored), 0)]);
+    h.registry.put(VM0, "hibernate", IMAGE);
+    const confirmations = new SuspendConfirmations();
+    h.deps.suspendConfirmations = confirmations;
+    // As if this very pod had been confirmed before.
+    confirmations.confirm("ns/demo", gateFingerprint(h.set(), h.pass().pods.all.values()));
+    await run(h);
+    assert.deepEqual(h.registry.callsOf("hasManifest"), [`${VM0}:hibernate`]);
+  });
+
+  it("an unsuspend forgets the confirmation", async () => {
+    const h = settling();
+    await run(h);
+    const fingerprint = gateFingerprint(h.set(), h.pass().pods.all.values());
+    assert.equal(h.confirmations.holds("ns/demo", fingerprint), true);
+    const stored = h.set();
+    stored.spec.suspend = false;
+    h.client.seed(COCOONSETS, stored);
+    assert.deepEqual(await run(h), { done: false });
+    assert.equal(h.confirmations.holds("ns/demo", fingerprint), false);
   });
 });

@@ -3,10 +3,12 @@ import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
 import type { CocoonHibernation, CocoonSet } from "../../../src/apis/v1/types.ts";
 import { buildMainPod, buildSubAgentPod, buildToolboxPod } from "../../../src/cocoonset/pods.ts";
+import { CocoonSetReconciler } from "../../../src/cocoonset/reconciler.ts";
 import { reconcileUnsuspend } from "../../../src/cocoonset/steps/unsuspend.ts";
 import { ANN_HIBERNATE, ANN_HIBERNATE_RECLAIM } from "../../../src/contract/keys.ts";
-import { COCOONHIBERNATIONS } from "../../../src/controller/resources.ts";
+import { COCOONHIBERNATIONS, PODS } from "../../../src/controller/resources.ts";
 import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
+import { holdCalls, settle } from "../../support/hold.ts";
 import { IMAGE, ready, type ScalingHarness, scalingHarness, scalingSet } from "../../support/scaling.ts";
 import { annotate, hibernated, storedReclaim, timeline, woken } from "../../support/suspend.ts";
 
@@ -53,6 +55,25 @@ function run(h: ScalingHarness) {
   return reconcileUnsuspend(h.pass());
 }
 
+/** A whole pass, every step. */
+function reconcileSet(h: ScalingHarness) {
+  return new CocoonSetReconciler(h.deps).reconcile(
+    { namespace: "ns", name: "demo" },
+    new AbortController().signal,
+  );
+}
+
+/** Main and sub 1 woken at the record's generation, both recorded with their tags in the registry. */
+function bothWoken(): ScalingHarness {
+  const h = scalingHarness(unsuspendedSet({ generation: GEN, vms: [VM0, VM1] }), (cs) => [
+    woken(buildMainPod(cs), GEN),
+    woken(sub(cs, 1), GEN),
+  ]);
+  h.registry.put(VM0, "hibernate", IMAGE);
+  h.registry.put(VM1, "hibernate", IMAGE);
+  return h;
+}
+
 function hibernateFlag(h: ScalingHarness, name: string): string | undefined {
   return h.pod(name)?.metadata.annotations?.[ANN_HIBERNATE];
 }
@@ -75,6 +96,22 @@ describe("step 10: clearing the hibernate annotations", () => {
       calls.filter((c) => c.startsWith("patch pods/")),
       ["patch pods/demo-0 hibernate-", "patch pods/demo-1 hibernate-"],
     );
+  });
+
+  it("clears the pods together: the second clear goes out while the first is unanswered", async () => {
+    const h = scalingHarness(unsuspendedSet(), (cs) => [
+      annotate(buildMainPod(cs), { [ANN_HIBERNATE]: "true" }),
+      annotate(sub(cs, 1), { [ANN_HIBERNATE]: "true" }),
+    ]);
+    const { sent, release } = holdCalls(h.client, "patch", "demo-0");
+    const step = run(h);
+    await settle();
+    // The record took the generation and the VMs first; then both clears are out at once.
+    assert.deepEqual(sent, ["patch cocoonsets/demo", "patch pods/demo-0", "patch pods/demo-1"]);
+    release();
+    await step;
+    assert.equal(hibernateFlag(h, "demo-0"), undefined);
+    assert.equal(hibernateFlag(h, "demo-1"), undefined);
   });
 
   it("T2: no annotation and no suspended list → no call at all, not even the CocoonHibernation list", async () => {
@@ -235,6 +272,57 @@ describe("step 10: dropping the tags of woken VMs", () => {
     assert.deepEqual(h.registry.callsOf("deleteManifest"), []);
   });
 
+  it("judges every woken VM at once, then one record write drops them all", async () => {
+    const record = { generation: GEN, vms: [VM0, VM1, VM2] };
+    const h = scalingHarness(unsuspendedSet(record), (cs) => [
+      woken(buildMainPod(cs), GEN),
+      woken(sub(cs, 1), GEN),
+      notWokenYet(sub(cs, 2)),
+    ]);
+    for (const vm of [VM0, VM1, VM2]) h.registry.put(vm, "hibernate", IMAGE);
+    const calls = timeline(h);
+    await run(h);
+    // Both server reads go out before either delete: the VMs are judged together, not one by one.
+    assert.deepEqual(calls, [
+      "get pods/demo-0",
+      "get pods/demo-1",
+      `registry deleteIfPresent ${VM0}:hibernate`,
+      `registry deleteIfPresent ${VM1}:hibernate`,
+      `patch cocoonsets/demo hibernate-reclaim={"generation":4,"vms":["${VM2}"]}`,
+    ]);
+    assert.equal(h.registry.has(VM2, "hibernate"), true, "a VM not yet woken keeps its snapshot");
+  });
+
+  it("a VM's tag is never deleted before the server's copy of its own pod has answered", async () => {
+    const h = bothWoken();
+    const calls = timeline(h);
+    const { release } = holdCalls(h.client, "get", "demo-0", calls);
+    const pass = run(h);
+    // demo-1's drop goes ahead while demo-0's read is still out; demo-0's tag waits for it.
+    await settle();
+    assert.deepEqual(h.registry.callsOf("deleteIfPresent"), [`${VM1}:hibernate`]);
+    assert.equal(h.registry.has(VM0, "hibernate"), true);
+    release();
+    await pass;
+    const answered = calls.indexOf("get pods/demo-0 answered");
+    const deleted = calls.indexOf(`registry deleteIfPresent ${VM0}:hibernate`);
+    assert.ok(answered >= 0 && deleted > answered, calls.join("\n"));
+    assert.equal(h.set().metadata.annotations?.[ANN_HIBERNATE_RECLAIM], undefined);
+  });
+
+  it("a VM whose server copy has not woken keeps its tag while the others drop theirs", async () => {
+    // The cache shows both woken; the server already holds demo-1 under a new hibernate request.
+    const h = bothWoken();
+    const pass = h.pass();
+    const server = h.pod("demo-1");
+    assert.ok(server);
+    h.client.seed(PODS, annotate(server, { [ANN_HIBERNATE]: "true" }));
+    await reconcileUnsuspend(pass);
+    assert.deepEqual(h.registry.callsOf("deleteIfPresent"), [`${VM0}:hibernate`]);
+    assert.equal(h.registry.has(VM1, "hibernate"), true);
+    assert.deepEqual(storedReclaim(h.set()).vms, [VM1]);
+  });
+
   it("the annotation goes with the last VM", async () => {
     const record = { generation: GEN, vms: [VM0] };
     const h = scalingHarness(unsuspendedSet(record), (cs) => [woken(buildMainPod(cs), GEN + 1)]);
@@ -273,6 +361,37 @@ describe("step 10: dropping the tags of woken VMs", () => {
     h.registry.failOn = () => FakeSnapshotRegistry.error(500);
     await assert.rejects(run(h), /injected failure/);
     assert.deepEqual(storedReclaim(h.set()).vms, [VM0]);
+  });
+
+  it("a refused delete: the VMs dropped alongside leave the record in one write, the refused one stays, the pass fails", async () => {
+    const h = bothWoken();
+    h.registry.failOn = (call) => (call.repo === VM1 ? FakeSnapshotRegistry.error(500) : undefined);
+    const calls = timeline(h);
+    await assert.rejects(run(h), /injected failure/);
+    assert.deepEqual(
+      calls.filter((c) => c.startsWith("patch ")),
+      [`patch cocoonsets/demo hibernate-reclaim={"generation":4,"vms":["${VM1}"]}`],
+    );
+    assert.equal(h.registry.has(VM0, "hibernate"), false);
+    assert.equal(h.registry.has(VM1, "hibernate"), true);
+  });
+
+  it("a refused delete ends the whole pass before scaling and the status patch", async () => {
+    // Sub 2 is missing (scaling would create it) and the status would change: neither happens.
+    const h = bothWoken();
+    h.registry.failOn = (call) => (call.repo === VM1 ? FakeSnapshotRegistry.error(500) : undefined);
+    const calls = timeline(h);
+    await assert.rejects(reconcileSet(h), /injected failure/);
+    assert.deepEqual(
+      calls.filter((c) => c.startsWith("create ") || c.includes("status phase=")),
+      [],
+    );
+    assert.deepEqual(storedReclaim(h.set()).vms, [VM1]);
+    // The retry, once the registry answers, drops the one left and goes on to scale and report.
+    h.registry.failOn = undefined;
+    await reconcileSet(h);
+    assert.equal(h.registry.has(VM1, "hibernate"), false);
+    assert.ok(calls.includes("create pods/demo-2"), calls.join("\n"));
   });
 
   it("the first unsuspend pass clears, and a later pass drops once vk reports the VM ready", async () => {

@@ -267,6 +267,53 @@ describe("deleteManifest / deleteIfPresent", () => {
     assert.equal(broken.seen.filter((r) => r.method === "HEAD").length, 0);
   });
 
+  it("once the registry refused a tag delete, deleteIfPresent deletes what it saw by digest at once", async () => {
+    const { fetch, seen } = fakeFetch(
+      ping200,
+      headPresent("/v2/vm/manifests/hibernate"),
+      headPresent("/v2/vm/manifests/latest"),
+      on("DELETE", "https://reg.example.com/v2/vm/manifests/hibernate", () =>
+        errorBody(400, "DIGEST_INVALID"),
+      ),
+      on(
+        "DELETE",
+        `https://reg.example.com/v2/vm/manifests/${DIGEST}`,
+        () => new Response(null, { status: 202 }),
+      ),
+    );
+    const client = createRegistryClient("reg.example.com", { fetch, keychain: anonymous });
+    assert.equal(await client.deleteIfPresent("vm", "hibernate"), true);
+    assert.equal(await client.deleteIfPresent("vm", "latest"), true);
+    assert.deepEqual(calls(seen), [
+      "HEAD /v2/vm/manifests/hibernate",
+      "DELETE /v2/vm/manifests/hibernate",
+      `DELETE /v2/vm/manifests/${DIGEST}`,
+      "HEAD /v2/vm/manifests/latest",
+      `DELETE /v2/vm/manifests/${DIGEST}`,
+    ]);
+  });
+
+  it("a registry that accepts tag deletes keeps getting them", async () => {
+    const { fetch, seen } = fakeFetch(
+      ping200,
+      headPresent("/v2/vm/manifests/hibernate"),
+      on(
+        "DELETE",
+        "https://reg.example.com/v2/vm/manifests/hibernate",
+        () => new Response(null, { status: 202 }),
+      ),
+    );
+    const client = createRegistryClient("reg.example.com", { fetch, keychain: anonymous });
+    await client.deleteIfPresent("vm", "hibernate");
+    await client.deleteIfPresent("vm", "hibernate");
+    assert.deepEqual(calls(seen), [
+      "HEAD /v2/vm/manifests/hibernate",
+      "DELETE /v2/vm/manifests/hibernate",
+      "HEAD /v2/vm/manifests/hibernate",
+      "DELETE /v2/vm/manifests/hibernate",
+    ]);
+  });
+
   it("deleteIfPresent probes first and deletes only what it saw, by its digest on fallback", async () => {
     const absent = fakeFetch(
       ping200,
