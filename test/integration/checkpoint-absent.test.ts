@@ -1,5 +1,6 @@
 // A cluster without the CocoonCheckpoint CRD (set up for the Go operator): the operator logs it and
-// runs CocoonSets as before, without a checkpoint informer; a set asking to branch waits and says why.
+// runs CocoonSets as before, without a checkpoint informer, probing again on its (here shortened)
+// schedule; a set asking to branch waits and says why. checkpoint-late.test.ts applies the CRD later.
 // The API server is reached through a proxy that answers for cocoonset.cocoonstack.io/v1alpha1 as a
 // server without that group version does.
 
@@ -30,7 +31,11 @@ before(async () => {
     seed: 1,
     unservedGroupVersions: ["cocoonset.cocoonstack.io/v1alpha1"],
   });
-  operator = await startTestOperator({ namespace: ns, kubeconfigPath: api.kubeconfigPath });
+  operator = await startTestOperator({
+    namespace: ns,
+    kubeconfigPath: api.kubeconfigPath,
+    checkpointReprobeMs: 200,
+  });
 });
 
 after(async () => {
@@ -51,7 +56,9 @@ async function createSet(name: string, annotations?: Record<string, string>): Pr
 }
 
 describe("operator on a cluster without the CocoonCheckpoint CRD", () => {
-  it("runs sets as before and never watches checkpoints", { timeout: 120_000 }, async () => {
+  it("runs sets as before, probes again and never watches checkpoints", {
+    timeout: 120_000,
+  }, async () => {
     assert.equal(operator.operator.checkpoints.isAvailable, false);
     await createSet("plain");
     await waitFor(
@@ -59,9 +66,11 @@ describe("operator on a cluster without the CocoonCheckpoint CRD", () => {
       async () => ((await getSet(env, ns, "plain")).status?.readyAgents === 1 ? true : undefined),
       60_000,
     );
-    const counts = operator.client.requestCounts();
-    assert.equal(counts.get("list cocooncheckpoints"), 1, "one probe");
-    assert.equal(counts.get("watch cocooncheckpoints"), undefined);
+    await waitFor("a probe after the first", async () =>
+      (operator.client.requestCounts().get("list cocooncheckpoints") ?? 0) >= 2 ? true : undefined,
+    );
+    assert.equal(operator.client.requestCounts().get("watch cocooncheckpoints"), undefined);
+    assert.equal(operator.operator.checkpoints.isAvailable, false);
   });
 
   it("a set asking to branch creates nothing and says the API is not served", {
