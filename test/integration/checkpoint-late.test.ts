@@ -20,7 +20,7 @@ import { type ControlPlane, kubeconfigYaml, startControlPlane } from "../env/con
 import { type Simulator, startSimulator } from "../env/simulator/index.ts";
 import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
 import { startTestOperator, type TestOperator } from "../support/operator.ts";
-import { getSet, objectEvents, patchSetSpec, setPods, setsPath } from "../support/setapi.ts";
+import { createMainOnlySet, getSet, objectEvents, patchSetSpec, setPods } from "../support/setapi.ts";
 
 const repoRoot = resolve(import.meta.dirname, "../..");
 const CHECKPOINT_CRD = join(repoRoot, "config/crd/bases/cocoonset.cocoonstack.io_cocooncheckpoints.yaml");
@@ -108,17 +108,6 @@ after(async () => {
   if (workDir) rmSync(workDir, { recursive: true, force: true });
 });
 
-async function createSet(name: string, annotations?: Record<string, string>): Promise<void> {
-  const cs: CocoonSet = {
-    apiVersion: "cocoonset.cocoonstack.io/v1",
-    kind: "CocoonSet",
-    metadata: { name, namespace: ns, ...(annotations ? { annotations } : {}) },
-    spec: { nodePool: pool, agent: { image: "ubuntu-dev-base", replicas: 0, mode: "clone" } },
-  };
-  const res = await apiRequest(cp, "POST", setsPath(ns), cs);
-  assert.equal(res.status, 201, JSON.stringify(res.body));
-}
-
 function mainRunning(name: string): Promise<CocoonSet> {
   return waitFor(
     `${name} Running`,
@@ -143,8 +132,8 @@ const checkpointsPath = () => `/apis/cocoonset.cocoonstack.io/v1alpha1/namespace
 describe("checkpoints switched on while the operator runs", { timeout: 240_000 }, () => {
   it("without the CRD or its RBAC: sets run, a set asking to branch waits, the probe repeats (403)", async () => {
     assert.equal(operator.operator.checkpoints.isAvailable, false);
-    await createSet("plain");
-    await createSet("branch", { [ANN_FROM_CHECKPOINT]: "ck1" });
+    await createMainOnlySet(cp, ns, pool, "plain");
+    await createMainOnlySet(cp, ns, pool, "branch", { [ANN_FROM_CHECKPOINT]: "ck1" });
     await mainRunning("plain");
     const event = await waitFor("BranchWaiting event", async () =>
       (await objectEvents(cp, ns, "branch")).find((e) => e.reason === "BranchWaiting"),
@@ -172,7 +161,7 @@ describe("checkpoints switched on while the operator runs", { timeout: 240_000 }
     assert.ok((operator.client.requestCounts().get("watch cocooncheckpoints") ?? 0) >= 1, "and watches it");
     const listsWhenEnabled = listCodes.length;
 
-    await createSet("src");
+    await createMainOnlySet(cp, ns, pool, "src");
     await mainRunning("src");
     const created = await apiRequest(cp, "POST", checkpointsPath(), {
       apiVersion: "cocoonset.cocoonstack.io/v1alpha1",
