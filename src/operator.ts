@@ -2,7 +2,12 @@
 // registry client, the manager (metrics, probes, optional leader election) and the controllers.
 // main.ts builds the config from flags and environment; tests and benchmarks call this directly.
 
-import { CheckpointCatalog, checkpointKindServed } from "./checkpoint/catalog.ts";
+import {
+  CHECKPOINT_REPROBE_MS,
+  CheckpointCatalog,
+  checkpointKindServed,
+  whenCheckpointKindServed,
+} from "./checkpoint/catalog.ts";
 import { asCheckpointRegistry, setsBranchingFrom, setupCheckpointController } from "./checkpoint/setup.ts";
 import type { Clock } from "./clock.ts";
 import { systemClock } from "./clock.ts";
@@ -19,7 +24,7 @@ import { log } from "./log.ts";
 // Registers the cocoon_operator_* collectors, so /metrics lists them before their first sample.
 import "./metrics/cocoon.ts";
 import "./metrics/checkpoint.ts";
-import { createRegistryClient, type SnapshotRegistry } from "./registry/index.ts";
+import { type CheckpointRegistry, createRegistryClient, type SnapshotRegistry } from "./registry/index.ts";
 
 export interface OperatorConfig {
   kubeConfig: KubeClientConfig;
@@ -38,6 +43,8 @@ export interface OperatorConfig {
   /** Watch one namespace only (tests sharing an API server); default every namespace. */
   watchNamespace?: string;
   clock?: Clock;
+  /** How often to look again for an absent CocoonCheckpoint API; default 60 s (tests shorten it). */
+  checkpointReprobeMs?: number;
 }
 
 export interface Operator {
@@ -45,7 +52,7 @@ export interface Operator {
   readonly client: KubeClient;
   readonly informers: OperatorInformers;
   readonly registry: SnapshotRegistry | undefined;
-  /** CocoonCheckpoints; its lookups answer "unavailable" until start() found the kind served. */
+  /** CocoonCheckpoints; its lookups answer "unavailable" until a probe found the kind served. */
   readonly checkpoints: CheckpointCatalog;
   /** The suspends the CocoonSet controller's gate confirmed (a second reconciler may share them). */
   readonly suspendConfirmations: SuspendConfirmations;
@@ -108,29 +115,54 @@ export function createOperator(config: OperatorConfig): Operator {
     concurrency: config.hibernationConcurrency,
   });
 
-  /**
-   * Checkpoints run only where the cluster serves the v1alpha1 kind: a cluster set up for the Go
-   * operator has no such CRD, and its informer would never sync. That is logged, not fatal.
-   */
-  const startCheckpoints = async (signal?: AbortSignal): Promise<void> => {
-    if (!checkpointRegistry) return;
-    if (!(await checkpointKindServed(client, config.watchNamespace, { clock, log, signal }))) {
-      log.warn(
-        "CocoonCheckpoint (cocoonset.cocoonstack.io/v1alpha1) is not served or not permitted; running without checkpoints (apply config/crd and config/rbac to enable them)",
-      );
-      return;
-    }
+  const enableCheckpoints = (registry: CheckpointRegistry): void => {
     checkpoints.markAvailable();
     setupCheckpointController(manager, {
       client,
       catalog: checkpoints,
       informers,
-      registry: checkpointRegistry,
+      registry,
       events,
       clock,
       log,
     });
     cocoonSetController.watches(checkpoints.informer, (ck) => setsBranchingFrom(informers, ck));
+  };
+
+  /** Ends the re-probe of an absent CocoonCheckpoint API. */
+  const stopping = new AbortController();
+
+  /** Once served: the informer runs and syncs first, so the catalog never answers from an empty cache. */
+  const enableCheckpointsWhenServed = async (
+    registry: CheckpointRegistry,
+    signal: AbortSignal,
+  ): Promise<void> => {
+    const intervalMs = config.checkpointReprobeMs ?? CHECKPOINT_REPROBE_MS;
+    await whenCheckpointKindServed(client, config.watchNamespace, { clock, log, signal, intervalMs });
+    manager.addInformer(checkpoints.informer);
+    await checkpoints.informer.waitForSync(signal);
+    enableCheckpoints(registry);
+    log.info("CocoonCheckpoint (cocoonset.cocoonstack.io/v1alpha1) is served now; checkpoints enabled");
+  };
+
+  /**
+   * Checkpoints run only where the cluster serves the v1alpha1 kind: a cluster set up for the Go
+   * operator has no such CRD, and its informer would never sync. That is logged, not fatal, and the
+   * operator looks again on a slow schedule until the CRD and its RBAC are applied.
+   */
+  const startCheckpoints = async (signal?: AbortSignal): Promise<void> => {
+    if (!checkpointRegistry) return;
+    if (await checkpointKindServed(client, config.watchNamespace, { clock, log, signal })) {
+      enableCheckpoints(checkpointRegistry);
+      return;
+    }
+    log.warn(
+      "CocoonCheckpoint (cocoonset.cocoonstack.io/v1alpha1) is not served or not permitted; running without checkpoints until it is (apply config/crd and config/rbac to enable them)",
+    );
+    const reprobe = signal ? AbortSignal.any([signal, stopping.signal]) : stopping.signal;
+    enableCheckpointsWhenServed(checkpointRegistry, reprobe).catch((err: unknown) => {
+      if (!reprobe.aborted) log.error({ err }, "enabling checkpoints failed");
+    });
   };
 
   return {
@@ -145,6 +177,7 @@ export function createOperator(config: OperatorConfig): Operator {
       await manager.start(signal);
     },
     async stop(deadlineMs) {
+      stopping.abort(new Error("operator stopping"));
       await manager.stop(deadlineMs);
       client.close();
     },

@@ -1,6 +1,7 @@
 // The CocoonCheckpoint cache, and whether the kind exists at all. Clusters that have not applied the
 // v1alpha1 CRD (those the Go operator ran) answer 404 for it: the operator logs that once and runs
-// without checkpoints instead of waiting forever for a cache that cannot sync.
+// without checkpoints instead of waiting forever for a cache that cannot sync, looking again on a slow
+// schedule so that applying the CRD (or the RBAC) later switches them on without a restart.
 
 import type { CocoonCheckpoint } from "../apis/v1alpha1/types.ts";
 import type { Clock } from "../clock.ts";
@@ -86,4 +87,23 @@ export async function checkpointKindServed(
     }
     await opts.clock.sleep(backoff, opts.signal);
   }
+}
+
+/** How often an operator running without checkpoints looks again for their API. */
+export const CHECKPOINT_REPROBE_MS = 60_000;
+
+/**
+ * Resolves once the kind is served, probing every intervalMs (the first probe one interval from now:
+ * the caller has just probed). The same LIST as at start, not a discovery GET: discovery of the group
+ * version is open to every authenticated user, so only the LIST also sees a ClusterRole without
+ * cocooncheckpoints; while the CRD is absent both are answered by the API server's router alone.
+ * Rejects with the signal's reason when it aborts.
+ */
+export async function whenCheckpointKindServed(
+  client: Client,
+  namespace: string | undefined,
+  opts: { clock: Clock; log: Logger; signal: AbortSignal; intervalMs: number },
+): Promise<void> {
+  do await opts.clock.sleep(opts.intervalMs, opts.signal);
+  while (!(await checkpointKindServed(client, namespace, opts)));
 }

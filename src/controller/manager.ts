@@ -61,13 +61,23 @@ export class Manager {
     this.probes.addReadyCheck("informers", cachesSynced(this.informers));
   }
 
-  /** Informers are shared: each is started once by the manager, whatever number of controllers use it. */
+  /**
+   * Informers are shared: each is started once by the manager, whatever number of controllers use it.
+   * One added after start() (a kind the cluster began serving later) starts at once.
+   */
   addInformer(informer: ManagedInformer): void {
-    if (!this.informers.includes(informer)) this.informers.push(informer);
+    if (this.informers.includes(informer)) return;
+    this.informers.push(informer);
+    if (this.started && !this.stopping) informer.start(this.informerAbort.signal);
   }
 
+  /**
+   * One added after the controllers started starts once every cache, its own among them, has synced.
+   * Controllers start only while leading, so a late one is under the lease like the rest.
+   */
   addController(controller: Controller): void {
     this.controllers.push(controller);
+    if (this.controllersStarted) void this.afterSync(() => controller.start());
   }
 
   /** Bound ports (after start), for callers that asked for port 0. */
@@ -88,19 +98,18 @@ export class Manager {
     log.info({ metricsPort: metrics?.port, probePort: probes?.port }, "Serving metrics and health probes");
 
     for (const informer of this.informers) informer.start(this.informerAbort.signal);
-    const synced = this.waitForCaches();
     signal?.addEventListener("abort", () => void this.stop(0), { once: true });
 
     const elector = this.options.leaderElector;
     if (!elector) {
-      void synced.then((ok) => ok && this.startControllers());
+      void this.afterSync(() => this.startControllers());
       return;
     }
     this.election = elector.run(
       {
         onStartedLeading: () => {
           this.setLeading(true);
-          void synced.then((ok) => ok && this.startControllers());
+          void this.afterSync(() => this.startControllers());
         },
         onStoppedLeading: () => this.leadershipEnded(),
       },
@@ -123,6 +132,17 @@ export class Manager {
     log.info("Manager stopped");
   }
 
+  /**
+   * Runs start once every informer added so far has synced, checked just before the call: one added
+   * while waiting (with its controller) is waited for too. Not at all if a sync fails or stop() began.
+   */
+  private async afterSync(start: () => void): Promise<void> {
+    while (!this.informers.every((informer) => informer.hasSynced())) {
+      if (!(await this.waitForCaches())) return;
+    }
+    if (!this.stopping) start();
+  }
+
   private async waitForCaches(): Promise<boolean> {
     try {
       await Promise.all(this.informers.map((informer) => informer.waitForSync(this.informerAbort.signal)));
@@ -134,7 +154,7 @@ export class Manager {
   }
 
   private startControllers(): void {
-    if (this.stopping || this.controllersStarted) return;
+    if (this.controllersStarted) return;
     this.controllersStarted = true;
     for (const controller of this.controllers) controller.start();
   }

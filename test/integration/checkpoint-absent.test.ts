@@ -1,18 +1,18 @@
 // A cluster without the CocoonCheckpoint CRD (set up for the Go operator): the operator logs it and
-// runs CocoonSets as before, without a checkpoint informer; a set asking to branch waits and says why.
+// runs CocoonSets as before, without a checkpoint informer, probing again on its (here shortened)
+// schedule; a set asking to branch waits and says why. checkpoint-late.test.ts applies the CRD later.
 // The API server is reached through a proxy that answers for cocoonset.cocoonstack.io/v1alpha1 as a
 // server without that group version does.
 
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { after, before, describe, it } from "node:test";
-import type { CocoonSet } from "../../src/apis/v1/types.ts";
 import { ANN_FROM_CHECKPOINT } from "../../src/checkpoint/keys.ts";
 import { type Simulator, startSimulator } from "../env/simulator/index.ts";
-import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
+import { createNamespace, testEnv, waitFor } from "../env/testenv.ts";
 import { type ApiProxy, startApiProxy } from "../support/faultproxy.ts";
 import { startTestOperator, type TestOperator } from "../support/operator.ts";
-import { getSet, objectEvents, setPods, setsPath } from "../support/setapi.ts";
+import { createMainOnlySet, getSet, objectEvents, setPods } from "../support/setapi.ts";
 
 const env = testEnv();
 const suffix = randomBytes(3).toString("hex");
@@ -30,7 +30,11 @@ before(async () => {
     seed: 1,
     unservedGroupVersions: ["cocoonset.cocoonstack.io/v1alpha1"],
   });
-  operator = await startTestOperator({ namespace: ns, kubeconfigPath: api.kubeconfigPath });
+  operator = await startTestOperator({
+    namespace: ns,
+    kubeconfigPath: api.kubeconfigPath,
+    checkpointReprobeMs: 200,
+  });
 });
 
 after(async () => {
@@ -39,35 +43,28 @@ after(async () => {
   await sim?.stop({ removeNodes: true });
 });
 
-async function createSet(name: string, annotations?: Record<string, string>): Promise<void> {
-  const cs: CocoonSet = {
-    apiVersion: "cocoonset.cocoonstack.io/v1",
-    kind: "CocoonSet",
-    metadata: { name, namespace: ns, ...(annotations ? { annotations } : {}) },
-    spec: { nodePool: pool, agent: { image: "ubuntu-dev-base", replicas: 0, mode: "clone" } },
-  };
-  const res = await apiRequest(env, "POST", setsPath(ns), cs);
-  assert.equal(res.status, 201, JSON.stringify(res.body));
-}
-
 describe("operator on a cluster without the CocoonCheckpoint CRD", () => {
-  it("runs sets as before and never watches checkpoints", { timeout: 120_000 }, async () => {
+  it("runs sets as before, probes again and never watches checkpoints", {
+    timeout: 120_000,
+  }, async () => {
     assert.equal(operator.operator.checkpoints.isAvailable, false);
-    await createSet("plain");
+    await createMainOnlySet(env, ns, pool, "plain");
     await waitFor(
       "plain Running",
       async () => ((await getSet(env, ns, "plain")).status?.readyAgents === 1 ? true : undefined),
       60_000,
     );
-    const counts = operator.client.requestCounts();
-    assert.equal(counts.get("list cocooncheckpoints"), 1, "one probe");
-    assert.equal(counts.get("watch cocooncheckpoints"), undefined);
+    await waitFor("a probe after the first", async () =>
+      (operator.client.requestCounts().get("list cocooncheckpoints") ?? 0) >= 2 ? true : undefined,
+    );
+    assert.equal(operator.client.requestCounts().get("watch cocooncheckpoints"), undefined);
+    assert.equal(operator.operator.checkpoints.isAvailable, false);
   });
 
   it("a set asking to branch creates nothing and says the API is not served", {
     timeout: 60_000,
   }, async () => {
-    await createSet("wants-branch", { [ANN_FROM_CHECKPOINT]: "some-checkpoint" });
+    await createMainOnlySet(env, ns, pool, "wants-branch", { [ANN_FROM_CHECKPOINT]: "some-checkpoint" });
     const event = await waitFor("BranchWaiting event", async () =>
       (await objectEvents(env, ns, "wants-branch")).find((e) => e.reason === "BranchWaiting"),
     );

@@ -19,6 +19,8 @@ export interface TestOperatorOptions {
   cocoonSetConcurrency?: number;
   hibernationConcurrency?: number;
   clock?: Clock;
+  /** How often an absent CocoonCheckpoint API is probed again; default the operator's 60 s. */
+  checkpointReprobeMs?: number;
 }
 
 export interface TestOperator {
@@ -43,6 +45,7 @@ export async function startTestOperator(opts: TestOperatorOptions = {}): Promise
     hibernationConcurrency: opts.hibernationConcurrency ?? 4,
     ...(opts.namespace ? { watchNamespace: opts.namespace } : {}),
     ...(opts.clock ? { clock: opts.clock } : {}),
+    ...(opts.checkpointReprobeMs ? { checkpointReprobeMs: opts.checkpointReprobeMs } : {}),
   });
   await operator.start();
   const { cocoonSets, pods, hibernations } = operator.informers;

@@ -19,6 +19,24 @@ export async function getSet(env: ApiConnection, ns: string, name: string): Prom
   return res.body as CocoonSet;
 }
 
+/** Creates a set of the main agent alone (image ubuntu-dev-base) in `pool`, annotated if asked. */
+export async function createMainOnlySet(
+  env: ApiConnection,
+  ns: string,
+  pool: string,
+  name: string,
+  annotations?: Record<string, string>,
+): Promise<void> {
+  const cs: CocoonSet = {
+    apiVersion: "cocoonset.cocoonstack.io/v1",
+    kind: "CocoonSet",
+    metadata: { name, namespace: ns, ...(annotations ? { annotations } : {}) },
+    spec: { nodePool: pool, agent: { image: "ubuntu-dev-base", replicas: 0, mode: "clone" } },
+  };
+  const res = await apiRequest(env, "POST", setsPath(ns), cs);
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+}
+
 /** Merge-patches spec fields of the set. */
 export async function patchSetSpec(
   env: ApiConnection,

@@ -1,9 +1,15 @@
 // The startup probe for the CocoonCheckpoint API: served, not served (404), not permitted (403), and
-// an API server that is not answering yet (retried, not taken as "absent").
+// an API server that is not answering yet (retried, not taken as "absent"); and the slow re-probe
+// while the kind is absent.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { pino } from "pino";
-import { CheckpointCatalog, checkpointKindServed } from "../../../src/checkpoint/catalog.ts";
+import {
+  CHECKPOINT_REPROBE_MS,
+  CheckpointCatalog,
+  checkpointKindServed,
+  whenCheckpointKindServed,
+} from "../../../src/checkpoint/catalog.ts";
 import { FakeClock } from "../../../src/clock.ts";
 import { ApiError, NotFoundError } from "../../../src/controller/errors.ts";
 import { FakeClient } from "../../support/fakeclient.ts";
@@ -37,6 +43,61 @@ describe("checkpointKindServed", () => {
     }
     assert.equal(await served, true);
     assert.equal(client.calls.length, 3);
+  });
+});
+
+describe("whenCheckpointKindServed", () => {
+  const notServed = () => new NotFoundError(404, "NotFound", "404 page not found");
+  const notPermitted = () => new ApiError(403, "Forbidden", "cannot list cocooncheckpoints");
+  const settle = () => new Promise((r) => setImmediate(r));
+  const probes = (client: FakeClient) => client.calls.filter((c) => c.verb === "list").length;
+
+  it("probes once per interval, never in between, until the kind is served", async () => {
+    const clock = new FakeClock();
+    const client = new FakeClient();
+    client.failNext("list", "cocooncheckpoints", notServed());
+    client.failNext("list", "cocooncheckpoints", notPermitted());
+    let served = false;
+    const waiting = whenCheckpointKindServed(client, "ns", {
+      clock,
+      log,
+      signal: new AbortController().signal,
+      intervalMs: CHECKPOINT_REPROBE_MS,
+    }).then(() => {
+      served = true;
+    });
+    const seen: number[] = [];
+    for (const ms of [CHECKPOINT_REPROBE_MS - 1, 1, CHECKPOINT_REPROBE_MS - 1, 1, CHECKPOINT_REPROBE_MS]) {
+      clock.advance(ms);
+      await settle();
+      seen.push(probes(client));
+    }
+    // The caller probed just before: the first look comes one interval later; 404, then 403, then served.
+    assert.deepEqual(seen, [0, 1, 1, 2, 3]);
+    await waiting;
+    assert.equal(served, true);
+    assert.ok(client.calls.every((c) => c.verb === "list" && c.resource === "cocooncheckpoints"));
+  });
+
+  it("stops probing when the signal aborts", async () => {
+    const clock = new FakeClock();
+    const client = new FakeClient();
+    client.failNext("list", "cocooncheckpoints", notServed());
+    const abort = new AbortController();
+    const waiting = whenCheckpointKindServed(client, "ns", {
+      clock,
+      log,
+      signal: abort.signal,
+      intervalMs: 1_000,
+    });
+    clock.advance(1_000);
+    await settle();
+    assert.equal(probes(client), 1);
+    abort.abort(new Error("operator stopping"));
+    await assert.rejects(waiting, /operator stopping/);
+    clock.advance(10_000);
+    await settle();
+    assert.equal(probes(client), 1, "no probe after the abort");
   });
 });
 

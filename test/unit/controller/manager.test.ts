@@ -177,4 +177,69 @@ describe("Manager", () => {
     assert.equal(lost, 0);
     assert.equal(await leaderGauge("lease-stop-test"), 0);
   });
+
+  it("starts an informer added after start() at once, and its controller only once it has synced", async () => {
+    const first = setup("manager-late-first");
+    const manager = new Manager({ metricsBindAddress: "0", healthProbeBindAddress: LOCAL });
+    manager.addInformer(first.informer);
+    manager.addController(first.controller);
+    await manager.start();
+    first.informer.markSynced();
+    await settle();
+
+    const late = setup("manager-late-added");
+    manager.addInformer(late.informer);
+    manager.addController(late.controller);
+    assert.ok(late.informer.startedWith, "the late informer started at once");
+    late.informer.add({ metadata: { namespace: "ns", name: "x" } });
+    await settle();
+    assert.deepEqual(late.reconciler.seen, [], "no reconcile before the late cache syncs");
+    assert.equal(await readyz(manager), 500, "not ready while the late cache syncs");
+
+    late.informer.markSynced();
+    await settle();
+    assert.deepEqual(late.reconciler.seen, ["x"]);
+    assert.equal(await readyz(manager), 200);
+
+    late.reconciler.releaseAll();
+    await manager.stop(1000);
+    assert.equal(late.informer.startedWith?.aborted, true, "the late informer stops with the manager");
+  });
+
+  it("with leader election, a controller added late starts only under the lease", async () => {
+    const elector = new FakeElector();
+    const manager = new Manager({
+      metricsBindAddress: "0",
+      healthProbeBindAddress: "0",
+      leaderElector: elector,
+      leaderElectionId: "lease-late-test",
+      onLeadershipLost: () => {},
+    });
+    await manager.start();
+    const onStandby = setup("manager-late-standby");
+    manager.addInformer(onStandby.informer);
+    manager.addController(onStandby.controller);
+    onStandby.informer.markSynced();
+    onStandby.informer.add({ metadata: { namespace: "ns", name: "a" } });
+    await settle();
+    assert.deepEqual(onStandby.reconciler.seen, [], "a standby does not reconcile a late controller");
+
+    elector.lead();
+    await settle();
+    assert.deepEqual(onStandby.reconciler.seen, ["a"]);
+
+    const whileLeading = setup("manager-late-leading");
+    manager.addInformer(whileLeading.informer);
+    manager.addController(whileLeading.controller);
+    whileLeading.informer.add({ metadata: { namespace: "ns", name: "b" } });
+    await settle();
+    assert.deepEqual(whileLeading.reconciler.seen, [], "waits for its cache even while leading");
+    whileLeading.informer.markSynced();
+    await settle();
+    assert.deepEqual(whileLeading.reconciler.seen, ["b"]);
+
+    onStandby.reconciler.releaseAll();
+    whileLeading.reconciler.releaseAll();
+    await manager.stop(1000);
+  });
 });
