@@ -17,6 +17,7 @@ import type { CocoonSetDeps } from "../src/cocoonset/pass.ts";
 import { CocoonSetReconciler } from "../src/cocoonset/reconciler.ts";
 import { FINALIZER_COCOONSET, LABEL_COCOONSET } from "../src/contract/keys.ts";
 import { Controller } from "../src/controller/controller.ts";
+import { deepCopyJson } from "../src/controller/deepcopy.ts";
 import type { Reconciler, Request, Result } from "../src/controller/reconciler.ts";
 import { COCOONHIBERNATIONS, COCOONSETS } from "../src/controller/resources.ts";
 import type { SnapshotManifest } from "../src/registry/index.ts";
@@ -82,7 +83,7 @@ class IndexedFakeView extends FakeView {
     const pods: Pod[] = [];
     for (const [key, obj] of this.store) {
       if (key.startsWith(prefix) && obj.metadata.labels?.[LABEL_COCOONSET] === setName) {
-        pods.push(structuredClone(obj) as unknown as Pod);
+        pods.push(deepCopyJson(obj) as unknown as Pod);
       }
     }
     return pods;

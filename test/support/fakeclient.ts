@@ -21,6 +21,7 @@ import type { Pod } from "../../src/apis/core.ts";
 import { type CocoonHibernation, type CocoonSet, GROUP } from "../../src/apis/v1/types.ts";
 import type { CachedHibernation, CocoonSetView } from "../../src/cocoonset/pass.ts";
 import type { Client, DeleteOptions, ListOptions, ListResult } from "../../src/controller/client.ts";
+import { deepCopyJson } from "../../src/controller/deepcopy.ts";
 import {
   AlreadyExistsError,
   ApiError,
@@ -57,7 +58,7 @@ const WRITE_VERBS = new Set(["create", "update", "patch", "delete"]);
 
 /** RFC 7386: objects merge key by key, null deletes, anything else replaces. */
 export function applyMergePatch(target: unknown, patch: unknown): unknown {
-  if (patch === null || typeof patch !== "object" || Array.isArray(patch)) return structuredClone(patch);
+  if (patch === null || typeof patch !== "object" || Array.isArray(patch)) return deepCopyJson(patch);
   const result: Record<string, unknown> =
     target !== null && typeof target === "object" && !Array.isArray(target)
       ? { ...(target as Record<string, unknown>) }
@@ -101,7 +102,7 @@ export class FakeClient implements Client {
 
   /** Puts an object in the store directly (no call recorded), filling the metadata a server fills. */
   seed<T>(rt: ResourceType, obj: T): T {
-    return structuredClone(this.insert(rt, structuredClone(obj) as StoredObject)) as T;
+    return deepCopyJson(this.insert(rt, deepCopyJson(obj) as StoredObject)) as T;
   }
 
   /**
@@ -122,7 +123,7 @@ export class FakeClient implements Client {
    */
   peek<T>(rt: ResourceType, namespace: string, name: string, changesAgo = 0): T | undefined {
     const obj = this.storeAsOf(changesAgo).get(this.key(rt, namespace, name));
-    return obj ? (structuredClone(obj) as T) : undefined;
+    return obj ? (deepCopyJson(obj) as T) : undefined;
   }
 
   /** Every stored object of the resource (in the namespace), as of `changesAgo` (see peek). */
@@ -132,7 +133,7 @@ export class FakeClient implements Client {
       .filter(([key]) =>
         namespace === undefined ? key.startsWith(`${rt.plural}/`) : key.startsWith(`${prefix}/`),
       )
-      .map(([, obj]) => structuredClone(obj) as T);
+      .map(([, obj]) => deepCopyJson(obj) as T);
   }
 
   /** Runs `change` (seeds or writes) and returns how many times it changed the store. */
@@ -162,7 +163,7 @@ export class FakeClient implements Client {
 
   async get<T>(rt: ResourceType, namespace: string, name: string): Promise<T> {
     this.record({ verb: "get", resource: rt.plural, namespace, name });
-    return structuredClone(this.mustGet(rt, namespace, name)) as T;
+    return deepCopyJson(this.mustGet(rt, namespace, name)) as T;
   }
 
   async list<T>(
@@ -182,7 +183,7 @@ export class FakeClient implements Client {
   }
 
   async create<T>(rt: ResourceType, namespace: string, obj: T): Promise<T> {
-    const copy = structuredClone(obj) as StoredObject;
+    const copy = deepCopyJson(obj) as StoredObject;
     const name = copy.metadata.name ?? "";
     this.record({ verb: "create", resource: rt.plural, namespace, name, body: obj });
     const key = this.key(rt, namespace, name);
@@ -190,14 +191,14 @@ export class FakeClient implements Client {
       throw new AlreadyExistsError(409, "AlreadyExists", `${rt.plural} "${name}" already exists`);
     }
     copy.metadata.namespace = namespace;
-    return structuredClone(this.insert(rt, copy)) as T;
+    return deepCopyJson(this.insert(rt, copy)) as T;
   }
 
   async update<T>(
     rt: ResourceType,
     obj: T & { metadata: { name?: string; namespace?: string } },
   ): Promise<T> {
-    const incoming = structuredClone(obj) as StoredObject;
+    const incoming = deepCopyJson(obj) as StoredObject;
     const namespace = incoming.metadata.namespace ?? "";
     const name = incoming.metadata.name ?? "";
     this.record({ verb: "update", resource: rt.plural, namespace, name, body: obj });
@@ -244,7 +245,7 @@ export class FakeClient implements Client {
     }
     const patched = applyMergePatch(current, mergePatch) as StoredObject;
     if (opts?.subresource === "status") {
-      return this.store(rt, current, { ...structuredClone(current), status: patched.status }) as T;
+      return this.store(rt, current, { ...deepCopyJson(current), status: patched.status }) as T;
     }
     patched.status = current.status;
     return this.store(rt, current, patched) as T;
@@ -317,7 +318,7 @@ export class FakeClient implements Client {
     } else {
       this.put(key, next);
     }
-    return structuredClone(next);
+    return deepCopyJson(next);
   }
 
   private put(key: string, obj: StoredObject): void {
