@@ -93,8 +93,13 @@ function selectorMatches(selector: string | undefined, labels: Record<string, st
 export class FakeClient implements Client {
   readonly calls: RecordedCall[] = [];
   private readonly objects = new Map<string, StoredObject>();
-  /** The store after each change, oldest first (stored objects are replaced, never edited). */
-  private readonly history: ReadonlyMap<string, StoredObject>[] = [new Map()];
+  /**
+   * Every change, oldest first: the key and the object stored under it afterwards (undefined: removed).
+   * Stored objects are replaced, never edited, so replaying a prefix rebuilds the store as it was.
+   */
+  private readonly changes: { key: string; obj: StoredObject | undefined }[] = [];
+  /** cached()'s answers by key prefix, each dropped when an object under its prefix changes. */
+  private readonly cachedLists = new Map<string, readonly StoredObject[]>();
   private version = 1;
   private uidCounter = 0;
   private injected: { verb: string; resource: string; error: Error }[] = [];
@@ -112,9 +117,14 @@ export class FakeClient implements Client {
    */
   cached<T>(rt: ResourceType, namespace: string): readonly T[] {
     const prefix = `${rt.plural}/${namespace}/`;
-    const out: T[] = [];
-    for (const [key, obj] of this.objects) if (key.startsWith(prefix)) out.push(deepFreeze(obj) as T);
-    return out;
+    let items = this.cachedLists.get(prefix);
+    if (!items) {
+      const found: StoredObject[] = [];
+      for (const [key, obj] of this.objects) if (key.startsWith(prefix)) found.push(deepFreeze(obj));
+      items = found;
+      this.cachedLists.set(prefix, items);
+    }
+    return [...items] as T[];
   }
 
   /**
@@ -138,9 +148,9 @@ export class FakeClient implements Client {
 
   /** Runs `change` (seeds or writes) and returns how many times it changed the store. */
   changesDuring(change: () => void): number {
-    const before = this.history.length;
+    const before = this.changes.length;
     change();
-    return this.history.length - before;
+    return this.changes.length - before;
   }
 
   /** The next call with this verb on this resource (plural, or "plural/status") fails with error. */
@@ -323,17 +333,29 @@ export class FakeClient implements Client {
 
   private put(key: string, obj: StoredObject): void {
     this.objects.set(key, obj);
-    this.history.push(new Map(this.objects));
+    this.recordChange(key, obj);
   }
 
   private remove(key: string): void {
     this.objects.delete(key);
-    this.history.push(new Map(this.objects));
+    this.recordChange(key, undefined);
+  }
+
+  private recordChange(key: string, obj: StoredObject | undefined): void {
+    this.changes.push({ key, obj });
+    for (const prefix of this.cachedLists.keys()) if (key.startsWith(prefix)) this.cachedLists.delete(prefix);
   }
 
   private storeAsOf(changesAgo: number): ReadonlyMap<string, StoredObject> {
     if (changesAgo <= 0) return this.objects;
-    return this.history[Math.max(0, this.history.length - 1 - changesAgo)] ?? this.objects;
+    const past = new Map<string, StoredObject>();
+    const count = Math.max(0, this.changes.length - changesAgo);
+    for (let i = 0; i < count; i++) {
+      const { key, obj } = this.changes[i] as { key: string; obj: StoredObject | undefined };
+      if (obj === undefined) past.delete(key);
+      else past.set(key, obj);
+    }
+    return past;
   }
 
   private mustGet(rt: ResourceType, namespace: string, name: string): StoredObject {
