@@ -262,10 +262,10 @@ async function main(): Promise<void> {
     const probeMean = mean(probes);
     const latencyMean = mean(latencies);
     // Where the wall time over the floor goes, per reconcile and serialised over the N workers:
-    // timer overshoot (probe − 5 ms), reconcile work outside the probe, and the controller between passes.
+    // probe overshoot (probe − 5 ms), reconcile work outside the probe, and the controller between passes.
     const perKey = (wall.median * n) / SETS;
     const breakdown = {
-      timerOvershootMs: probeMean - PROBE_MS,
+      probeOvershootMs: probeMean - PROBE_MS,
       reconcileOutsideProbeMs: latencyMean - probeMean,
       controllerMs: perKey - latencyMean,
     };
@@ -342,9 +342,8 @@ ${table(
 
 "mean probe ms" is what a 5 ms probe actually took inside the run (its overshoot, which the nominal floor
 leaves out, includes other workers' passes run before its wake-up); "mean reconcile ms" is one pass
-including its probe; "wall × N / 24" is
-the wall time each worker spent per key, so (wall × N / 24) − 5 ms splits into timer overshoot, reconcile
-work outside the probe, and the controller's own time between passes.`,
+including its probe; "wall × N / 24" is the wall time each worker spent per key, so (wall × N / 24) − 5 ms
+splits into probe overshoot, reconcile work outside the probe, and the controller's own time between passes.`,
   );
   printSummary({ ...summary, pass: allPass, results });
 }
