@@ -98,7 +98,7 @@ export async function prepareSnapshotForCreate(
   );
   // The registry refuses DELETE by tag; the digest the GET returned names the same manifest.
   await registry.deleteManifest(request.vmName, manifest?.digest || TAG_HIBERNATE, pass.signal);
-  snapshotReads.get(pass)?.set(request.vmName, null);
+  pass.snapshotReads?.set(request.vmName, null);
   await updateReclaim(pass, (record) => dropVM(record, request.vmName));
   return { restore: false, dropped: true };
 }
@@ -106,8 +106,8 @@ export async function prepareSnapshotForCreate(
 // The manifest reads of a pass, by VM. A create attempt that hands over to a later step of the same
 // pass (a wake or migration recreate that falls through to step 11, with nothing to restore) reads
 // the manifest once: no pod of that VM exists meanwhile, so nothing can push to the tag, and the
-// only change, this pass's own drop, is recorded here. A failed read is not kept.
-const snapshotReads = new WeakMap<Pass, Map<string, SnapshotManifest | null>>();
+// only change, this pass's own drop, is recorded here. A failed read is not kept. They are kept on the
+// pass itself (pass.snapshotReads): a WeakMap entry per pass cost more than the rest of the lookup.
 
 /** `<vm>:hibernate` as this pass first read it: one GET per VM per pass; null when absent. */
 export async function readSnapshotOnce(
@@ -115,11 +115,8 @@ export async function readSnapshotOnce(
   registry: SnapshotRegistry,
   vmName: string,
 ): Promise<SnapshotManifest | null> {
-  let reads = snapshotReads.get(pass);
-  if (!reads) {
-    reads = new Map();
-    snapshotReads.set(pass, reads);
-  }
+  pass.snapshotReads ??= new Map();
+  const reads = pass.snapshotReads;
   const known = reads.get(vmName);
   if (known !== undefined) return known;
   const manifest = await registry.getSnapshot(vmName, TAG_HIBERNATE, pass.signal);
@@ -129,12 +126,10 @@ export async function readSnapshotOnce(
 
 // Sub-agent creates run concurrently; their record writes are chained per pass so that each one reads
 // the record the previous one wrote (a read-modify-write race would re-add a dropped VM).
-const reclaimWrites = new WeakMap<Pass, Promise<unknown>>();
-
 function updateReclaim(pass: Pass, change: (record: ReclaimRecord) => ReclaimRecord): Promise<boolean> {
   // An earlier write's failure is its own caller's error; this write still reads the record afresh.
-  const previous = reclaimWrites.get(pass)?.catch(() => undefined) ?? Promise.resolve();
+  const previous = pass.reclaimWrite?.catch(() => undefined) ?? Promise.resolve();
   const write = previous.then(() => persistReclaim(pass, change(reclaimRecord(pass))));
-  reclaimWrites.set(pass, write);
+  pass.reclaimWrite = write;
   return write;
 }

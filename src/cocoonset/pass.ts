@@ -10,7 +10,7 @@ import type { Client } from "../controller/client.ts";
 import type { EventRecorder } from "../controller/events.ts";
 import type { Result } from "../controller/reconciler.ts";
 import type { Logger } from "../log.ts";
-import type { CheckpointRegistry, SnapshotRegistry } from "../registry/index.ts";
+import type { CheckpointRegistry, SnapshotManifest, SnapshotRegistry } from "../registry/index.ts";
 import type { Classification } from "./classify.ts";
 import type { PodCreateExpectations } from "./expectations.ts";
 import type { SuspendConfirmations } from "./suspendgate.ts";
@@ -103,6 +103,10 @@ export class Pass {
    * stale, so step 14 requeues (within the poll) instead of patching the status.
    */
   awaitingCreates = false;
+  /** The image rule's manifest reads, by VM; null: absent (imagerule.ts readSnapshotOnce). */
+  snapshotReads: Map<string, SnapshotManifest | null> | undefined;
+  /** The image rule's last reclaim-record write, which the next one chains on (imagerule.ts). */
+  reclaimWrite: Promise<unknown> | undefined;
   private hibernations: readonly CachedHibernation[] | undefined;
   /**
    * Pods created by earlier passes that this pass's list did not show, with the time each lapses;
@@ -117,6 +121,8 @@ export class Pass {
     this.signal = signal;
     this.phase = undefined;
     this.requeueAfterMs = undefined;
+    this.snapshotReads = undefined;
+    this.reclaimWrite = undefined;
     this.expectedCreates =
       deps.expectations?.pendingForSet(cs.metadata.namespace ?? "", cs.metadata.name ?? "") ?? NONE_EXPECTED;
   }

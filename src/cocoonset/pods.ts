@@ -35,6 +35,7 @@ import { canonicalQuantity, parseQuantity } from "../contract/quantity.ts";
 import { agentPodName, agentVMName, podVMName, toolboxPodName } from "../contract/vmname.ts";
 import { applyVMRuntime } from "../contract/vmruntime.ts";
 import { applyVMSpec, vmSpecFromAgent, vmSpecFromToolbox } from "../contract/vmspec.ts";
+import { deepCopyJson } from "../controller/deepcopy.ts";
 
 export interface BuildOptions {
   /** Mark the pod restore-from-hibernate: vk restores the VM from its `:hibernate` snapshot. */
@@ -182,7 +183,7 @@ function buildAgentPod(cs: CocoonSet, slot: number, forkFrom: string, opts: Buil
   const container = pod.spec.containers[0];
   if (container) {
     container.resources = containerResources(agent.resources, agent.storage);
-    if (agent.envFrom) container.envFrom = structuredClone(agent.envFrom);
+    if (agent.envFrom) container.envFrom = deepCopyJson(agent.envFrom);
   }
   if (agent.serviceAccountName) pod.spec.serviceAccountName = agent.serviceAccountName;
   return pod;

@@ -8,6 +8,7 @@ import type { Clock } from "../clock.ts";
 import { LABEL_COCOONSET } from "../contract/keys.ts";
 import { createInformer, type Informer, omitKeys, stripManagedFields } from "../controller/cache.ts";
 import type { WatchClient } from "../controller/client.ts";
+import { deepCopyJson } from "../controller/deepcopy.ts";
 import { intern, internStrings } from "../controller/intern.ts";
 import { COCOONHIBERNATIONS, COCOONSETS, PODS } from "../controller/resources.ts";
 import { hibernationIndexers } from "../hibernation/view.ts";
@@ -139,13 +140,13 @@ export class InformerCocoonSetView implements CocoonSetView {
 
   getCocoonSet(namespace: string, name: string): CocoonSet | undefined {
     const cs = this.informers.cocoonSets.get(namespace, name);
-    return cs ? structuredClone(cs) : undefined;
+    return cs ? deepCopyJson(cs) : undefined;
   }
 
   listSetPods(namespace: string, setName: string): Pod[] {
     return this.informers.pods
       .byIndex(POD_BY_COCOONSET_INDEX, `${namespace}/${setName}`)
-      .map((pod) => structuredClone(pod));
+      .map((pod) => deepCopyJson(pod));
   }
 
   listHibernations(namespace: string): readonly CachedHibernation[] {

@@ -7,6 +7,7 @@ import { type Logger, log } from "../log.ts";
 import {
   activeWorkers,
   initControllerMetrics,
+  RECONCILE_RESULTS,
   type ReconcileResult,
   reconcileErrors,
   reconcilePanics,
@@ -64,6 +65,9 @@ export class Controller {
   private readonly clock: Clock;
   private readonly logger: Logger;
   private readonly inFlight = new Set<string>();
+  /** The metric labels of every reconcile, made once: prom-client copies none of them. */
+  private readonly labels: { controller: string };
+  private readonly resultLabels: Record<ReconcileResult, { controller: string; result: ReconcileResult }>;
   private readonly reconcileAbort = new AbortController();
   private workers: Promise<void>[] | undefined;
 
@@ -77,6 +81,10 @@ export class Controller {
     this.workerCount = workerCount;
     this.clock = options.clock ?? systemClock;
     this.logger = log.child({ controller: options.name });
+    this.labels = { controller: options.name };
+    this.resultLabels = Object.fromEntries(
+      RECONCILE_RESULTS.map((result) => [result, { controller: options.name, result }]),
+    ) as Controller["resultLabels"];
     this.queue = new WorkQueue<string>({
       clock: this.clock,
       rateLimiter: options.rateLimiter,
@@ -171,7 +179,7 @@ export class Controller {
 
   private async reconcileKey(key: string): Promise<void> {
     const request = requestFromKey(key);
-    const labels = { controller: this.name };
+    const labels = this.labels;
     activeWorkers.inc(labels);
     const endTimer = reconcileTime.startTimer(labels);
     let outcome: ReconcileResult;
@@ -199,7 +207,7 @@ export class Controller {
       endTimer();
       activeWorkers.dec(labels);
     }
-    reconcileTotal.inc({ ...labels, result: outcome });
+    reconcileTotal.inc(this.resultLabels[outcome], 1);
   }
 }
 

@@ -199,6 +199,8 @@ new Gauge({
 /** The Prometheus sink for the queue of the controller called name. */
 export function workQueueMetrics(name: string): QueueMetrics {
   const labels = { name, controller: name };
+  const depthLabels = { ...labels, priority: "0" };
+  let depth: number | undefined;
   // As client-go's metrics provider: the queue's counters and histograms exist from its creation.
   queueAdds.inc(labels, 0);
   queueRetries.inc(labels, 0);
@@ -206,7 +208,14 @@ export function workQueueMetrics(name: string): QueueMetrics {
   queueWorkDuration.zero(labels);
   return {
     added: () => queueAdds.inc(labels),
-    depth: (items) => queueDepth.set({ ...labels, priority: "0" }, items),
+    // Set once (replacing what an earlier queue of this name left), then moved by the difference: the
+    // depth changes twice per item handed out, and Gauge.inc hashes the labels by their declared names
+    // where Gauge.set sorts their keys first (1.3 µs against 0.15).
+    depth: (items) => {
+      if (depth === undefined) queueDepth.set(depthLabels, items);
+      else queueDepth.inc(depthLabels, items - depth);
+      depth = items;
+    },
     queueLatency: (seconds) => queueLatency.observe(labels, seconds),
     workDuration: (seconds) => queueWorkDuration.observe(labels, seconds),
     retried: () => queueRetries.inc(labels),

@@ -21,6 +21,7 @@ import type { Pod } from "../../src/apis/core.ts";
 import { type CocoonHibernation, type CocoonSet, GROUP } from "../../src/apis/v1/types.ts";
 import type { CachedHibernation, CocoonSetView } from "../../src/cocoonset/pass.ts";
 import type { Client, DeleteOptions, ListOptions, ListResult } from "../../src/controller/client.ts";
+import { deepCopyJson } from "../../src/controller/deepcopy.ts";
 import {
   AlreadyExistsError,
   ApiError,
@@ -57,7 +58,7 @@ const WRITE_VERBS = new Set(["create", "update", "patch", "delete"]);
 
 /** RFC 7386: objects merge key by key, null deletes, anything else replaces. */
 export function applyMergePatch(target: unknown, patch: unknown): unknown {
-  if (patch === null || typeof patch !== "object" || Array.isArray(patch)) return structuredClone(patch);
+  if (patch === null || typeof patch !== "object" || Array.isArray(patch)) return deepCopyJson(patch);
   const result: Record<string, unknown> =
     target !== null && typeof target === "object" && !Array.isArray(target)
       ? { ...(target as Record<string, unknown>) }
@@ -92,8 +93,13 @@ function selectorMatches(selector: string | undefined, labels: Record<string, st
 export class FakeClient implements Client {
   readonly calls: RecordedCall[] = [];
   private readonly objects = new Map<string, StoredObject>();
-  /** The store after each change, oldest first (stored objects are replaced, never edited). */
-  private readonly history: ReadonlyMap<string, StoredObject>[] = [new Map()];
+  /**
+   * Every change, oldest first: the key and the object stored under it afterwards (undefined: removed).
+   * Stored objects are replaced, never edited, so replaying a prefix rebuilds the store as it was.
+   */
+  private readonly changes: { key: string; obj: StoredObject | undefined }[] = [];
+  /** cached()'s answers by key prefix, each dropped when an object under its prefix changes. */
+  private readonly cachedLists = new Map<string, readonly StoredObject[]>();
   private version = 1;
   private uidCounter = 0;
   private injected: { verb: string; resource: string; error: Error }[] = [];
@@ -101,7 +107,7 @@ export class FakeClient implements Client {
 
   /** Puts an object in the store directly (no call recorded), filling the metadata a server fills. */
   seed<T>(rt: ResourceType, obj: T): T {
-    return structuredClone(this.insert(rt, structuredClone(obj) as StoredObject)) as T;
+    return deepCopyJson(this.insert(rt, deepCopyJson(obj) as StoredObject)) as T;
   }
 
   /**
@@ -111,9 +117,14 @@ export class FakeClient implements Client {
    */
   cached<T>(rt: ResourceType, namespace: string): readonly T[] {
     const prefix = `${rt.plural}/${namespace}/`;
-    const out: T[] = [];
-    for (const [key, obj] of this.objects) if (key.startsWith(prefix)) out.push(deepFreeze(obj) as T);
-    return out;
+    let items = this.cachedLists.get(prefix);
+    if (!items) {
+      const found: StoredObject[] = [];
+      for (const [key, obj] of this.objects) if (key.startsWith(prefix)) found.push(deepFreeze(obj));
+      items = found;
+      this.cachedLists.set(prefix, items);
+    }
+    return [...items] as T[];
   }
 
   /**
@@ -122,7 +133,7 @@ export class FakeClient implements Client {
    */
   peek<T>(rt: ResourceType, namespace: string, name: string, changesAgo = 0): T | undefined {
     const obj = this.storeAsOf(changesAgo).get(this.key(rt, namespace, name));
-    return obj ? (structuredClone(obj) as T) : undefined;
+    return obj ? (deepCopyJson(obj) as T) : undefined;
   }
 
   /** Every stored object of the resource (in the namespace), as of `changesAgo` (see peek). */
@@ -132,14 +143,14 @@ export class FakeClient implements Client {
       .filter(([key]) =>
         namespace === undefined ? key.startsWith(`${rt.plural}/`) : key.startsWith(`${prefix}/`),
       )
-      .map(([, obj]) => structuredClone(obj) as T);
+      .map(([, obj]) => deepCopyJson(obj) as T);
   }
 
   /** Runs `change` (seeds or writes) and returns how many times it changed the store. */
   changesDuring(change: () => void): number {
-    const before = this.history.length;
+    const before = this.changes.length;
     change();
-    return this.history.length - before;
+    return this.changes.length - before;
   }
 
   /** The next call with this verb on this resource (plural, or "plural/status") fails with error. */
@@ -162,7 +173,7 @@ export class FakeClient implements Client {
 
   async get<T>(rt: ResourceType, namespace: string, name: string): Promise<T> {
     this.record({ verb: "get", resource: rt.plural, namespace, name });
-    return structuredClone(this.mustGet(rt, namespace, name)) as T;
+    return deepCopyJson(this.mustGet(rt, namespace, name)) as T;
   }
 
   async list<T>(
@@ -182,7 +193,7 @@ export class FakeClient implements Client {
   }
 
   async create<T>(rt: ResourceType, namespace: string, obj: T): Promise<T> {
-    const copy = structuredClone(obj) as StoredObject;
+    const copy = deepCopyJson(obj) as StoredObject;
     const name = copy.metadata.name ?? "";
     this.record({ verb: "create", resource: rt.plural, namespace, name, body: obj });
     const key = this.key(rt, namespace, name);
@@ -190,14 +201,14 @@ export class FakeClient implements Client {
       throw new AlreadyExistsError(409, "AlreadyExists", `${rt.plural} "${name}" already exists`);
     }
     copy.metadata.namespace = namespace;
-    return structuredClone(this.insert(rt, copy)) as T;
+    return deepCopyJson(this.insert(rt, copy)) as T;
   }
 
   async update<T>(
     rt: ResourceType,
     obj: T & { metadata: { name?: string; namespace?: string } },
   ): Promise<T> {
-    const incoming = structuredClone(obj) as StoredObject;
+    const incoming = deepCopyJson(obj) as StoredObject;
     const namespace = incoming.metadata.namespace ?? "";
     const name = incoming.metadata.name ?? "";
     this.record({ verb: "update", resource: rt.plural, namespace, name, body: obj });
@@ -244,7 +255,7 @@ export class FakeClient implements Client {
     }
     const patched = applyMergePatch(current, mergePatch) as StoredObject;
     if (opts?.subresource === "status") {
-      return this.store(rt, current, { ...structuredClone(current), status: patched.status }) as T;
+      return this.store(rt, current, { ...deepCopyJson(current), status: patched.status }) as T;
     }
     patched.status = current.status;
     return this.store(rt, current, patched) as T;
@@ -317,22 +328,34 @@ export class FakeClient implements Client {
     } else {
       this.put(key, next);
     }
-    return structuredClone(next);
+    return deepCopyJson(next);
   }
 
   private put(key: string, obj: StoredObject): void {
     this.objects.set(key, obj);
-    this.history.push(new Map(this.objects));
+    this.recordChange(key, obj);
   }
 
   private remove(key: string): void {
     this.objects.delete(key);
-    this.history.push(new Map(this.objects));
+    this.recordChange(key, undefined);
+  }
+
+  private recordChange(key: string, obj: StoredObject | undefined): void {
+    this.changes.push({ key, obj });
+    for (const prefix of this.cachedLists.keys()) if (key.startsWith(prefix)) this.cachedLists.delete(prefix);
   }
 
   private storeAsOf(changesAgo: number): ReadonlyMap<string, StoredObject> {
     if (changesAgo <= 0) return this.objects;
-    return this.history[Math.max(0, this.history.length - 1 - changesAgo)] ?? this.objects;
+    const past = new Map<string, StoredObject>();
+    const count = Math.max(0, this.changes.length - changesAgo);
+    for (let i = 0; i < count; i++) {
+      const { key, obj } = this.changes[i] as { key: string; obj: StoredObject | undefined };
+      if (obj === undefined) past.delete(key);
+      else past.set(key, obj);
+    }
+    return past;
   }
 
   private mustGet(rt: ResourceType, namespace: string, name: string): StoredObject {
