@@ -7,6 +7,7 @@ import type { CocoonCheckpoint } from "../apis/v1alpha1/types.ts";
 import type { Clock } from "../clock.ts";
 import { createInformer, type Informer, stripManagedFields } from "../controller/cache.ts";
 import type { Client, WatchClient } from "../controller/client.ts";
+import { deepCopyJson } from "../controller/deepcopy.ts";
 import { ApiError } from "../controller/errors.ts";
 import { COCOONCHECKPOINTS } from "../controller/resources.ts";
 import type { Logger } from "../log.ts";
@@ -53,7 +54,7 @@ export class CheckpointCatalog implements CheckpointReader {
   getCheckpoint(namespace: string, name: string): CheckpointLookup {
     if (!this.available) return "unavailable";
     const ck = this.informer.get(namespace, name);
-    return ck ? structuredClone(ck) : undefined;
+    return ck ? deepCopyJson(ck) : undefined;
   }
 
   /** Checkpoints naming the set, as cached (not copies: read only). */

@@ -7,6 +7,7 @@ import type { Clock } from "../clock.ts";
 import type { OperatorInformers } from "../cocoonset/view.ts";
 import type { Client } from "../controller/client.ts";
 import { Controller } from "../controller/controller.ts";
+import { deepCopyJson } from "../controller/deepcopy.ts";
 import type { EventRecorder } from "../controller/events.ts";
 import type { Manager } from "../controller/manager.ts";
 import type { Request } from "../controller/reconciler.ts";
@@ -50,7 +51,7 @@ export function setupCheckpointController(
     view: {
       getCheckpoint: (namespace, name) => {
         const ck = catalog.informer.get(namespace, name);
-        return ck ? structuredClone(ck) : undefined;
+        return ck ? deepCopyJson(ck) : undefined;
       },
       checkpointsOfSet: (namespace, setName) => catalog.checkpointsOfSet(namespace, setName),
       getCocoonSet: (namespace, name) => informers.cocoonSets.get(namespace, name),
