@@ -14,6 +14,7 @@ import { after, before, describe, it } from "node:test";
 import type { CocoonSet } from "../../src/apis/v1/types.ts";
 import { REQUEUE_POLL_MS } from "../../src/cocoonset/pass.ts";
 import { ANN_HIBERNATE, TAG_HIBERNATE } from "../../src/contract/keys.ts";
+import { formatRFC3339Nano } from "../../src/contract/rfc3339.ts";
 import {
   ANN_EXPIRE_ACTION,
   ANN_EXPIRE_AT,
@@ -223,7 +224,7 @@ describe("idle suspend and expiry on the real environment", () => {
     );
     assert.deepEqual(await setPods(env, ns, name), []);
     const event = await waitForEvent(name, "Expired");
-    assert.equal(event.message, `expire-at ${expireAt.replace(/\.000Z$/, "Z")} reached: deleting`);
+    assert.equal(event.message, `expire-at ${formatRFC3339Nano(Date.parse(expireAt))} reached: deleting`);
   });
 
   it("warns about a bad duration and leaves the set alone", async () => {

@@ -5,6 +5,7 @@ import { describe, it } from "node:test";
 import type { CocoonSet, CocoonSetPhase } from "../../../src/apis/v1/types.ts";
 import { classifyPods } from "../../../src/cocoonset/classify.ts";
 import { computeStatus } from "../../../src/cocoonset/status.ts";
+import { formatRFC3339Nano } from "../../../src/contract/rfc3339.ts";
 import {
   idleStatusFields,
   idleVerdict,
@@ -22,7 +23,6 @@ import { cocoonSet, SET, SET_UID } from "../../support/cocoonset.ts";
 
 const START = Date.parse("2026-01-01T00:00:00Z");
 const MIN = 60_000;
-const iso = (ms: number) => new Date(ms).toISOString().replace(/\.000Z$/, "Z");
 
 /** A set whose last status says Running at its generation 2, the idle clock started at START. */
 function runningSet(
@@ -40,7 +40,7 @@ function runningSet(
     desiredAgents: 1,
     readyToolboxes: 0,
     desiredToolboxes: 0,
-    ...(opts.clockStart === null ? {} : { idleClockStart: opts.clockStart ?? iso(START) }),
+    ...(opts.clockStart === null ? {} : { idleClockStart: opts.clockStart ?? formatRFC3339Nano(START) }),
   };
   return cs;
 }
@@ -67,25 +67,25 @@ describe("idleVerdict: idle suspend", () => {
   });
 
   it("counts from a later last-activity: a touch postpones the suspend", () => {
-    const cs = runningSet({ ...idle30m, [ANN_LAST_ACTIVITY]: iso(START + 10 * MIN) });
+    const cs = runningSet({ ...idle30m, [ANN_LAST_ACTIVITY]: formatRFC3339Nano(START + 10 * MIN) });
     assert.deepEqual(verdictAt(cs, START + 30 * MIN), { action: "none" });
     assert.equal(deadlineAt(cs, START + 30 * MIN), 10 * MIN);
     assert.equal(verdictAt(cs, START + 40 * MIN).action, "idle-suspend");
   });
 
   it("ignores a last-activity older than the idle clock's start", () => {
-    const cs = runningSet({ ...idle30m, [ANN_LAST_ACTIVITY]: iso(START - 60 * MIN) });
+    const cs = runningSet({ ...idle30m, [ANN_LAST_ACTIVITY]: formatRFC3339Nano(START - 60 * MIN) });
     assert.deepEqual(verdictAt(cs, START + 29 * MIN), { action: "none" });
     assert.equal(verdictAt(cs, START + 30 * MIN).action, "idle-suspend");
   });
 
   it("counts a last-activity in the future as now", () => {
     const now = START + 40 * MIN;
-    const cs = runningSet({ ...idle30m, [ANN_LAST_ACTIVITY]: iso(now + 24 * 60 * MIN) });
+    const cs = runningSet({ ...idle30m, [ANN_LAST_ACTIVITY]: formatRFC3339Nano(now + 24 * 60 * MIN) });
     assert.deepEqual(verdictAt(cs, now), { action: "none" });
     assert.equal(deadlineAt(cs, now), 30 * MIN);
     const fields = idleStatusFields(cs, readIdlePolicy(cs.metadata.annotations), "Running", now);
-    assert.equal(fields.idleSuspendAt, iso(now + 30 * MIN));
+    assert.equal(fields.idleSuspendAt, formatRFC3339Nano(now + 30 * MIN));
   });
 
   it("does nothing to a set not Running at its generation, already suspended, or being deleted", () => {
@@ -102,7 +102,7 @@ describe("idleVerdict: idle suspend", () => {
       assert.equal(deadlineAt(cs, late), undefined);
     }
     const deleting = runningSet(idle30m);
-    deleting.metadata.deletionTimestamp = iso(START);
+    deleting.metadata.deletionTimestamp = formatRFC3339Nano(START);
     assert.deepEqual(verdictAt(deleting, late), { action: "none" });
   });
 
@@ -116,7 +116,10 @@ describe("idleVerdict: idle suspend", () => {
 describe("idleVerdict: expiry", () => {
   const at = START + 90 * MIN;
   const expiring = (action?: string, opts: { suspend?: boolean } = {}) =>
-    runningSet({ [ANN_EXPIRE_AT]: iso(at), ...(action ? { [ANN_EXPIRE_ACTION]: action } : {}) }, opts);
+    runningSet(
+      { [ANN_EXPIRE_AT]: formatRFC3339Nano(at), ...(action ? { [ANN_EXPIRE_ACTION]: action } : {}) },
+      opts,
+    );
 
   it("suspends at expire-at by default", () => {
     assert.deepEqual(verdictAt(expiring(), at - 1), { action: "none" });
@@ -142,20 +145,24 @@ describe("idleVerdict: expiry", () => {
   });
 
   it("wins over idleness when both are due, and the earlier deadline is the wake-up", () => {
-    const both = runningSet({ ...idle30m, [ANN_EXPIRE_AT]: iso(at), [ANN_EXPIRE_ACTION]: "Delete" });
+    const both = runningSet({
+      ...idle30m,
+      [ANN_EXPIRE_AT]: formatRFC3339Nano(at),
+      [ANN_EXPIRE_ACTION]: "Delete",
+    });
     assert.equal(deadlineAt(both, START), 30 * MIN);
     assert.equal(verdictAt(both, at).action, "expire");
     assert.equal(verdictAt(both, at - 1).action, "idle-suspend");
   });
 
   it("waits at most a day for a deadline further away (longer Node timers fire at once)", () => {
-    const far = runningSet({ [ANN_EXPIRE_AT]: iso(START + 365 * 24 * 60 * MIN) });
+    const far = runningSet({ [ANN_EXPIRE_AT]: formatRFC3339Nano(START + 365 * 24 * 60 * MIN) });
     assert.equal(deadlineAt(far, START), MAX_DEADLINE_WAIT_MS);
     assert.ok(MAX_DEADLINE_WAIT_MS < 2 ** 31 - 1);
   });
 
   it("wakes for nothing once expire-at has passed without effect", () => {
-    const cs = runningSet({ [ANN_EXPIRE_AT]: iso(at), [ANN_EXPIRE_ACTION]: "bogus" });
+    const cs = runningSet({ [ANN_EXPIRE_AT]: formatRFC3339Nano(at), [ANN_EXPIRE_ACTION]: "bogus" });
     assert.deepEqual(verdictAt(cs, at + 1), { action: "none" });
     assert.equal(deadlineAt(cs, at - 1), undefined);
   });
@@ -164,34 +171,34 @@ describe("idleVerdict: expiry", () => {
 describe("the status writer's idle fields", () => {
   const now = START + 20 * MIN;
   const status = (cs: CocoonSet, phase: CocoonSetPhase = "Running") =>
-    computeStatus(cs, classifyPods([], { name: SET, uid: SET_UID }), { phase, now: iso(now) });
+    computeStatus(cs, classifyPods([], { name: SET, uid: SET_UID }), { phase, now: formatRFC3339Nano(now) });
 
   it("keeps the clock's start while the set stays Running at the same generation", () => {
     const next = status(runningSet(idle30m));
-    assert.equal(next.idleClockStart, iso(START));
-    assert.equal(next.idleSuspendAt, iso(START + 30 * MIN));
+    assert.equal(next.idleClockStart, formatRFC3339Nano(START));
+    assert.equal(next.idleSuspendAt, formatRFC3339Nano(START + 30 * MIN));
   });
 
   it("restarts the clock on a spec change (a generation the last status had not seen)", () => {
     const next = status(runningSet(idle30m, { generation: 3 }));
-    assert.equal(next.idleClockStart, iso(now));
-    assert.equal(next.idleSuspendAt, iso(now + 30 * MIN));
+    assert.equal(next.idleClockStart, formatRFC3339Nano(now));
+    assert.equal(next.idleSuspendAt, formatRFC3339Nano(now + 30 * MIN));
   });
 
   it("restarts the clock when the set becomes Running", () => {
     const next = status(runningSet(idle30m, { phase: "Scaling" }));
-    assert.equal(next.idleClockStart, iso(now));
-    assert.equal(next.idleSuspendAt, iso(now + 30 * MIN));
+    assert.equal(next.idleClockStart, formatRFC3339Nano(now));
+    assert.equal(next.idleSuspendAt, formatRFC3339Nano(now + 30 * MIN));
   });
 
   it("starts the clock when it first sees the policy", () => {
-    assert.equal(status(runningSet(idle30m, { clockStart: null })).idleClockStart, iso(now));
+    assert.equal(status(runningSet(idle30m, { clockStart: null })).idleClockStart, formatRFC3339Nano(now));
   });
 
   it("shows no idle suspend while the set is not Running or is suspended, and keeps the start", () => {
     const scaling = status(runningSet(idle30m), "Scaling");
     assert.equal(scaling.idleSuspendAt, undefined);
-    assert.equal(scaling.idleClockStart, iso(START));
+    assert.equal(scaling.idleClockStart, formatRFC3339Nano(START));
     assert.equal(status(runningSet(idle30m, { suspend: true })).idleSuspendAt, undefined);
   });
 

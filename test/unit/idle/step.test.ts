@@ -11,6 +11,7 @@ import { CocoonSetReconciler } from "../../../src/cocoonset/reconciler.ts";
 import { computeStatus } from "../../../src/cocoonset/status.ts";
 import { ANN_HIBERNATE, TRUE } from "../../../src/contract/keys.ts";
 import { applyLifecycle } from "../../../src/contract/lifecycle.ts";
+import { formatRFC3339Nano } from "../../../src/contract/rfc3339.ts";
 import { applyVMRuntime } from "../../../src/contract/vmruntime.ts";
 import type { Result } from "../../../src/controller/reconciler.ts";
 import { COCOONSETS, PODS } from "../../../src/controller/resources.ts";
@@ -40,7 +41,6 @@ const MIN = 60_000;
 const GENERATION = 3;
 const MAIN = "demo-0";
 const MAIN_VM = "vk-ns-demo-0";
-const iso = (ms: number) => new Date(ms).toISOString().replace(/\.000Z$/, "Z");
 const labels = { namespace: NS, cocoonset: SET };
 
 /** The main as vk-cocoon leaves a booted VM: bound, live, ready at the set's generation. */
@@ -70,7 +70,9 @@ function settledHarness(annotations: Record<string, string>): Harness {
   const h = harness();
   const cs = cocoonSet({}, { generation: GENERATION, annotations });
   const main = runningMain(cs);
-  cs.status = computeStatus(cs, classifyPods([main], { name: SET, uid: SET_UID }), { now: iso(START) });
+  cs.status = computeStatus(cs, classifyPods([main], { name: SET, uid: SET_UID }), {
+    now: formatRFC3339Nano(START),
+  });
   seedSet(h.client, cs);
   h.client.seed(PODS, main);
   return h;
@@ -106,8 +108,8 @@ describe("idle suspend in the CocoonSet pass", () => {
   });
 
   it("shows the deadline in the status and the printer column's field", () => {
-    assert.equal(stored(h).status?.idleClockStart, iso(START));
-    assert.equal(stored(h).status?.idleSuspendAt, iso(START + 30 * MIN));
+    assert.equal(stored(h).status?.idleClockStart, formatRFC3339Nano(START));
+    assert.equal(stored(h).status?.idleSuspendAt, formatRFC3339Nano(START + 30 * MIN));
   });
 
   it("before the deadline, a settled set makes no call and requeues at the deadline", async () => {
@@ -130,7 +132,10 @@ describe("idle suspend in the CocoonSet pass", () => {
       namespace: NS,
       name: SET,
       body: {
-        metadata: { resourceVersion: version, annotations: { [ANN_PARKED_AT]: iso(START + 30 * MIN) } },
+        metadata: {
+          resourceVersion: version,
+          annotations: { [ANN_PARKED_AT]: formatRFC3339Nano(START + 30 * MIN) },
+        },
         spec: { suspend: true },
       },
     });
@@ -156,7 +161,7 @@ describe("idle suspend in the CocoonSet pass", () => {
 
   it("a last-activity touch (no watch event) postpones it: the pass at the old deadline re-arms", async () => {
     h.clock.advance(20 * MIN);
-    await annotateSet(h, { [ANN_LAST_ACTIVITY]: iso(START + 20 * MIN) });
+    await annotateSet(h, { [ANN_LAST_ACTIVITY]: formatRFC3339Nano(START + 20 * MIN) });
 
     h.clock.advance(10 * MIN);
     assert.deepEqual(await reconcile(h), { requeueAfterMs: 20 * MIN });
@@ -165,7 +170,7 @@ describe("idle suspend in the CocoonSet pass", () => {
       setWrites(h).map((c) => c.subresource),
       ["status"],
     );
-    assert.equal(stored(h).status?.idleSuspendAt, iso(START + 50 * MIN));
+    assert.equal(stored(h).status?.idleSuspendAt, formatRFC3339Nano(START + 50 * MIN));
     assert.equal(stored(h).spec.suspend, undefined);
     assert.equal(h.events.events.length, 0);
 
@@ -181,8 +186,8 @@ describe("idle suspend in the CocoonSet pass", () => {
     await h.client.patch(COCOONSETS, NS, SET, { spec: { hibernatePolicy: "retain" } });
     h.client.clearCalls();
     assert.deepEqual(await reconcile(h), { requeueAfterMs: 30 * MIN });
-    assert.equal(stored(h).status?.idleClockStart, iso(START + 20 * MIN));
-    assert.equal(stored(h).status?.idleSuspendAt, iso(START + 50 * MIN));
+    assert.equal(stored(h).status?.idleClockStart, formatRFC3339Nano(START + 20 * MIN));
+    assert.equal(stored(h).status?.idleSuspendAt, formatRFC3339Nano(START + 50 * MIN));
 
     h.clock.advance(10 * MIN);
     await reconcile(h);
@@ -194,17 +199,17 @@ describe("idle suspend in the CocoonSet pass", () => {
 
   it("a future last-activity counts as now", async () => {
     h.clock.advance(40 * MIN);
-    await annotateSet(h, { [ANN_LAST_ACTIVITY]: iso(START + 24 * 60 * MIN) });
+    await annotateSet(h, { [ANN_LAST_ACTIVITY]: formatRFC3339Nano(START + 24 * 60 * MIN) });
     assert.deepEqual(await reconcile(h), { requeueAfterMs: 30 * MIN });
     assert.equal(stored(h).spec.suspend, undefined);
-    assert.equal(stored(h).status?.idleSuspendAt, iso(START + 70 * MIN));
+    assert.equal(stored(h).status?.idleSuspendAt, formatRFC3339Nano(START + 70 * MIN));
   });
 
   it("a touch the cache had not shown yet refuses the patch: no suspend, a look again shortly", async () => {
     const judged = stored(h);
     h.view.getCocoonSet = () => structuredClone(judged);
     h.clock.advance(30 * MIN);
-    await annotateSet(h, { [ANN_LAST_ACTIVITY]: iso(START + 30 * MIN) });
+    await annotateSet(h, { [ANN_LAST_ACTIVITY]: formatRFC3339Nano(START + 30 * MIN) });
     const before = await counterValue(idleSuspendTotal, labels);
 
     assert.deepEqual(await reconcile(h), { requeueAfterMs: STALE_SET_RETRY_MS });
@@ -225,7 +230,7 @@ describe("bad policy values", () => {
     ],
     [{ [ANN_EXPIRE_AT]: "tomorrow" }, 'expire-at="tomorrow" is not an RFC 3339'],
     [
-      { [ANN_EXPIRE_AT]: iso(START), [ANN_EXPIRE_ACTION]: "Destroy" },
+      { [ANN_EXPIRE_AT]: formatRFC3339Nano(START), [ANN_EXPIRE_ACTION]: "Destroy" },
       'expire-action="Destroy" is not one of',
     ],
   ] as const) {
@@ -252,8 +257,8 @@ describe("expiry in the CocoonSet pass", () => {
   const at = START + 90 * MIN;
 
   it("Suspend (the default): spec.suspend=true at expire-at with an Expired event", async () => {
-    const h = settledHarness({ [ANN_EXPIRE_AT]: iso(at) });
-    assert.equal(stored(h).status?.expireAt, iso(at));
+    const h = settledHarness({ [ANN_EXPIRE_AT]: formatRFC3339Nano(at) });
+    assert.equal(stored(h).status?.expireAt, formatRFC3339Nano(at));
     h.clock.advance(30 * MIN);
     assert.deepEqual(await reconcile(h), { requeueAfterMs: 60 * MIN });
     assert.deepEqual(h.client.calls, []);
@@ -267,13 +272,13 @@ describe("expiry in the CocoonSet pass", () => {
       object: SET,
       type: "Normal",
       reason: "Expired",
-      message: `expire-at ${iso(at)} reached: suspending`,
+      message: `expire-at ${formatRFC3339Nano(at)} reached: suspending`,
     });
     assert.equal(await counterValue(expiredTotal, { ...labels, action: "Suspend" }), before + 1);
   });
 
   it("Delete: the set is deleted at expire-at (the finalizer keeps it for teardown), with an Expired event", async () => {
-    const h = settledHarness({ [ANN_EXPIRE_AT]: iso(at), [ANN_EXPIRE_ACTION]: "Delete" });
+    const h = settledHarness({ [ANN_EXPIRE_AT]: formatRFC3339Nano(at), [ANN_EXPIRE_ACTION]: "Delete" });
     const before = await counterValue(expiredTotal, { ...labels, action: "Delete" });
     h.clock.advance(90 * MIN);
     assert.deepEqual(await reconcile(h), {});
@@ -286,16 +291,16 @@ describe("expiry in the CocoonSet pass", () => {
       object: SET,
       type: "Normal",
       reason: "Expired",
-      message: `expire-at ${iso(at)} reached: deleting`,
+      message: `expire-at ${formatRFC3339Nano(at)} reached: deleting`,
     });
     assert.equal(await counterValue(expiredTotal, { ...labels, action: "Delete" }), before + 1);
   });
 
   it("Delete refuses to act on a set changed since the cache's copy (expire-at extended)", async () => {
-    const h = settledHarness({ [ANN_EXPIRE_AT]: iso(at), [ANN_EXPIRE_ACTION]: "Delete" });
+    const h = settledHarness({ [ANN_EXPIRE_AT]: formatRFC3339Nano(at), [ANN_EXPIRE_ACTION]: "Delete" });
     const judged = stored(h);
     h.view.getCocoonSet = () => structuredClone(judged);
-    await annotateSet(h, { [ANN_EXPIRE_AT]: iso(at + 60 * MIN) });
+    await annotateSet(h, { [ANN_EXPIRE_AT]: formatRFC3339Nano(at + 60 * MIN) });
     h.clock.advance(90 * MIN);
     assert.deepEqual(await reconcile(h), { requeueAfterMs: STALE_SET_RETRY_MS });
     assert.equal(stored(h).metadata.deletionTimestamp, undefined);
@@ -303,7 +308,11 @@ describe("expiry in the CocoonSet pass", () => {
   });
 
   it("a parked set keeps the suspend's sooner poll, then wakes for its Delete expiry once Suspended", async () => {
-    const h = settledHarness({ ...idle30m, [ANN_EXPIRE_AT]: iso(at), [ANN_EXPIRE_ACTION]: "Delete" });
+    const h = settledHarness({
+      ...idle30m,
+      [ANN_EXPIRE_AT]: formatRFC3339Nano(at),
+      [ANN_EXPIRE_ACTION]: "Delete",
+    });
     h.clock.advance(30 * MIN);
     // Suspending polls every 5 s; the expiry is an hour away.
     assert.deepEqual(await reconcile(h), { requeueAfterMs: 5_000 });
@@ -326,7 +335,7 @@ describe("expiry in the CocoonSet pass", () => {
   it("a deadline sooner than the pass's own requeue wins", async () => {
     const h = settledHarness({
       ...idle30m,
-      [ANN_EXPIRE_AT]: iso(START + 30 * MIN + 2_000),
+      [ANN_EXPIRE_AT]: formatRFC3339Nano(START + 30 * MIN + 2_000),
       [ANN_EXPIRE_ACTION]: "Delete",
     });
     h.clock.advance(30 * MIN);
@@ -340,7 +349,7 @@ describe("seconds parked", () => {
     h.clock.advance(30 * MIN);
     await reconcile(h);
     const parkedAt = stored(h).metadata.annotations?.[ANN_PARKED_AT];
-    assert.equal(parkedAt, iso(START + 30 * MIN));
+    assert.equal(parkedAt, formatRFC3339Nano(START + 30 * MIN));
 
     const before =
       (await parkedDurationSeconds.get()).values.find((v) => v.metricName?.endsWith("_sum"))?.value ?? 0;
