@@ -6,11 +6,11 @@
 // registry. TLS verification stays on. Request and response bodies stream with backpressure: a blob
 // copy (checkpoint branching) holds one chunk, not the blob (undici's fetch kept every chunk of a
 // streamed request body: a 1 GiB copy held 1 GiB).
-import http from "node:http";
-import https from "node:https";
+import type { Agent } from "node:http";
 import { pipeline, Readable } from "node:stream";
 import type { ReadableStream as NodeReadableStream } from "node:stream/web";
-import { agentProxyOptions, type ProxySelector } from "../net/proxy.ts";
+import { http, https } from "../builtins.ts";
+import { agentProxyOptions, type Env, type ProxySelector } from "../net/proxy.ts";
 import { systemRootCertificates } from "../net/roots.ts";
 
 export interface FetchInit {
@@ -25,8 +25,10 @@ export interface FetchInit {
 export type FetchLike = (url: string, init: FetchInit) => Promise<Response>;
 
 export interface TransportOptions {
-  /** Trusted roots (PEM); default the system roots (src/net/roots.ts). */
+  /** Trusted roots (PEM); default the system roots (src/net/roots.ts) as `env` locates them. */
   roots?: readonly string[];
+  /** Where SSL_CERT_FILE and SSL_CERT_DIR are read; default process.env. */
+  env?: Env;
   /** PEM bundle trusted in addition to the roots (a private registry's or token server's CA). */
   extraCa?: string;
   /** The proxy of each request; default none. */
@@ -41,10 +43,16 @@ function bodyAllowed(method: string, status: number): boolean {
 }
 
 export function createTransport(opts: TransportOptions = {}): FetchLike {
-  const ca = [...(opts.roots ?? systemRootCertificates()), ...(opts.extraCa ? [opts.extraCa] : [])];
+  // Read at the first HTTPS request, not here: the system bundle parsed costs ~6 MiB of resident
+  // memory, which an operator talking to a plain-HTTP in-cluster registry never needs.
+  let ca: string[] | undefined;
+  const trusted = (): string[] => {
+    ca ??= [...(opts.roots ?? systemRootCertificates(opts.env)), ...(opts.extraCa ? [opts.extraCa] : [])];
+    return ca;
+  };
   // One agent per scheme and proxy, so keep-alive pools never mix direct and tunnelled connections.
-  const agents = new Map<string, http.Agent>();
-  const agentFor = (target: URL): http.Agent => {
+  const agents = new Map<string, Agent>();
+  const agentFor = (target: URL): Agent => {
     const proxy = opts.proxy?.(target);
     const key = `${target.protocol} ${proxy?.href ?? "direct"}`;
     let agent = agents.get(key);
@@ -52,7 +60,7 @@ export function createTransport(opts: TransportOptions = {}): FetchLike {
       const common = { keepAlive: true, maxSockets: MAX_SOCKETS_PER_HOST, ...agentProxyOptions(proxy) };
       agent =
         target.protocol === "https:"
-          ? new https.Agent({ ...common, ca, minVersion: "TLSv1.2", ALPNProtocols: ["http/1.1"] })
+          ? new https.Agent({ ...common, ca: trusted(), minVersion: "TLSv1.2", ALPNProtocols: ["http/1.1"] })
           : new http.Agent(common);
       agents.set(key, agent);
     }
