@@ -66,6 +66,18 @@ describe("npm run build (tsconfig.build.json)", () => {
     assert.equal(run.stderr, usage());
   });
 
+  it("the image and npm start run the entry point with the same Node flags", () => {
+    const dockerfile = readFileSync(join(repoRoot, "Dockerfile"), "utf8");
+    const entrypoint = /^ENTRYPOINT (\[.*\])$/m.exec(dockerfile)?.[1];
+    assert.ok(entrypoint, "the Dockerfile has no exec-form ENTRYPOINT");
+    const command = ["node", ...IMAGE_NODE_FLAGS, "dist/main.js"];
+    assert.deepEqual(JSON.parse(entrypoint), command);
+    const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as {
+      scripts: { start: string };
+    };
+    assert.equal(pkg.scripts.start, command.join(" "));
+  });
+
   it("loads at start none of the modules the operator does not use there (benchmark 4's resident set)", () => {
     // What importing the operator's modules loads, listed by the process itself: Node's built-ins
     // and the CommonJS packages (prom-client, pino and theirs) in the require cache.
