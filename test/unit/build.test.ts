@@ -80,7 +80,7 @@ describe("npm run build (tsconfig.build.json)", () => {
 
   it("loads at start none of the modules the operator does not use there (benchmark 4's resident set)", () => {
     // What importing the operator's modules loads, listed by the process itself: Node's built-ins
-    // and the CommonJS packages (prom-client, pino and theirs) in the require cache.
+    // and the CommonJS packages (prom-client and its own) in the require cache.
     const probe = `
       import { createRequire } from "node:module";
       await import(${JSON.stringify(pathToFileURL(join(dir, "dist", "operator.js")).href)});
@@ -98,8 +98,10 @@ describe("npm run build (tsconfig.build.json)", () => {
       packages.some((file) => file.includes("/prom-client/lib/registry.js")),
       "the probe saw no package",
     );
-    // An ESM import of node:http runs its WebSocket getter, which loads the bundled undici.
+    // An ESM import of node:http runs its WebSocket getter, which loads the bundled undici; pino
+    // (its transports) and an ESM import of node:util load worker_threads.
     assert.ok(!builtins.includes("NativeModule internal/deps/undici/undici"), "undici is loaded");
+    assert.ok(!builtins.includes("NativeModule worker_threads"), "worker_threads is loaded");
     // prom-client's index loads the default collectors and @opentelemetry/api with them.
     const unused = packages.filter((file) => /\/(@opentelemetry|prom-client\/lib\/metrics)\//.test(file));
     assert.deepEqual(unused, []);
