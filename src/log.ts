@@ -33,7 +33,7 @@ export interface LogDestination {
 /** The thresholds, least severe first; "silent" logs nothing. */
 export type LogThreshold = "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "silent";
 
-/** zerolog's levels by number (trace -1 … panic 5, no-level 6, disabled 7), as pino thresholds. */
+/** zerolog's levels by number (trace -1 … panic 5, no-level 6, disabled 7), as thresholds. */
 function thresholdOfZerologLevel(level: number): LogThreshold {
   if (level <= -1) return "trace";
   // panic (5) and above let through only panics, which this operator never logs.
