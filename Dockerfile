@@ -30,6 +30,6 @@ COPY --from=build /app/dist ./dist
 # The image's `node` user, by number so the kubelet can verify runAsNonRoot.
 USER 1000:1000
 EXPOSE 8080 8081
-# A small young generation (4 MiB semi-spaces) keeps the resident set small with tens of thousands of cached pods
-# (BENCHMARKS.md, benchmark 4); the extra scavenges cost little for an operator's allocation rate.
-ENTRYPOINT ["node", "--max-semi-space-size=4", "--no-strip-types", "dist/main.js"]
+# A small young generation (1 MiB semi-spaces): V8 does not shrink it while the operator idles after a burst (the
+# initial lists) grew it (docs/configuration.md, BENCHMARKS.md benchmark 4); the extra scavenges cost little.
+ENTRYPOINT ["node", "--max-semi-space-size=1", "--no-strip-types", "dist/main.js"]

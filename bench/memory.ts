@@ -2,8 +2,9 @@
 // control plane; pods labelled cocoonset.cocoonstack.io/name=<set> (so every operator caches them)
 // with schedulerName "none" (so nothing schedules or runs them) are added up to each size; at each
 // size, each run starts a fresh operator process, waits for /readyz, lets it settle (at least 5 s,
-// then until VmRSS moves less than 2% in 2 s, at most 60 s) and reads VmRSS and VmHWM from
-// /proc/<pid>/status. With --compare-command the two operators alternate run by run on the same pods.
+// then until VmRSS moves less than 2% in 2 s, at most 60 s) and reads VmRSS (with its anonymous and
+// file-backed parts), VmHWM and the CPU time used so far from /proc/<pid>. With --compare-command the
+// two operators alternate run by run on the same pods.
 //
 // --unrelated N adds N standalone pods (no CocoonSet label, as cocoon-webhook leaves a pod vk-cocoon runs
 // outside any set) before the first size, and --hibernations K a CocoonHibernation naming each of the
@@ -117,6 +118,11 @@ interface Point {
   size: number;
   rss: number[];
   hwm: number[];
+  /** VmRSS's anonymous and file-backed parts (RssAnon, RssFile). */
+  anon: number[];
+  file: number[];
+  /** CPU time from start to the sample: start-up, the initial lists and settling. */
+  cpuS: number[];
   settleS: number[];
 }
 
@@ -175,10 +181,13 @@ async function measureOnce(
     if (!sample || process_.exited()) throw new Error(`operator exited; see ${process_.logFile}`);
     point.rss.push(sample.rssKiB / 1024);
     point.hwm.push(sample.hwmKiB / 1024);
+    point.anon.push(sample.anonKiB / 1024);
+    point.file.push(sample.fileKiB / 1024);
+    point.cpuS.push(sample.cpuSeconds);
     point.settleS.push((performance.now() - t0) / 1000);
     progress(
       `${operator.label}: ${point.size} pods, run ${point.rss.length}: RSS ${(sample.rssKiB / 1024).toFixed(1)} MiB, ` +
-        `HWM ${(sample.hwmKiB / 1024).toFixed(1)} MiB`,
+        `HWM ${(sample.hwmKiB / 1024).toFixed(1)} MiB (anonymous ${(sample.anonKiB / 1024).toFixed(1)}, file ${(sample.fileKiB / 1024).toFixed(1)}), CPU ${sample.cpuSeconds.toFixed(2)} s`,
     );
   } finally {
     await process_.stop();
@@ -217,7 +226,7 @@ async function main(): Promise<void> {
     await createPods(info, ns, created, size, (i) => benchPod(ns, i));
     created = size;
     const atSize = operators.map((o) => {
-      const point: Point = { size, rss: [], hwm: [], settleS: [] };
+      const point: Point = { size, rss: [], hwm: [], anon: [], file: [], cpuS: [], settleS: [] };
       points.get(o.label)?.push(point);
       return point;
     });
@@ -229,7 +238,7 @@ async function main(): Promise<void> {
   const method = `One control plane; pods labelled \`cocoonset.cocoonstack.io/name=<set>\` (10 per set, agent-pod shaped,
 \`schedulerName: none\` so they stay Pending and untouched) are added up to each size. Per size, ${runs} runs
 each start a fresh operator process${unrelated > 0 ? ` (${unrelated} unrelated standalone pods in the cluster as well, ${hibernations} of them named by a CocoonHibernation)` : ""}, wait for /readyz, settle (≥ ${MIN_SETTLE_MS / 1000} s, then until VmRSS
-moves < 2% in 2 s, ≤ ${MAX_SETTLE_MS / 1000} s) and read /proc/<pid>/status.${
+moves < 2% in 2 s, ≤ ${MAX_SETTLE_MS / 1000} s) and read /proc/<pid>/status (VmRSS = anonymous + file-backed pages) and the CPU time so far (start-up, lists, settling).${
     operators.length > 1
       ? ` The operators (${operators.map((o) => `\`${o.label}\``).join(", ")}) take turns run by run on the same pods.`
       : ""
@@ -249,8 +258,16 @@ Operator command: \`${operator.command}\` (plus \`--leader-elect=false --metrics
 ${method}
 
 ${table(
-  ["pods in cache", "VmRSS MiB", "VmHWM (peak) MiB", "settle s"],
-  own.map((p) => [String(p.size), fmt(spread(p.rss), 1), fmt(spread(p.hwm), 1), fmt(spread(p.settleS), 1)]),
+  ["pods in cache", "VmRSS MiB", "anonymous MiB", "file-backed MiB", "VmHWM (peak) MiB", "CPU s", "settle s"],
+  own.map((p) => [
+    String(p.size),
+    fmt(spread(p.rss), 1),
+    fmt(spread(p.anon), 1),
+    fmt(spread(p.file), 1),
+    fmt(spread(p.hwm), 1),
+    fmt(spread(p.cpuS), 2),
+    fmt(spread(p.settleS), 1),
+  ]),
 )}
 
 Slope: ${fit.kibPerPod.toFixed(2)} KiB per cached pod (base ${fit.baseMiB.toFixed(1)} MiB); between sizes (KiB/pod): ${marginalSlopes(own)}.`,

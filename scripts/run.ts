@@ -25,7 +25,7 @@ const operatorLog = join(sandboxDir, "operator.log");
 const samplePath = join(repoRoot, "config/samples/test-cocoonset.yaml");
 const mainScript = join(repoRoot, "src/main.ts");
 /** The Node flags the image and `npm start` run the operator with (see the Dockerfile). */
-const OPERATOR_NODE_FLAGS = ["--max-semi-space-size=4"];
+const OPERATOR_NODE_FLAGS = ["--max-semi-space-size=1"];
 const PHASE_TIMEOUT_MS = 180_000;
 const POLL_MS = 200;
 /** The operator's own shutdown deadline plus the lease release, with room to spare. */

@@ -17,7 +17,7 @@ export interface Config {
   hibernationConcurrency: number;
   /** OCI_REGISTRY: the repository base snapshots live under; never empty. */
   registryBase: string;
-  /** OPERATOR_LOG_LEVEL as the Go operator reads it (zerolog's names or numbers), as a pino threshold. */
+  /** OPERATOR_LOG_LEVEL as the Go operator reads it (zerolog's names or numbers), as a log threshold (src/log.ts). */
   logLevel: LogThreshold;
   /** --kubeconfig (controller-runtime registers it in the Go binary); "" = KUBECONFIG, in-cluster, ~/.kube/config. */
   kubeconfig: string;

@@ -8,6 +8,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { closeSync, openSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
+import { IMAGE_NODE_FLAGS } from "../../test/support/build.ts";
 import { onTeardown } from "./lifecycle.ts";
 import { repoRoot } from "./report.ts";
 
@@ -15,7 +16,7 @@ import { repoRoot } from "./report.ts";
  * This operator as the image and `npm start` run it: the compiled build under the Dockerfile's Node
  * flags, on the Node 24 that runs the benchmark.
  */
-export const DEFAULT_OPERATOR_COMMAND = `${process.execPath} --max-semi-space-size=4 --no-strip-types ${join(repoRoot, "dist/main.js")}`;
+export const DEFAULT_OPERATOR_COMMAND = `${process.execPath} ${IMAGE_NODE_FLAGS.join(" ")} ${join(repoRoot, "dist/main.js")}`;
 
 export interface OperatorCommand {
   command: string;
@@ -61,6 +62,9 @@ export async function freePort(): Promise<number> {
 export interface ProcSample {
   rssKiB: number;
   hwmKiB: number;
+  /** The parts of rssKiB: anonymous (heaps, malloc) and file-backed (the binary's and libraries' pages). */
+  anonKiB: number;
+  fileKiB: number;
   /** utime + stime, seconds. */
   cpuSeconds: number;
 }
@@ -75,7 +79,13 @@ export function readProc(pid: number): ProcSample | undefined {
     // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     const cpu = (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
-    return { rssKiB: kib("VmRSS"), hwmKiB: kib("VmHWM"), cpuSeconds: cpu };
+    return {
+      rssKiB: kib("VmRSS"),
+      hwmKiB: kib("VmHWM"),
+      anonKiB: kib("RssAnon"),
+      fileKiB: kib("RssFile"),
+      cpuSeconds: cpu,
+    };
   } catch {
     return undefined;
   }

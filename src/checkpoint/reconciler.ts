@@ -4,7 +4,6 @@
 // and goes Ready. Deleting it deletes those tags, probe first; the finalizer stays until every one
 // is gone. A Ready checkpoint is never copied again; its set's keep-checkpoints prunes older ones.
 
-import { isDeepStrictEqual } from "node:util";
 import type { CocoonSet } from "../apis/v1/types.ts";
 import {
   API_VERSION_V1ALPHA1,
@@ -13,6 +12,7 @@ import {
   type CocoonCheckpointStatus,
   KIND_COCOONCHECKPOINT,
 } from "../apis/v1alpha1/types.ts";
+import { isDeepStrictEqual } from "../builtins.ts";
 import type { Clock } from "../clock.ts";
 import { statusMergePatch } from "../cocoonset/steps/status.ts";
 import { TAG_HIBERNATE } from "../contract/keys.ts";

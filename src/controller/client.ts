@@ -2,11 +2,12 @@
 // keep-alive connections (plain objects, string timestamps), plus streaming watches. Every request
 // is counted and reported to listeners (metrics, "a settled pass makes no writes" assertions).
 
-import http from "node:http";
-import https from "node:https";
+import type { Agent, ClientRequest, IncomingMessage } from "node:http";
+import type { AgentOptions } from "node:https";
 import type { Socket } from "node:net";
 import type { Readable } from "node:stream";
 import { createGunzip } from "node:zlib";
+import { http, https } from "../builtins.ts";
 import { type Clock, systemClock } from "../clock.ts";
 import { agentProxyOptions, type Env, fixedProxy, proxyFromEnvironment } from "../net/proxy.ts";
 import { systemRootCertificates } from "../net/roots.ts";
@@ -141,7 +142,7 @@ export function kubeConfigFromFile(path: string): KubeClientConfig {
 }
 
 interface Connection {
-  agent: http.Agent;
+  agent: Agent;
   credentials: Credentials;
 }
 
@@ -160,7 +161,7 @@ export class KubeClient implements Client, WatchClient {
   private readonly clock: Clock;
   private readonly counts = new Map<string, number>();
   private readonly listeners = new Set<(info: RequestInfo) => void>();
-  private agent: http.Agent | undefined;
+  private agent: Agent | undefined;
   /** The client certificate the agent presents (exec plugins may rotate it). */
   private agentCert: string | undefined;
 
@@ -419,7 +420,7 @@ export class KubeClient implements Client, WatchClient {
       /** Lists only: their bodies are large and compress ~12x; watch events are sent one by one. */
       acceptGzip?: boolean;
     },
-  ): Promise<{ req: http.ClientRequest; res: http.IncomingMessage }> {
+  ): Promise<{ req: ClientRequest; res: IncomingMessage }> {
     await this.limiter?.take(opts.signal);
     const conn = await this.connection();
     const query = opts.query?.toString();
@@ -495,7 +496,7 @@ export class KubeClient implements Client, WatchClient {
     const cert = credentials.cert && `${credentials.cert}\n${credentials.key ?? ""}`;
     if (!this.agent || cert !== this.agentCert) {
       if (this.agent) retire(this.agent);
-      const agentOptions: https.AgentOptions = {
+      const agentOptions: AgentOptions = {
         keepAlive: true,
         keepAliveMsecs: 30_000,
         maxFreeSockets: 16,
@@ -523,7 +524,7 @@ function authorityAsWritten(server: string): string {
 }
 
 /** An agent whose client certificate was replaced: idle sockets close now, busy ones when they finish. */
-function retire(agent: http.Agent): void {
+function retire(agent: Agent): void {
   for (const sockets of Object.values(agent.freeSockets))
     for (const socket of sockets ?? []) socket.destroy();
   agent.on("free", (socket: Socket) => socket.destroy());
@@ -541,7 +542,7 @@ export function retryAfterSeconds(status: number, header: string | string[] | un
 }
 
 /** The response body, gunzipped as it streams when the server compressed it. */
-function decodedBody(res: http.IncomingMessage): Readable {
+function decodedBody(res: IncomingMessage): Readable {
   const encoding = res.headers["content-encoding"]?.trim().toLowerCase();
   if (encoding !== "gzip") return res;
   const gunzip = createGunzip();
@@ -550,7 +551,7 @@ function decodedBody(res: http.IncomingMessage): Readable {
   return res.pipe(gunzip);
 }
 
-function readBody(res: http.IncomingMessage): Promise<string> {
+function readBody(res: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
     const body = decodedBody(res);
     const chunks: Buffer[] = [];

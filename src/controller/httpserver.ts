@@ -1,8 +1,9 @@
 // The small HTTP servers of the runtime (metrics, probes): bind-address parsing in the
 // controller-runtime form (":8080", "host:port", "[::1]:8080"; "0" disables) and a listening server
 // that reports its bound port (port 0 picks a free one, for tests).
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { http } from "../builtins.ts";
 
 export interface BindAddress {
   host: string | undefined;
@@ -32,7 +33,7 @@ export interface HttpEndpoint {
 
 /** Serves the exact paths given; anything else is 404, a failing handler 500. */
 export async function serve(bind: BindAddress, routes: Record<string, RouteHandler>): Promise<HttpEndpoint> {
-  const server = createServer((req, res) => {
+  const server = http.createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     const handler = routes[path];
     if (!handler) {

@@ -4,8 +4,8 @@
 // spec.podRef.name names it, so a pod arriving after its CR, or vk-cocoon's annotations moving on,
 // re-runs the CR without waiting for the requeue.
 
-import { isDeepStrictEqual } from "node:util";
 import type { Pod } from "../apis/core.ts";
+import { isDeepStrictEqual } from "../builtins.ts";
 import type { Clock } from "../clock.ts";
 import type { Client, WatchClient } from "../controller/client.ts";
 import { Controller, type Predicate } from "../controller/controller.ts";

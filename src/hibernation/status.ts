@@ -3,13 +3,13 @@
 // status writes (setPhase, markFailed, markPending) with their "nothing changed, no patch" rules
 // (behaviours.md items 133, 138–141).
 
-import { isDeepStrictEqual } from "node:util";
 import type {
   CocoonHibernation,
   CocoonHibernationPhase,
   CocoonHibernationStatus,
   Condition,
 } from "../apis/v1/types.ts";
+import { isDeepStrictEqual } from "../builtins.ts";
 
 export const CONDITION_READY = "Ready";
 export const REASON_DONE = "Done";

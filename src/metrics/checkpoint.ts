@@ -1,8 +1,9 @@
 // The cocoon_operator_checkpoint_* collectors (issue 19), beside those of cocoon.ts. Labels are the
 // namespace and the source set, never the checkpoint's own name (one series per checkpoint would grow
 // without bound).
-import { Counter, Histogram } from "prom-client";
+
 import { metricsRegistry } from "../controller/metrics.ts";
+import { Counter, Histogram } from "./prom.ts";
 
 const SET_LABELS = ["namespace", "cocoonset"] as const;
 

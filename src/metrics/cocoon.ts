@@ -1,8 +1,9 @@
 // The cocoon_operator_* collectors both reconcilers write to (behaviours.md §4), registered on the
 // process registry next to the controller-runtime metrics. Object names are never labels beyond
 // namespace and cocoonset, as upstream.
-import { Counter, Histogram } from "prom-client";
+
 import { metricsRegistry } from "../controller/metrics.ts";
+import { Counter, Histogram } from "./prom.ts";
 
 const SET_LABELS = ["namespace", "cocoonset"] as const;
 /** Phase-duration buckets of the Go operator: 10 s … 30 min. */

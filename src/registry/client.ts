@@ -4,7 +4,6 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { type Env, proxyFromEnvironment } from "../net/proxy.ts";
-import { systemRootCertificates } from "../net/roots.ts";
 import {
   dockerConfigKeychain,
   googleKeychain,
@@ -155,7 +154,7 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
   const fetchImpl =
     opts.fetch ??
     createTransport({
-      roots: systemRootCertificates(env),
+      env,
       extraCa: opts.caFile ? readFileSync(opts.caFile, "utf8") : undefined,
       proxy: proxyFromEnvironment(env),
     });

@@ -6,20 +6,20 @@ import type { Credential, Keychain } from "./credentials.ts";
 import { parseErrorBody, RegistryError } from "./errors.ts";
 import type { RegistryBase } from "./reference.ts";
 import { isInsecureHost } from "./reference.ts";
-import type { FetchLike } from "./transport.ts";
+import { type FetchLike, type FetchResponse, isStreamBody } from "./transport.ts";
 
 export type Action = "pull" | "push,pull";
 
 export interface HttpResult {
   status: number;
-  headers: Headers;
+  headers: FetchResponse["headers"];
   body: Buffer;
 }
 
 /** A response whose body has not been read: the caller consumes or cancels `stream`. */
 export interface StreamResult {
   status: number;
-  headers: Headers;
+  headers: FetchResponse["headers"];
   stream: ReadableStream<Uint8Array> | null;
 }
 
@@ -111,7 +111,7 @@ export class Session {
     if (result.status !== 401) return result;
     const challenge = parseChallenge(result.headers.get("www-authenticate"));
     // A streamed request body has been consumed: it cannot be sent again.
-    if (!challenge || extras.body instanceof ReadableStream) return result;
+    if (!challenge || isStreamBody(extras.body)) return result;
     await discard(result);
     this.#challenge = challenge;
     // The registry names the scope it wants (distribution asks `delete` for DELETE): remember it
@@ -309,7 +309,7 @@ export class Session {
     read = true,
   ): Promise<HttpResult | StreamResult> {
     const path = new URL(url).pathname;
-    let response: Response;
+    let response: FetchResponse;
     let payload: Buffer | undefined;
     try {
       response = await this.#opts.fetch(url, { method, headers, body, signal: call.signal });

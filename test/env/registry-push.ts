@@ -4,7 +4,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { parseChallenge } from "../../src/registry/challenge.ts";
-import { createTransport, type FetchLike } from "../../src/registry/transport.ts";
+import { createTransport, type FetchLike, type FetchResponse } from "../../src/registry/transport.ts";
 import type { TestRegistry } from "./registry.ts";
 
 export const OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json";
@@ -24,7 +24,7 @@ function sha256(data: Buffer): string {
 function authedFetch(
   reg: TestRegistry,
   repo: string,
-): (url: string, init: RequestInitLike) => Promise<Response> {
+): (url: string, init: RequestInitLike) => Promise<FetchResponse> {
   const doFetch: FetchLike = createTransport({
     extraCa: reg.caFile ? readFileSync(reg.caFile, "utf8") : undefined,
   });
@@ -48,7 +48,9 @@ function authedFetch(
       realm.searchParams.set("service", challenge.params.service ?? "");
       realm.searchParams.set("scope", `repository:${repo}:pull,push`);
       const tokenRes = await doFetch(realm.href, { method: "GET", headers: { authorization: basic } });
-      const body = (await tokenRes.json()) as { token: string };
+      const body = JSON.parse(Buffer.from(await tokenRes.arrayBuffer()).toString("utf8")) as {
+        token: string;
+      };
       authorization = `Bearer ${body.token}`;
     } else {
       authorization = basic;
@@ -63,8 +65,9 @@ interface RequestInitLike {
   body?: Buffer;
 }
 
-async function expectStatus(res: Response, status: number, what: string): Promise<Response> {
-  if (res.status !== status) throw new Error(`${what}: HTTP ${res.status}: ${await res.text()}`);
+async function expectStatus(res: FetchResponse, status: number, what: string): Promise<FetchResponse> {
+  if (res.status !== status)
+    throw new Error(`${what}: HTTP ${res.status}: ${Buffer.from(await res.arrayBuffer()).toString("utf8")}`);
   return res;
 }
 

@@ -9,7 +9,7 @@ import { join, resolve } from "node:path";
 export const repoRoot = resolve(import.meta.dirname, "../..");
 
 /** Node flags of the image's entry point (Dockerfile): compiled JavaScript only, no type stripping. */
-export const IMAGE_NODE_FLAGS = ["--max-semi-space-size=4", "--no-strip-types"];
+export const IMAGE_NODE_FLAGS = ["--max-semi-space-size=1", "--no-strip-types"];
 
 /** Builds into `<dir>/dist` beside a copy of package.json and a link to node_modules; returns dist/main.js. */
 export function buildImageLayout(dir: string): string {

@@ -49,6 +49,74 @@ describe("log lines", () => {
     );
     for (const line of lines()) assert.match(String(line.time), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   });
+
+  it("hold level, time, the component and a child's bindings, then the fields, then msg, in pino's order", () => {
+    const { stream, lines } = capture();
+    createLogger(stream)
+      .child({ controller: "cocoonset" })
+      .child({ cocoonset: "ns/a" })
+      .info({ slot: 2 }, "m");
+    const [line] = lines();
+    assert.deepEqual(Object.keys(line ?? {}), [
+      "level",
+      "severity",
+      "time",
+      "component",
+      "controller",
+      "cocoonset",
+      "slot",
+      "msg",
+    ]);
+    assert.deepEqual(
+      { ...line, time: undefined },
+      {
+        level: "info",
+        severity: "INFO",
+        time: undefined,
+        component: "cocoon-operator",
+        controller: "cocoonset",
+        cocoonset: "ns/a",
+        slot: 2,
+        msg: "m",
+      },
+    );
+  });
+
+  it("write an err as pino's serializer does: type, message and stack with their causes, own fields", () => {
+    const { stream, lines } = capture();
+    const cause = new Error("connection refused");
+    const err = Object.assign(new TypeError("probe failed", { cause }), { code: "ECONNREFUSED" });
+    const logger = createLogger(stream);
+    logger.error({ err }, "fields");
+    logger.error(err, "an Error as the fields");
+    for (const line of lines()) {
+      assert.deepEqual(line.err, {
+        type: "TypeError",
+        message: "probe failed: connection refused",
+        stack: `${err.stack}\ncaused by: ${cause.stack}`,
+        code: "ECONNREFUSED",
+      });
+    }
+    assert.equal(lines().length, 2);
+  });
+
+  it("drop lines below the threshold, which children follow unless they set their own; silent drops all", () => {
+    const { stream, lines } = capture();
+    const logger = createLogger(stream);
+    const child = logger.child({ controller: "c" });
+    logger.level = "warn";
+    child.info("dropped");
+    child.warn("kept");
+    child.level = "debug";
+    child.debug("kept by the child's own");
+    logger.debug("dropped by the parent's");
+    logger.level = "silent";
+    logger.fatal("dropped");
+    assert.deepEqual(
+      lines().map((l) => l.msg),
+      ["kept", "kept by the child's own"],
+    );
+  });
 });
 
 describe("the operator process and OPERATOR_LOG_LEVEL", () => {
