@@ -10,7 +10,6 @@
 //   npm run bench:throughput [-- --ops 30 --warmup 10 --concurrency 1,4,8 --probe-ms 5 --probe-sleep precise|timer]
 
 import "./lib/quiet.ts";
-import { pino } from "pino";
 import type { Pod } from "../src/apis/core.ts";
 import type { CocoonHibernation, CocoonSet } from "../src/apis/v1/types.ts";
 import { systemClock } from "../src/clock.ts";
@@ -25,6 +24,7 @@ import type { SnapshotManifest } from "../src/registry/index.ts";
 import { FakeSnapshotRegistry } from "../test/env/registry-fake.ts";
 import { RecordingEvents } from "../test/support/cocoonset.ts";
 import { FakeClient, FakeView } from "../test/support/fakeclient.ts";
+import { silentLogger } from "../test/support/log.ts";
 import { parseArgs, runBenchmark } from "./lib/lifecycle.ts";
 import {
   commandLine,
@@ -145,7 +145,7 @@ function fixture(): Fixture {
     registry,
     events: new RecordingEvents(),
     clock: systemClock,
-    log: pino({ level: "silent" }),
+    log: silentLogger(),
   };
   return { client, view, registry, deps };
 }

@@ -14,7 +14,6 @@
 
 import assert from "node:assert/strict";
 import { it } from "node:test";
-import { pino } from "pino";
 import type { Pod } from "../../src/apis/core.ts";
 import type { CocoonSet } from "../../src/apis/v1/types.ts";
 import { FakeClock } from "../../src/clock.ts";
@@ -26,6 +25,7 @@ import { ANN_HIBERNATE, ANN_VM_ID } from "../../src/contract/keys.ts";
 import { COCOONSETS, PODS } from "../../src/controller/resources.ts";
 import { FakeSnapshotRegistry } from "../env/registry-fake.ts";
 import { FakeClient } from "../support/fakeclient.ts";
+import { silentLogger } from "../support/log.ts";
 
 const NS = "ns";
 const IMAGE = "ubuntu-dev-base";
@@ -68,7 +68,7 @@ function passOverStaleCache(
       registry,
       events: { event: () => {} },
       clock: new FakeClock(Date.parse("2026-01-01T00:00:00Z")),
-      log: pino({ level: "silent" }),
+      log: silentLogger(),
     },
     new AbortController().signal,
   );

@@ -1,7 +1,6 @@
 // Fixtures for CocoonSet reconcile unit tests: a set and its pods in namespace "ns" (the names the
 // upstream tests use: demo, demo-0, vk-ns-demo-0), and reconciler dependencies over the fakes.
 
-import { pino } from "pino";
 import type { Pod } from "../../src/apis/core.ts";
 import type { CocoonSet, CocoonSetSpec } from "../../src/apis/v1/types.ts";
 import { FakeClock } from "../../src/clock.ts";
@@ -13,6 +12,7 @@ import type { EventRecorder, EventType, InvolvedObject } from "../../src/control
 import { COCOONSETS } from "../../src/controller/resources.ts";
 import { FakeSnapshotRegistry } from "../env/registry-fake.ts";
 import { FakeClient, FakeView } from "./fakeclient.ts";
+import { silentLogger } from "./log.ts";
 
 export const NS = "ns";
 export const SET = "demo";
@@ -95,7 +95,7 @@ export function harness(opts: { withRegistry?: boolean } = {}): Harness {
     registry: opts.withRegistry === false ? undefined : registry,
     events,
     clock,
-    log: pino({ level: "silent" }),
+    log: silentLogger(),
     expectations: new PodCreateExpectations(clock),
   };
   return { client, view, registry, events, clock, deps };

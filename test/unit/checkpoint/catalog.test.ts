@@ -3,7 +3,6 @@
 // while the kind is absent.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { pino } from "pino";
 import {
   CHECKPOINT_REPROBE_MS,
   CheckpointCatalog,
@@ -13,8 +12,9 @@ import {
 import { FakeClock } from "../../../src/clock.ts";
 import { ApiError, NotFoundError } from "../../../src/controller/errors.ts";
 import { FakeClient } from "../../support/fakeclient.ts";
+import { silentLogger } from "../../support/log.ts";
 
-const log = pino({ level: "silent" });
+const log = silentLogger();
 
 describe("checkpointKindServed", () => {
   it("is true when the list answers, false on 404 or 403", async () => {

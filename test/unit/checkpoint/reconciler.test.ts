@@ -1,7 +1,6 @@
 // The CocoonCheckpoint reconciler (issue 19) over the fake API client and an in-memory registry.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { pino } from "pino";
 import type { CocoonSet } from "../../../src/apis/v1/types.ts";
 import type { CocoonCheckpoint } from "../../../src/apis/v1alpha1/types.ts";
 import { FINALIZER_COCOONCHECKPOINT, MANIFEST_ANN_CHECKPOINT } from "../../../src/checkpoint/keys.ts";
@@ -12,6 +11,7 @@ import { checkpointBytesTotal, checkpointsTotal } from "../../../src/metrics/che
 import { FakeCheckpointRegistry } from "../../support/checkpointregistry.ts";
 import { cocoonSet, NS, RecordingEvents, SET } from "../../support/cocoonset.ts";
 import { FakeClient } from "../../support/fakeclient.ts";
+import { silentLogger } from "../../support/log.ts";
 
 const IMAGE = "ubuntu";
 const VMS = [`vk-${NS}-${SET}-0`, `vk-${NS}-${SET}-1`, `vk-${NS}-${SET}-tb`];
@@ -65,7 +65,7 @@ function fixture() {
     registry,
     events,
     clock: new FakeClock(),
-    log: pino({ level: "silent" }),
+    log: silentLogger(),
   });
   const run = (name = "ck") => reconciler.reconcile({ namespace: NS, name }, new AbortController().signal);
   const stored = (name = "ck") => client.peek<CocoonCheckpoint>(COCOONCHECKPOINTS, NS, name);

@@ -1,7 +1,6 @@
 // Step 7 (a failed main): behaviours.md items 36–42 and the upstream scenarios T14–T18.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { pino } from "pino";
 import type { Pod } from "../../../src/apis/core.ts";
 import type { CocoonHibernation, CocoonSet, CocoonSetPhase } from "../../../src/apis/v1/types.ts";
 import { FakeClock } from "../../../src/clock.ts";
@@ -25,6 +24,7 @@ import { COCOONHIBERNATIONS, COCOONSETS, PODS } from "../../../src/controller/re
 import { lifecycleStateFailedObservedTotal } from "../../../src/metrics/cocoon.ts";
 import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
 import { FakeClient, FakeView } from "../../support/fakeclient.ts";
+import { silentLogger } from "../../support/log.ts";
 
 const NS = "ns";
 const IMAGE = "ghcr.io/cocoonstack/cocoon/ubuntu:24.04";
@@ -125,7 +125,7 @@ class Harness {
       registry: this.registry,
       events: { event: (_obj, type, reason, message) => this.events.push(`${type} ${reason} ${message}`) },
       clock: new FakeClock(Date.parse(START)),
-      log: pino({ level: "silent" }),
+      log: silentLogger(),
     };
   }
 

@@ -2,7 +2,6 @@
 // T69–T83, run against the in-memory API and registry, plus the write orders that keep live state.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { pino } from "pino";
 import type { Pod } from "../../../src/apis/core.ts";
 import type { CocoonHibernation, CocoonSet, CocoonSetPhase } from "../../../src/apis/v1/types.ts";
 import { FakeClock } from "../../../src/clock.ts";
@@ -24,6 +23,7 @@ import { migrateUnschedulableTotal } from "../../../src/metrics/cocoon.ts";
 import type { SnapshotRegistry } from "../../../src/registry/index.ts";
 import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
 import { FakeClient, FakeView } from "../../support/fakeclient.ts";
+import { silentLogger } from "../../support/log.ts";
 
 const NS = "ns";
 const IMAGE = "ghcr.io/cocoonstack/cocoon/ubuntu:24.04";
@@ -140,7 +140,7 @@ class Harness {
         registry: this.withRegistry ? this.journaled<SnapshotRegistry>(this.registry, "registry") : undefined,
         events,
         clock: new FakeClock(Date.parse(START)),
-        log: pino({ level: "silent" }),
+        log: silentLogger(),
       },
       new AbortController().signal,
     );
