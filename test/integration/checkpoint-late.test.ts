@@ -158,7 +158,10 @@ describe("checkpoints switched on while the operator runs", { timeout: 240_000 }
       operator.operator.checkpoints.isAvailable ? true : undefined,
     );
     assert.equal(listCodes.at(-1), "200", "the informer listed the kind");
-    assert.ok((operator.client.requestCounts().get("watch cocooncheckpoints") ?? 0) >= 1, "and watches it");
+    // The reflector opens its watch after the list it synced from, so the watch may come a moment later.
+    await waitFor("the informer watches the kind", async () =>
+      (operator.client.requestCounts().get("watch cocooncheckpoints") ?? 0) >= 1 ? true : undefined,
+    );
     const listsWhenEnabled = listCodes.length;
 
     await createMainOnlySet(cp, ns, pool, "src");
