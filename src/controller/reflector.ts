@@ -175,7 +175,13 @@ export class Reflector<T extends StoredObject> {
       if (events > 0 || this.clock.now() - started >= HEALTHY_WATCH_MS) this.backoff.reset();
       throw e;
     }
-    return events > 0 || this.clock.now() - started >= HEALTHY_WATCH_MS;
+    const lastedMs = this.clock.now() - started;
+    // client-go logs the same at V(4) ("Watch close"): a server that closes watches early shows here.
+    log.debug(
+      { resource: rt.plural, events, lastedMs, rv: this.resourceVersion },
+      "watch closed, watching again",
+    );
+    return events > 0 || lastedMs >= HEALTHY_WATCH_MS;
   }
 
   private apply(event: WatchEvent<T>, store: Store<T>, sink: ReflectorSink<T>): void {
