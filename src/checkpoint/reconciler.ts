@@ -109,7 +109,12 @@ export class CheckpointReconciler implements Reconciler {
     if (!cs) return this.wait(ck, `CocoonSet ${setName} not found`);
     const notYet = notSuspendedReason(cs);
     if (notYet) return this.wait(ck, notYet);
-    return this.copy(ck, cs, signal);
+    // A copy writes tags, a Ready event and metrics, so it starts from the server's object: the cache
+    // may not show yet the Ready that the pass before this one wrote (its own status write queued
+    // this pass), and copying again would rewrite every tag while clients read them.
+    const current = await this.readCheckpoint(req.namespace, req.name);
+    if (!current || current.metadata.deletionTimestamp || current.status?.phase === "Ready") return {};
+    return this.copy(current, cs, signal);
   }
 
   private async copy(ck: CocoonCheckpoint, cs: CocoonSet, signal: AbortSignal): Promise<Result> {
@@ -202,6 +207,15 @@ export class CheckpointReconciler implements Reconciler {
   }
 
   /** The set as the API server holds it now; undefined when it is gone. */
+  private async readCheckpoint(namespace: string, name: string): Promise<CocoonCheckpoint | undefined> {
+    try {
+      return await this.deps.client.get<CocoonCheckpoint>(COCOONCHECKPOINTS, namespace, name);
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
   private async readSet(namespace: string, name: string): Promise<CocoonSet | undefined> {
     try {
       return await this.deps.client.get<CocoonSet>(COCOONSETS, namespace, name);

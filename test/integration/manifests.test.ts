@@ -40,7 +40,7 @@ const API_CALLS: { group: string; resource: string; verbs: string[]; namespaced?
   { group: GROUP, resource: "cocoonhibernations", verbs: ["list", "watch", "update"] },
   { group: GROUP, resource: "cocoonhibernations/status", verbs: ["patch"] },
   // CocoonCheckpoint informer (and the startup probe); finalizer update; keep-checkpoints deletes.
-  { group: GROUP, resource: "cocooncheckpoints", verbs: ["list", "watch", "update", "delete"] },
+  { group: GROUP, resource: "cocooncheckpoints", verbs: ["get", "list", "watch", "update", "delete"] },
   { group: GROUP, resource: "cocooncheckpoints/status", verbs: ["patch"] },
   // Pod informer; uncached reads (toolbox collision, wake liveness); creates; annotation patches; deletes.
   { group: "", resource: "pods", verbs: ["get", "list", "watch", "create", "patch", "delete"] },

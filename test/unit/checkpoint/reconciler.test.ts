@@ -53,8 +53,10 @@ function fixture() {
   const client = new FakeClient();
   const registry = new FakeCheckpointRegistry();
   const events = new RecordingEvents();
+  /** How many store changes the view's checkpoints lag behind (a lagging informer). */
+  const cache = { lag: 0 };
   const view: CheckpointView = {
-    getCheckpoint: (ns, name) => client.peek<CocoonCheckpoint>(COCOONCHECKPOINTS, ns, name),
+    getCheckpoint: (ns, name) => client.peek<CocoonCheckpoint>(COCOONCHECKPOINTS, ns, name, cache.lag),
     checkpointsOfSet: (ns, set) =>
       client.all<CocoonCheckpoint>(COCOONCHECKPOINTS, ns).filter((c) => c.spec.cocoonSetRef.name === set),
     getCocoonSet: (ns, name) => client.peek<CocoonSet>(COCOONSETS, ns, name),
@@ -69,7 +71,7 @@ function fixture() {
   });
   const run = (name = "ck") => reconciler.reconcile({ namespace: NS, name }, new AbortController().signal);
   const stored = (name = "ck") => client.peek<CocoonCheckpoint>(COCOONCHECKPOINTS, NS, name);
-  return { client, registry, events, run, stored };
+  return { client, registry, events, run, stored, cache };
 }
 
 describe("CheckpointReconciler", () => {
@@ -172,6 +174,29 @@ describe("CheckpointReconciler", () => {
     await f.run();
     assert.deepEqual(f.client.calls, [], "a Ready checkpoint costs nothing");
     assert.deepEqual(f.registry.log, []);
+  });
+
+  it("copies nothing again while its cache still shows the Copying it wrote before Ready", async () => {
+    const f = fixture();
+    f.client.seed(COCOONSETS, suspendedSet());
+    f.client.seed(COCOONCHECKPOINTS, checkpoint());
+    for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE, 100);
+    await f.run();
+    assert.equal(f.stored()?.status?.phase, "Ready");
+    const readyEvents = f.events.events.filter((e) => e.reason === "CheckpointReady").length;
+
+    // The pass queued by its own status writes runs before the informer delivers the Ready one.
+    f.cache.lag = 1;
+    f.client.clearCalls();
+    f.registry.log.length = 0;
+    assert.deepEqual(await f.run(), {});
+    assert.deepEqual(f.registry.log, [], "no tag read or rewritten");
+    assert.deepEqual(
+      f.client.calls.map((c) => `${c.verb} ${c.resource}`),
+      ["get cocooncheckpoints"],
+      "one read of the server's checkpoint, no status write",
+    );
+    assert.equal(f.events.events.filter((e) => e.reason === "CheckpointReady").length, readyEvents);
   });
 
   it("goes back to Pending when the set left Suspended during the copy", async () => {
