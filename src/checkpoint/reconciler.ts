@@ -18,7 +18,7 @@ import { statusMergePatch } from "../cocoonset/steps/status.ts";
 import { TAG_HIBERNATE } from "../contract/keys.ts";
 import { formatRFC3339 } from "../contract/rfc3339.ts";
 import type { Client } from "../controller/client.ts";
-import { isNotFound } from "../controller/errors.ts";
+import { isNotFound, unlessNotFound } from "../controller/errors.ts";
 import type { EventRecorder, EventType } from "../controller/events.ts";
 import type { Reconciler, Request, Result } from "../controller/reconciler.ts";
 import { COCOONCHECKPOINTS, COCOONSETS } from "../controller/resources.ts";
@@ -112,7 +112,9 @@ export class CheckpointReconciler implements Reconciler {
     // A copy writes tags, a Ready event and metrics, so it starts from the server's object: the cache
     // may not show yet the Ready that the pass before this one wrote (its own status write queued
     // this pass), and copying again would rewrite every tag while clients read them.
-    const current = await this.readCheckpoint(req.namespace, req.name);
+    const current = await unlessNotFound(() =>
+      this.deps.client.get<CocoonCheckpoint>(COCOONCHECKPOINTS, req.namespace, req.name),
+    );
     if (!current || current.metadata.deletionTimestamp || current.status?.phase === "Ready") return {};
     return this.copy(current, cs, signal);
   }
@@ -164,7 +166,7 @@ export class CheckpointReconciler implements Reconciler {
 
     // The copy is one suspend's state only if the set stayed suspended throughout: a wake and a
     // new suspend each take a new generation, so the API server's set must still be at this one.
-    const now = await this.readSet(namespace, setName);
+    const now = await unlessNotFound(() => this.deps.client.get<CocoonSet>(COCOONSETS, namespace, setName));
     const moved = !now
       ? `CocoonSet ${setName} was deleted during the copy`
       : (notSuspendedReason(now) ??
@@ -204,25 +206,6 @@ export class CheckpointReconciler implements Reconciler {
     this.event(ck, "Normal", REASON_READY, `${copied.length} snapshots tagged ${tag}, ${totalBytes} bytes`);
     await this.prune(updated, true);
     return {};
-  }
-
-  /** The set as the API server holds it now; undefined when it is gone. */
-  private async readCheckpoint(namespace: string, name: string): Promise<CocoonCheckpoint | undefined> {
-    try {
-      return await this.deps.client.get<CocoonCheckpoint>(COCOONCHECKPOINTS, namespace, name);
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
-  }
-
-  private async readSet(namespace: string, name: string): Promise<CocoonSet | undefined> {
-    try {
-      return await this.deps.client.get<CocoonSet>(COCOONSETS, namespace, name);
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
   }
 
   /** Pending with a message; no call when the status already says so. */

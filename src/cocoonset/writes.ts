@@ -6,7 +6,7 @@ import type { Pod } from "../apis/core.ts";
 import type { CocoonSet } from "../apis/v1/types.ts";
 import { ANN_HIBERNATE_RECLAIM, TRUE } from "../contract/keys.ts";
 import { annotationsMergePatch } from "../contract/pod.ts";
-import { isNotFound } from "../controller/errors.ts";
+import { isNotFound, unlessNotFound } from "../controller/errors.ts";
 import { COCOONSETS, PODS } from "../controller/resources.ts";
 import type { Pass } from "./pass.ts";
 import { encodeReclaim, type ReclaimRecord, readReclaim } from "./reclaim.ts";
@@ -94,13 +94,10 @@ export async function deletePod(pass: Pass, pod: Pod): Promise<void> {
  * may predate this controller's own latest write, such as the hibernate request of a quiesce.
  */
 export async function readPodFromServer(pass: Pass, cached: Pod): Promise<Pod | undefined> {
-  try {
-    const fresh = await pass.deps.client.get<Pod>(PODS, pass.namespace, cached.metadata.name ?? "");
-    return fresh.metadata.uid === cached.metadata.uid ? fresh : undefined;
-  } catch (error) {
-    if (isNotFound(error)) return undefined;
-    throw error;
-  }
+  const fresh = await unlessNotFound(() =>
+    pass.deps.client.get<Pod>(PODS, pass.namespace, cached.metadata.name ?? ""),
+  );
+  return fresh?.metadata.uid === cached.metadata.uid ? fresh : undefined;
 }
 
 /** The set's reclaim record; an unreadable annotation reads as empty, with a warning. */

@@ -84,3 +84,13 @@ export const isConflict = (e: unknown): e is ConflictError => e instanceof Confl
 export const isInvalid = (e: unknown): e is InvalidError => e instanceof InvalidError;
 export const isTooManyRequests = (e: unknown): e is TooManyRequestsError => e instanceof TooManyRequestsError;
 export const isGone = (e: unknown): e is GoneError => e instanceof GoneError;
+
+/** The read's result, or undefined when the object does not exist (404). */
+export async function unlessNotFound<T>(read: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await read();
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}

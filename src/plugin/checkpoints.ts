@@ -4,9 +4,8 @@
 
 import type { CocoonSet } from "../apis/v1/types.ts";
 import type { CheckpointMember, CocoonCheckpoint } from "../apis/v1alpha1/types.ts";
-import { isNotFound } from "../controller/errors.ts";
+import { isNotFound, unlessNotFound } from "../controller/errors.ts";
 import { COCOONCHECKPOINTS } from "../controller/resources.ts";
-import { unlessNotFound } from "./cluster.ts";
 import type { CommandContext } from "./command.ts";
 import { PluginError } from "./errors.ts";
 import { humanSize } from "./output.ts";

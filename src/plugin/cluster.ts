@@ -3,7 +3,7 @@
 import type { Pod } from "../apis/core.ts";
 import type { CocoonHibernation, CocoonSet, ObjectMeta } from "../apis/v1/types.ts";
 import { LABEL_COCOONSET } from "../contract/keys.ts";
-import { isNotFound } from "../controller/errors.ts";
+import { isNotFound, unlessNotFound } from "../controller/errors.ts";
 import { COCOONHIBERNATIONS, COCOONSETS, EVENTS, NODES, PODS } from "../controller/resources.ts";
 import type { CommandContext } from "./command.ts";
 import { PluginError } from "./errors.ts";
@@ -42,16 +42,6 @@ export function getSet(ctx: Reader, name: string): Promise<CocoonSet> {
     () => ctx.client.get<CocoonSet>(COCOONSETS, ctx.namespace, name),
     `cocoonset "${name}" not found in namespace "${ctx.namespace}"`,
   );
-}
-
-/** The read's result, or undefined when the object does not exist. */
-export async function unlessNotFound<T>(read: () => Promise<T>): Promise<T | undefined> {
-  try {
-    return await read();
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
 }
 
 /** The set, or undefined when there is none of that name. */
