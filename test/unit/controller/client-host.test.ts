@@ -2,21 +2,7 @@
 // in-cluster address keeps its default port (10.96.0.1:443), which WHATWG URL.host would drop.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { KubeClient } from "../../../src/controller/client.ts";
-import type { RestConfig } from "../../../src/controller/kubeconfig.ts";
-
-function client(server: string): KubeClient {
-  const kubeConfig: RestConfig = {
-    server,
-    namespace: undefined,
-    ca: undefined,
-    insecureSkipTLSVerify: false,
-    tlsServerName: undefined,
-    credentials: async () => ({}),
-    unauthorized: () => {},
-  };
-  return new KubeClient({ kubeConfig });
-}
+import { anonymousClient } from "../../support/kubeclient.ts";
 
 describe("KubeClient host label", () => {
   const cases: [string, string][] = [
@@ -27,6 +13,6 @@ describe("KubeClient host label", () => {
     ["https://api.example.com:6443", "api.example.com:6443"],
   ];
   for (const [server, host] of cases) {
-    it(`${server} → ${host}`, () => assert.equal(client(server).host, host));
+    it(`${server} → ${host}`, () => assert.equal(anonymousClient(server).host, host));
   }
 });

@@ -6,9 +6,9 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { gzipSync } from "node:zlib";
-import { KubeClient } from "../../../src/controller/client.ts";
-import type { RestConfig } from "../../../src/controller/kubeconfig.ts";
+import type { KubeClient } from "../../../src/controller/client.ts";
 import { PODS } from "../../../src/controller/resources.ts";
+import { anonymousClient } from "../../support/kubeclient.ts";
 
 interface Seen {
   query: URLSearchParams;
@@ -42,16 +42,7 @@ function page(body: unknown, gzip: boolean): (res: http.ServerResponse) => void 
 
 function client(): KubeClient {
   const address = server.address() as AddressInfo;
-  const kubeConfig: RestConfig = {
-    server: `http://127.0.0.1:${address.port}`,
-    namespace: undefined,
-    ca: undefined,
-    insecureSkipTLSVerify: false,
-    tlsServerName: undefined,
-    credentials: async () => ({}),
-    unauthorized: () => {},
-  };
-  return new KubeClient({ kubeConfig });
+  return anonymousClient(`http://127.0.0.1:${address.port}`);
 }
 
 before(async () => {
