@@ -146,7 +146,11 @@ describe("CocoonSet scaling", () => {
     assert.equal(parked.metadata.annotations?.[ANN_DEAD_LETTER], String(cs.metadata.generation));
     const history = JSON.parse(cs.metadata.annotations?.[ANN_REBUILD_HISTORY] ?? "{}");
     assert.equal(history["flaky-1"]?.count, 4);
-    const reasons = await eventReasons("flaky");
+    // The event is posted after the dead-letter annotation, so it may land a moment later.
+    const reasons = await waitFor("SubAgentDeadLetter event", async () => {
+      const seen = await eventReasons("flaky");
+      return seen.includes("SubAgentDeadLetter") ? seen : undefined;
+    });
     assert.ok(reasons.includes("SubAgentRebuilding"));
     assert.ok(reasons.includes("SubAgentDeadLetter"));
     // Backoff 0 / 1 / 5 / 30 s: the four rebuilds span at least 36 s of refused boots.
