@@ -81,6 +81,10 @@ interface Cycle {
   /** The operator's own rest_client_requests_total over each transition and the 1 s after it. */
   suspendRequests: RequestTotals;
   wakeRequests: RequestTotals;
+  /** The operator's CPU time from the wake patch to Running (10 ms ticks). */
+  wakeCpuMs: number;
+  /** With --trace: controller_runtime_reconcile_total over the wake and the 1 s after it. */
+  wakeReconciles: number;
 }
 
 const suspendMs = (c: Cycle) => c.suspended - c.suspendPatch;
@@ -152,11 +156,15 @@ async function main(): Promise<void> {
     const hibernated = lastVmEvent("hibernate", suspendPatch);
     await sleep(1_000);
     const beforeWake = await operator.requests();
+    const reconcilesBeforeWake = traceFile ? await operator.reconciles() : 0;
+    const cpuBeforeWake = operator.proc()?.cpuSeconds ?? 0;
     const wakePatch = await setSuspend(false);
     const running = await until("Running", (cs) => isRunning(cs, AGENTS));
     const woken = lastVmEvent("wake", wakePatch);
+    const wakeCpuMs = Math.round(((operator.proc()?.cpuSeconds ?? 0) - cpuBeforeWake) * 1000);
     await sleep(1_000);
     const afterWake = await operator.requests();
+    const wakeReconciles = traceFile ? (await operator.reconciles()) - reconcilesBeforeWake : 0;
     return {
       suspendPatch,
       hibernated,
@@ -166,6 +174,8 @@ async function main(): Promise<void> {
       running,
       suspendRequests: diffTotals(beforeWake, beforeSuspend),
       wakeRequests: diffTotals(afterWake, beforeWake),
+      wakeCpuMs,
+      wakeReconciles,
     };
   };
 
@@ -189,7 +199,7 @@ async function main(): Promise<void> {
     lines.sort((a, b) => a[0] - b[0]);
     appendFileSync(
       traceFile,
-      `# ${label} turn ${run + 1}: wake ${wakeMs(c)} ms\n${lines.map(([, line]) => line).join("\n")}\n\n`,
+      `# ${label} turn ${run + 1}: wake ${wakeMs(c)} ms, operator CPU ${c.wakeCpuMs} ms, ${c.wakeReconciles} reconciles\n${lines.map(([, line]) => line).join("\n")}\n\n`,
     );
   };
 
