@@ -54,6 +54,26 @@ function verbOf(method: string, url: URL): string {
   return { POST: "create", PUT: "update", PATCH: "patch", DELETE: "delete" }[method] ?? method.toLowerCase();
 }
 
+/** Hands `onExchange` the exchange once the upstream response has ended. */
+export function reportExchange(
+  req: http.IncomingMessage,
+  upstream: http.IncomingMessage,
+  start: number,
+  body: string,
+  onExchange: (exchange: Exchange) => void,
+): void {
+  upstream.on("end", () =>
+    onExchange({
+      start,
+      end: Date.now(),
+      method: req.method ?? "GET",
+      path: req.url ?? "/",
+      status: upstream.statusCode ?? 0,
+      body,
+    }),
+  );
+}
+
 export async function startCountingProxy(
   conn: ApiConnection,
   kubeconfigPath: string,
@@ -99,16 +119,7 @@ export async function startCountingProxy(
         ur.pipe(res);
         ur.on("error", () => res.destroy());
         if (onExchange && verb !== "watch") {
-          ur.on("end", () =>
-            onExchange({
-              start,
-              end: Date.now(),
-              method,
-              path: req.url ?? "/",
-              status: ur.statusCode ?? 0,
-              body: Buffer.concat(requestBody).toString("utf8"),
-            }),
-          );
+          reportExchange(req, ur, start, Buffer.concat(requestBody).toString("utf8"), onExchange);
         }
       },
     );

@@ -2,7 +2,7 @@
 // traces: the operator is given the proxy's host as OCI_REGISTRY and every exchange is reported.
 
 import http from "node:http";
-import type { Exchange } from "./countingproxy.ts";
+import { type Exchange, reportExchange } from "./countingproxy.ts";
 import { onTeardown } from "./lifecycle.ts";
 
 export interface RegistryProxy {
@@ -26,16 +26,7 @@ export async function startRegistryProxy(
         res.writeHead(ur.statusCode ?? 502, ur.headers);
         ur.pipe(res);
         ur.on("error", () => res.destroy());
-        ur.on("end", () =>
-          onExchange({
-            start,
-            end: Date.now(),
-            method,
-            path: req.url ?? "/",
-            status: ur.statusCode ?? 0,
-            body: "",
-          }),
-        );
+        reportExchange(req, ur, start, "", onExchange);
       },
     );
     up.on("error", () => {
