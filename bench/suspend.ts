@@ -13,8 +13,15 @@
 // take turns (--runs turns each), so both see the same environment and the same machine load.
 //
 //   npm run bench:suspend [-- --runs 5 --cycles 2 --operator-command "<cmd>" --label <name>
-//                             --compare-command "<cmd>" --compare-label <name>]
+//                             --compare-command "<cmd>" --compare-label <name> --trace <file>]
+//
+// --trace puts a timestamping proxy between each operator and the API server and another before the
+// registry, and appends to <file>, per timed wake, every request either operator made (start and end,
+// ms after the wake patch) interleaved with the simulator's VM events and the moment the set was seen
+// Running. The proxies add a hop of their own, so traced timings are for where the time goes, not for
+// the table.
 
+import { appendFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { CocoonSet } from "../src/apis/v1/types.ts";
@@ -31,6 +38,7 @@ import {
   startCluster,
   startPool,
 } from "./lib/cluster.ts";
+import { type Exchange, startCountingProxy } from "./lib/countingproxy.ts";
 import { parseArgs, runBenchmark } from "./lib/lifecycle.ts";
 import {
   diffTotals,
@@ -40,6 +48,7 @@ import {
   type RequestTotals,
   startOperatorProcess,
 } from "./lib/operator.ts";
+import { startRegistryProxy } from "./lib/registryproxy.ts";
 import {
   commandLine,
   fmt,
@@ -72,6 +81,10 @@ interface Cycle {
   /** The operator's own rest_client_requests_total over each transition and the 1 s after it. */
   suspendRequests: RequestTotals;
   wakeRequests: RequestTotals;
+  /** The operator's CPU time from the wake patch to Running (10 ms ticks). */
+  wakeCpuMs: number;
+  /** With --trace: controller_runtime_reconcile_total over the wake and the 1 s after it. */
+  wakeReconciles: number;
 }
 
 const suspendMs = (c: Cycle) => c.suspended - c.suspendPatch;
@@ -90,6 +103,7 @@ async function main(): Promise<void> {
   const runs = args.int("runs", 5);
   const cycles = args.int("cycles", 2);
   const operators = operatorCommands(args);
+  const traceFile = args.string("trace", "");
 
   progress("starting control plane, registry and simulator");
   const cluster = await startCluster();
@@ -142,11 +156,15 @@ async function main(): Promise<void> {
     const hibernated = lastVmEvent("hibernate", suspendPatch);
     await sleep(1_000);
     const beforeWake = await operator.requests();
+    const reconcilesBeforeWake = traceFile ? await operator.reconciles() : 0;
+    const cpuBeforeWake = operator.proc()?.cpuSeconds ?? 0;
     const wakePatch = await setSuspend(false);
     const running = await until("Running", (cs) => isRunning(cs, AGENTS));
     const woken = lastVmEvent("wake", wakePatch);
+    const wakeCpuMs = Math.round(((operator.proc()?.cpuSeconds ?? 0) - cpuBeforeWake) * 1000);
     await sleep(1_000);
     const afterWake = await operator.requests();
+    const wakeReconciles = traceFile ? (await operator.reconciles()) - reconcilesBeforeWake : 0;
     return {
       suspendPatch,
       hibernated,
@@ -156,17 +174,49 @@ async function main(): Promise<void> {
       running,
       suspendRequests: diffTotals(beforeWake, beforeSuspend),
       wakeRequests: diffTotals(afterWake, beforeWake),
+      wakeCpuMs,
+      wakeReconciles,
     };
+  };
+
+  /** The traced exchanges of the running turn, tagged "api" or "registry". */
+  const exchanges: (Exchange & { to: string })[] = [];
+  const writeTrace = (label: string, run: number, c: Cycle): void => {
+    const at = (t: number) => String(t - c.wakePatch).padStart(5);
+    const lines: [number, string][] = [
+      ...exchanges
+        .filter((e) => e.start >= c.wakePatch && e.start <= c.running)
+        .map((e): [number, string] => [
+          e.start,
+          `${at(e.start)} …${at(e.end)}  ${e.to} ${e.method} ${e.status} ${e.path} ${e.body.slice(0, 200)}`,
+        ]),
+      ...pool.sim.record
+        .events()
+        .filter((e) => e.namespace === ns && e.time >= c.wakePatch && e.time <= c.running)
+        .map((e): [number, string] => [e.time, `${at(e.time)}         vm ${e.kind} ${e.podName}`]),
+      [c.running, `${at(c.running)}         set seen Running`],
+    ];
+    lines.sort((a, b) => a[0] - b[0]);
+    appendFileSync(
+      traceFile,
+      `# ${label} turn ${run + 1}: wake ${wakeMs(c)} ms, operator CPU ${c.wakeCpuMs} ms, ${c.wakeReconciles} reconciles\n${lines.map(([, line]) => line).join("\n")}\n\n`,
+    );
   };
 
   const results = new Map<string, Cycle[]>(operators.map((o) => [o.label, []]));
   let created = false;
   const turn = async (operator: OperatorCommand, run: number): Promise<void> => {
     logFile = join(tmpdir(), `bench-suspend-${operator.label}-${process.pid}.log`);
+    exchanges.length = 0;
+    const record = (to: string) => (e: Exchange) => exchanges.push({ ...e, to });
+    const apiProxy = traceFile
+      ? await startCountingProxy(info, `${logFile}.kubeconfig`, record("api"))
+      : undefined;
+    const registryProxy = traceFile ? await startRegistryProxy(info.registry, record("registry")) : undefined;
     const process_ = await startOperatorProcess({
       command: operator.command,
-      kubeconfigPath: info.kubeconfigPath,
-      registry: info.registry,
+      kubeconfigPath: apiProxy?.kubeconfigPath ?? info.kubeconfigPath,
+      registry: registryProxy?.host ?? info.registry,
       logFile,
     });
     try {
@@ -186,6 +236,7 @@ async function main(): Promise<void> {
       for (let c = 0; c < cycles; c++) {
         const result = await cycle(process_);
         results.get(operator.label)?.push(result);
+        if (traceFile) writeTrace(operator.label, run, result);
         progress(
           `${operator.label} turn ${run + 1} cycle ${c + 1}: suspend ${suspendMs(result)} ms ` +
             `(${suspendBefore(result)} + ${TIMINGS.hibernateMs} + ${suspendAfter(result)}), wake ${wakeMs(result)} ms ` +
@@ -195,6 +246,8 @@ async function main(): Promise<void> {
       }
     } finally {
       await process_.stop();
+      await apiProxy?.stop();
+      await registryProxy?.stop();
     }
   };
   for (let r = 0; r < runs; r++) {

@@ -20,6 +20,17 @@ export interface ProxyCounts {
   responseBytes: number;
 }
 
+/** One request through the proxy: when it was sent and answered (epoch ms), and what it was. */
+export interface Exchange {
+  start: number;
+  end: number;
+  method: string;
+  path: string;
+  status: number;
+  /** The request body (a patch's content), for writes. */
+  body: string;
+}
+
 export interface CountingProxy {
   readonly url: string;
   /** A kubeconfig pointing at the proxy with the API server's token. */
@@ -43,9 +54,30 @@ function verbOf(method: string, url: URL): string {
   return { POST: "create", PUT: "update", PATCH: "patch", DELETE: "delete" }[method] ?? method.toLowerCase();
 }
 
+/** Hands `onExchange` the exchange once the upstream response has ended. */
+export function reportExchange(
+  req: http.IncomingMessage,
+  upstream: http.IncomingMessage,
+  start: number,
+  body: string,
+  onExchange: (exchange: Exchange) => void,
+): void {
+  upstream.on("end", () =>
+    onExchange({
+      start,
+      end: Date.now(),
+      method: req.method ?? "GET",
+      path: req.url ?? "/",
+      status: upstream.statusCode ?? 0,
+      body,
+    }),
+  );
+}
+
 export async function startCountingProxy(
   conn: ApiConnection,
   kubeconfigPath: string,
+  onExchange?: (exchange: Exchange) => void,
 ): Promise<CountingProxy> {
   const upstream = new URL(conn.server);
   const agent = new https.Agent({ keepAlive: true, ca: readFileSync(conn.caFile), maxSockets: 256 });
@@ -55,7 +87,10 @@ export async function startCountingProxy(
   };
 
   const server = http.createServer((req, res) => {
+    const start = Date.now();
     const method = req.method ?? "GET";
+    const requestBody: Buffer[] = [];
+    if (onExchange && method !== "GET") req.on("data", (chunk: Buffer) => requestBody.push(chunk));
     const target = new URL(req.url ?? "/", upstream);
     const verb = verbOf(method, target);
     // client-go sends no bearer token to a plain-HTTP server, so the proxy authenticates every
@@ -83,6 +118,9 @@ export async function startCountingProxy(
         });
         ur.pipe(res);
         ur.on("error", () => res.destroy());
+        if (onExchange && verb !== "watch") {
+          reportExchange(req, ur, start, Buffer.concat(requestBody).toString("utf8"), onExchange);
+        }
       },
     );
     up.on("error", () => {

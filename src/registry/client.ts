@@ -83,6 +83,13 @@ export interface SnapshotRegistry {
   deleteManifest(repo: string, ref: string, signal?: AbortSignal): Promise<void>;
   /** HEAD, then DELETE only what the HEAD saw; true when something was deleted. */
   deleteIfPresent(repo: string, tag: string, signal?: AbortSignal): Promise<boolean>;
+  /** HEAD: the manifest's descriptor, or null on 404. */
+  headManifest(repo: string, ref: string, signal?: AbortSignal): Promise<ManifestHead | null>;
+  /**
+   * DELETE of exactly this digest (never a tag, whatever the tag names by now), with every tag that
+   * still names it; true when deleted, false when the registry no longer holds that digest.
+   */
+  deleteDigest(repo: string, digest: string, signal?: AbortSignal): Promise<boolean>;
 }
 
 /** A blob as a manifest references it; the size, when known, extends the copy's deadline. */
@@ -113,8 +120,6 @@ export interface ManifestCopy {
  * blob copies between repositories. Nothing here builds a snapshot of its own.
  */
 export interface CheckpointRegistry extends SnapshotRegistry {
-  /** HEAD: the manifest's descriptor, or null on 404. */
-  headManifest(repo: string, ref: string, signal?: AbortSignal): Promise<ManifestHead | null>;
   /** GET; throws ManifestNotFoundError on 404. */
   getManifest(repo: string, ref: string, signal?: AbortSignal): Promise<Manifest>;
   /** PUT `raw` as `<repo>:<tag>`; every blob it references must be in repo already. Returns its digest. */
@@ -407,6 +412,21 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
       }
       const digest = await put(toRepo, toTag, manifest.raw, manifest.mediaType, callSignal(signal));
       return { digest, mediaType: manifest.mediaType, blobs };
+    },
+    async deleteDigest(repo, digest, signal) {
+      if (!isDigest(digest)) {
+        throw new RegistryError({
+          status: 0,
+          code: "DIGEST_INVALID",
+          message: `not a digest: ${digest}`,
+          method: "DELETE",
+          url: `${parsedBase.host}${manifestPath(parsedBase, repo, digest)}`,
+        });
+      }
+      const result = await manifestRequest("DELETE", repo, digest, "push,pull", callSignal(signal));
+      if (result.status === 200 || result.status === 202) return true;
+      if (result.status === 404) return false;
+      throw failure("DELETE", repo, digest, result);
     },
     async deleteIfPresent(repo, tag, signal) {
       const call = callSignal(signal);

@@ -1,9 +1,20 @@
 // An in-memory SnapshotRegistry for reconciler unit tests: keyed `<repo>:<tag>`, records every
 // call in order, and can be told to fail.
 import { createHash } from "node:crypto";
-import { RegistryError, type SnapshotManifest, type SnapshotRegistry } from "../../src/registry/index.ts";
+import {
+  type ManifestHead,
+  RegistryError,
+  type SnapshotManifest,
+  type SnapshotRegistry,
+} from "../../src/registry/index.ts";
 
-export type RegistryOp = "hasManifest" | "getSnapshot" | "deleteManifest" | "deleteIfPresent";
+export type RegistryOp =
+  | "hasManifest"
+  | "headManifest"
+  | "getSnapshot"
+  | "deleteManifest"
+  | "deleteDigest"
+  | "deleteIfPresent";
 
 export interface RegistryCall {
   op: RegistryOp;
@@ -52,6 +63,14 @@ export class FakeSnapshotRegistry implements SnapshotRegistry {
     return this.has(repo, tag);
   }
 
+  async headManifest(repo: string, ref: string): Promise<ManifestHead | null> {
+    this.#record("headManifest", repo, ref);
+    const digest = this.#digestOf(repo, ref);
+    return digest === undefined
+      ? null
+      : { digest, mediaType: "application/vnd.oci.image.manifest.v1+json", size: 0 };
+  }
+
   async getSnapshot(repo: string, tag: string): Promise<SnapshotManifest | null> {
     this.#record("getSnapshot", repo, tag);
     const entry = this.#manifests.get(`${repo}:${tag}`);
@@ -68,11 +87,29 @@ export class FakeSnapshotRegistry implements SnapshotRegistry {
     this.#remove(repo, ref);
   }
 
+  /** A manifest overwritten under its tag is gone from this fake, so its old digest answers false. */
+  async deleteDigest(repo: string, digest: string): Promise<boolean> {
+    this.#record("deleteDigest", repo, digest);
+    if (this.#digestOf(repo, digest) === undefined) return false;
+    this.#remove(repo, digest);
+    return true;
+  }
+
   async deleteIfPresent(repo: string, tag: string): Promise<boolean> {
     this.#record("deleteIfPresent", repo, tag);
     if (!this.has(repo, tag)) return false;
     this.#remove(repo, tag);
     return true;
+  }
+
+  /** The digest `<repo>:<ref>` names: a tag's, or the digest itself while a tag still names it. */
+  #digestOf(repo: string, ref: string): string | undefined {
+    const tagged = this.#manifests.get(`${repo}:${ref}`)?.digest;
+    if (tagged !== undefined) return tagged;
+    for (const [key, entry] of this.#manifests) {
+      if (key.startsWith(`${repo}:`) && entry.digest === ref) return ref;
+    }
+    return undefined;
   }
 
   /** A digest removes every tag of the repository that points at it, as on a real registry. */

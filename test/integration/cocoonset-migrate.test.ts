@@ -39,6 +39,12 @@ function journaledRegistry(inner: SnapshotRegistry): SnapshotRegistry {
       await inner.deleteManifest(repo, ref, signal);
       tagDeletes.push({ time: Date.now(), repo, ref });
     },
+    headManifest: (repo, ref, signal) => inner.headManifest(repo, ref, signal),
+    deleteDigest: async (repo, digest, signal) => {
+      const deleted = await inner.deleteDigest(repo, digest, signal);
+      if (deleted) tagDeletes.push({ time: Date.now(), repo, ref: digest });
+      return deleted;
+    },
     deleteIfPresent: async (repo, tag, signal) => {
       const deleted = await inner.deleteIfPresent(repo, tag, signal);
       if (deleted) tagDeletes.push({ time: Date.now(), repo, ref: tag });

@@ -170,6 +170,13 @@ export class FakeCheckpointRegistry implements CheckpointRegistry {
       if (key.startsWith(`${repo}:`) && value === digest) this.#tags.delete(key);
   }
 
+  async deleteDigest(repo: string, digest: string): Promise<boolean> {
+    this.#call("deleteDigest", repo, digest);
+    if (!this.#manifests.has(`${repo}@${digest}`)) return false;
+    await this.deleteManifest(repo, digest);
+    return true;
+  }
+
   async deleteIfPresent(repo: string, tag: string): Promise<boolean> {
     this.#call("deleteIfPresent", repo, tag);
     const digest = this.#resolve(repo, tag);

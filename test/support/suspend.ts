@@ -107,7 +107,15 @@ export function timeline(h: Harness): string[] {
     return get.apply(client, args) as Promise<T>;
   };
   const registry = h.registry;
-  for (const op of ["hasManifest", "getSnapshot", "deleteManifest", "deleteIfPresent"] as const) {
+  const ops = [
+    "hasManifest",
+    "headManifest",
+    "getSnapshot",
+    "deleteManifest",
+    "deleteDigest",
+    "deleteIfPresent",
+  ] as const;
+  for (const op of ops) {
     const original = registry[op].bind(registry) as (repo: string, ref: string) => Promise<unknown>;
     Object.assign(registry, {
       [op]: (repo: string, ref: string) => {

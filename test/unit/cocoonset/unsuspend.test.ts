@@ -64,14 +64,13 @@ function reconcileSet(h: ScalingHarness) {
 }
 
 /** Main and sub 1 woken at the record's generation, both recorded with their tags in the registry. */
-function bothWoken(): ScalingHarness {
+function bothWoken(): ScalingHarness & { digests: string[] } {
   const h = scalingHarness(unsuspendedSet({ generation: GEN, vms: [VM0, VM1] }), (cs) => [
     woken(buildMainPod(cs), GEN),
     woken(sub(cs, 1), GEN),
   ]);
-  h.registry.put(VM0, "hibernate", IMAGE);
-  h.registry.put(VM1, "hibernate", IMAGE);
-  return h;
+  const digests = [VM0, VM1].map((vm) => h.registry.put(vm, "hibernate", IMAGE));
+  return Object.assign(h, { digests });
 }
 
 function hibernateFlag(h: ScalingHarness, name: string): string | undefined {
@@ -245,13 +244,14 @@ describe("step 10: dropping the tags of woken VMs", () => {
       woken(buildMainPod(cs), GEN),
       notWokenYet(sub(cs, 1)),
     ]);
-    h.registry.put(VM0, "hibernate", IMAGE);
+    const digest = h.registry.put(VM0, "hibernate", IMAGE);
     h.registry.put(VM1, "hibernate", IMAGE);
     const calls = timeline(h);
     await run(h);
-    assert.deepEqual(calls.slice(0, 3), [
+    assert.deepEqual(calls.slice(0, 4), [
       "get pods/demo-0",
-      `registry deleteIfPresent ${VM0}:hibernate`,
+      `registry headManifest ${VM0}:hibernate`,
+      `registry deleteDigest ${VM0}:${digest}`,
       `patch cocoonsets/demo hibernate-reclaim={"generation":4,"vms":["${VM1}"]}`,
     ]);
     assert.equal(h.registry.has(VM0, "hibernate"), false);
@@ -266,10 +266,10 @@ describe("step 10: dropping the tags of woken VMs", () => {
     await run(h);
     assert.deepEqual(calls.slice(0, 3), [
       "get pods/demo-0",
-      `registry deleteIfPresent ${VM0}:hibernate`,
+      `registry headManifest ${VM0}:hibernate`,
       "patch cocoonsets/demo hibernate-reclaim-",
     ]);
-    assert.deepEqual(h.registry.callsOf("deleteManifest"), []);
+    assert.deepEqual(h.registry.callsOf("deleteDigest"), []);
   });
 
   it("judges every woken VM at once, then one record write drops them all", async () => {
@@ -279,35 +279,67 @@ describe("step 10: dropping the tags of woken VMs", () => {
       woken(sub(cs, 1), GEN),
       notWokenYet(sub(cs, 2)),
     ]);
-    for (const vm of [VM0, VM1, VM2]) h.registry.put(vm, "hibernate", IMAGE);
+    const [digest0, digest1] = [VM0, VM1, VM2].map((vm) => h.registry.put(vm, "hibernate", IMAGE));
     const calls = timeline(h);
     await run(h);
-    // Both server reads go out before either delete: the VMs are judged together, not one by one.
+    // Both server reads and probes go out before either delete: the VMs are judged together.
     assert.deepEqual(calls, [
       "get pods/demo-0",
+      `registry headManifest ${VM0}:hibernate`,
       "get pods/demo-1",
-      `registry deleteIfPresent ${VM0}:hibernate`,
-      `registry deleteIfPresent ${VM1}:hibernate`,
+      `registry headManifest ${VM1}:hibernate`,
+      `registry deleteDigest ${VM0}:${digest0}`,
+      `registry deleteDigest ${VM1}:${digest1}`,
       `patch cocoonsets/demo hibernate-reclaim={"generation":4,"vms":["${VM2}"]}`,
     ]);
     assert.equal(h.registry.has(VM2, "hibernate"), true, "a VM not yet woken keeps its snapshot");
   });
 
-  it("a VM's tag is never deleted before the server's copy of its own pod has answered", async () => {
+  it("a VM's tag is probed beside the server read of its pod, but deleted only after that read has answered", async () => {
     const h = bothWoken();
     const calls = timeline(h);
     const { release } = holdCalls(h.client, "get", "demo-0", calls);
     const pass = run(h);
-    // demo-1's drop goes ahead while demo-0's read is still out; demo-0's tag waits for it.
+    // demo-0's probe is answered while its read is still out; its DELETE waits for the read.
     await settle();
-    assert.deepEqual(h.registry.callsOf("deleteIfPresent"), [`${VM1}:hibernate`]);
+    assert.deepEqual(h.registry.callsOf("headManifest"), [`${VM0}:hibernate`, `${VM1}:hibernate`]);
+    assert.deepEqual(h.registry.callsOf("deleteDigest"), [`${VM1}:${h.digests[1]}`]);
     assert.equal(h.registry.has(VM0, "hibernate"), true);
     release();
     await pass;
     const answered = calls.indexOf("get pods/demo-0 answered");
-    const deleted = calls.indexOf(`registry deleteIfPresent ${VM0}:hibernate`);
+    const deleted = calls.indexOf(`registry deleteDigest ${VM0}:${h.digests[0]}`);
     assert.ok(answered >= 0 && deleted > answered, calls.join("\n"));
     assert.equal(h.set().metadata.annotations?.[ANN_HIBERNATE_RECLAIM], undefined);
+  });
+
+  it("deletes exactly the digest the probe saw", async () => {
+    const h = bothWoken();
+    await run(h);
+    assert.deepEqual(h.registry.callsOf("deleteDigest"), [
+      `${VM0}:${h.digests[0]}`,
+      `${VM1}:${h.digests[1]}`,
+    ]);
+    assert.deepEqual(h.registry.callsOf("deleteIfPresent"), [], "never a delete by tag");
+  });
+
+  it("a snapshot pushed under the tag after the probe is never deleted, and its VM stays recorded", async () => {
+    const h = bothWoken();
+    const probe = h.registry.headManifest.bind(h.registry);
+    let newer = "";
+    h.registry.headManifest = async (repo, ref) => {
+      const seen = await probe(repo, ref);
+      if (repo === VM0) newer = h.registry.put(VM0, "hibernate", IMAGE);
+      return seen;
+    };
+    await run(h);
+    assert.deepEqual(h.registry.callsOf("deleteDigest"), [
+      `${VM0}:${h.digests[0]}`,
+      `${VM1}:${h.digests[1]}`,
+    ]);
+    assert.notEqual(newer, h.digests[0]);
+    assert.equal(h.registry.has(VM0, "hibernate"), true, "the newer snapshot is still under the tag");
+    assert.deepEqual(storedReclaim(h.set()).vms, [VM0]);
   });
 
   it("a VM whose server copy has not woken keeps its tag while the others drop theirs", async () => {
@@ -318,7 +350,7 @@ describe("step 10: dropping the tags of woken VMs", () => {
     assert.ok(server);
     h.client.seed(PODS, annotate(server, { [ANN_HIBERNATE]: "true" }));
     await reconcileUnsuspend(pass);
-    assert.deepEqual(h.registry.callsOf("deleteIfPresent"), [`${VM0}:hibernate`]);
+    assert.deepEqual(h.registry.callsOf("deleteDigest"), [`${VM0}:${h.digests[0]}`]);
     assert.equal(h.registry.has(VM1, "hibernate"), true);
     assert.deepEqual(storedReclaim(h.set()).vms, [VM1]);
   });
@@ -342,7 +374,7 @@ describe("step 10: dropping the tags of woken VMs", () => {
       const h = scalingHarness(unsuspendedSet(record), (cs) => [pod(cs)]);
       h.registry.put(VM0, "hibernate", IMAGE);
       await run(h);
-      assert.deepEqual(h.registry.callsOf("deleteIfPresent"), []);
+      assert.deepEqual(h.registry.callsOf("deleteDigest"), []);
       assert.deepEqual(storedReclaim(h.set()).vms, [VM0]);
     }
   });
@@ -354,18 +386,23 @@ describe("step 10: dropping the tags of woken VMs", () => {
     assert.deepEqual(storedReclaim(h.set()).vms, [VM2]);
   });
 
-  it("a refused tag delete keeps the VM recorded and fails the pass", async () => {
+  it("a refused probe or tag delete keeps the VM and its tag recorded and fails the pass", async () => {
     const record = { generation: GEN, vms: [VM0] };
-    const h = scalingHarness(unsuspendedSet(record), (cs) => [woken(buildMainPod(cs), GEN)]);
-    h.registry.put(VM0, "hibernate", IMAGE);
-    h.registry.failOn = () => FakeSnapshotRegistry.error(500);
-    await assert.rejects(run(h), /injected failure/);
-    assert.deepEqual(storedReclaim(h.set()).vms, [VM0]);
+    for (const refused of ["headManifest", "deleteDigest"] as const) {
+      const h = scalingHarness(unsuspendedSet(record), (cs) => [woken(buildMainPod(cs), GEN)]);
+      h.registry.put(VM0, "hibernate", IMAGE);
+      h.registry.failOn = (call) => (call.op === refused ? FakeSnapshotRegistry.error(503) : undefined);
+      await assert.rejects(run(h), /injected failure/);
+      assert.deepEqual(storedReclaim(h.set()).vms, [VM0], refused);
+      assert.equal(h.registry.has(VM0, "hibernate"), true, refused);
+      if (refused === "headManifest") assert.deepEqual(h.registry.callsOf("deleteDigest"), []);
+    }
   });
 
   it("a refused delete: the VMs dropped alongside leave the record in one write, the refused one stays, the pass fails", async () => {
     const h = bothWoken();
-    h.registry.failOn = (call) => (call.repo === VM1 ? FakeSnapshotRegistry.error(500) : undefined);
+    h.registry.failOn = (call) =>
+      call.repo === VM1 && call.op === "deleteDigest" ? FakeSnapshotRegistry.error(500) : undefined;
     const calls = timeline(h);
     await assert.rejects(run(h), /injected failure/);
     assert.deepEqual(
@@ -379,7 +416,8 @@ describe("step 10: dropping the tags of woken VMs", () => {
   it("a refused delete ends the whole pass before scaling and the status patch", async () => {
     // Sub 2 is missing (scaling would create it) and the status would change: neither happens.
     const h = bothWoken();
-    h.registry.failOn = (call) => (call.repo === VM1 ? FakeSnapshotRegistry.error(500) : undefined);
+    h.registry.failOn = (call) =>
+      call.repo === VM1 && call.op === "deleteDigest" ? FakeSnapshotRegistry.error(500) : undefined;
     const calls = timeline(h);
     await assert.rejects(reconcileSet(h), /injected failure/);
     assert.deepEqual(
@@ -397,14 +435,14 @@ describe("step 10: dropping the tags of woken VMs", () => {
   it("the first unsuspend pass clears, and a later pass drops once vk reports the VM ready", async () => {
     const record = { generation: 2, vms: [VM0], suspended: [VM0] };
     const h = scalingHarness(unsuspendedSet(record), (cs) => [hibernated(buildMainPod(cs), 2)]);
-    h.registry.put(VM0, "hibernate", IMAGE);
+    const digest = h.registry.put(VM0, "hibernate", IMAGE);
     await run(h);
-    assert.deepEqual(h.registry.callsOf("deleteIfPresent"), [], "still hibernated: the tag stays");
+    assert.deepEqual(h.registry.callsOf("deleteDigest"), [], "still hibernated: the tag stays");
     const pod = h.pod("demo-0");
     assert.ok(pod);
     h.seedPods(woken(pod, GEN));
     await run(h);
-    assert.deepEqual(h.registry.callsOf("deleteIfPresent"), [`${VM0}:hibernate`]);
+    assert.deepEqual(h.registry.callsOf("deleteDigest"), [`${VM0}:${digest}`]);
     assert.equal(h.set().metadata.annotations?.[ANN_HIBERNATE_RECLAIM], undefined);
   });
 });

@@ -53,6 +53,12 @@ class GatedRegistry implements SnapshotRegistry {
   deleteIfPresent(repo: string, tag: string) {
     return this.held(() => this.inner.deleteIfPresent(repo, tag));
   }
+  headManifest(repo: string, ref: string) {
+    return this.held(() => this.inner.headManifest(repo, ref));
+  }
+  deleteDigest(repo: string, digest: string) {
+    return this.held(() => this.inner.deleteDigest(repo, digest));
+  }
 }
 
 /** Holds every Update until the gate opens. */

@@ -349,6 +349,43 @@ describe("deleteManifest / deleteIfPresent", () => {
   });
 });
 
+describe("deleteDigest", () => {
+  const calls = (seen: Seen[]) =>
+    seen.filter((r) => !r.url.endsWith("/v2/")).map((r) => `${r.method} ${new URL(r.url).pathname}`);
+  const OTHER = `sha256:${"0".repeat(64)}`;
+
+  it("sends one DELETE of exactly that digest: true when deleted, false when the registry no longer holds it", async () => {
+    const { fetch, seen } = fakeFetch(
+      ping200,
+      on(
+        "DELETE",
+        `https://reg.example.com/v2/vm/manifests/${DIGEST}`,
+        () => new Response(null, { status: 202 }),
+      ),
+      on("DELETE", `https://reg.example.com/v2/vm/manifests/${OTHER}`, () =>
+        errorBody(404, "MANIFEST_UNKNOWN"),
+      ),
+    );
+    const client = createRegistryClient("reg.example.com", { fetch, keychain: anonymous });
+    assert.equal(await client.deleteDigest("vm", DIGEST), true);
+    assert.equal(await client.deleteDigest("vm", OTHER), false);
+    assert.deepEqual(calls(seen), [`DELETE /v2/vm/manifests/${DIGEST}`, `DELETE /v2/vm/manifests/${OTHER}`]);
+  });
+
+  it("a refused DELETE is a RegistryError, and a tag is refused before any request", async () => {
+    const { fetch, seen } = fakeFetch(
+      ping200,
+      on("DELETE", `https://reg.example.com/v2/vm/manifests/${DIGEST}`, () => errorBody(405, "UNSUPPORTED")),
+    );
+    const client = createRegistryClient("reg.example.com", { fetch, keychain: anonymous });
+    const refused = await registryError(client.deleteDigest("vm", DIGEST));
+    assert.equal(refused.status, 405);
+    assert.equal(refused.code, "UNSUPPORTED");
+    await assert.rejects(client.deleteDigest("vm", "hibernate"), /not a digest/);
+    assert.deepEqual(calls(seen), [`DELETE /v2/vm/manifests/${DIGEST}`]);
+  });
+});
+
 describe("listTags", () => {
   it("follows distribution's Link pages under the base path", async () => {
     const { fetch, seen } = fakeFetch(ping200, (req) => {
