@@ -86,10 +86,11 @@ export interface SnapshotRegistry {
   /** HEAD: the manifest's descriptor, or null on 404. */
   headManifest(repo: string, ref: string, signal?: AbortSignal): Promise<ManifestHead | null>;
   /**
-   * DELETE of exactly this digest (never a tag, whatever the tag names by now), with every tag that
-   * still names it; true when deleted, false when the registry no longer holds that digest.
+   * DELETE of a tag a HEAD has just seen naming `digest`, without probing again: by tag, as the
+   * contract's DeleteManifest does, or by that digest where the registry refuses tag deletes
+   * (distribution 2.8), so there a manifest pushed under the tag since the HEAD survives. 404 is done.
    */
-  deleteDigest(repo: string, digest: string, signal?: AbortSignal): Promise<boolean>;
+  deleteTagAt(repo: string, tag: string, digest: string, signal?: AbortSignal): Promise<void>;
 }
 
 /** A blob as a manifest references it; the size, when known, extends the copy's deadline. */
@@ -413,20 +414,8 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
       const digest = await put(toRepo, toTag, manifest.raw, manifest.mediaType, callSignal(signal));
       return { digest, mediaType: manifest.mediaType, blobs };
     },
-    async deleteDigest(repo, digest, signal) {
-      if (!isDigest(digest)) {
-        throw new RegistryError({
-          status: 0,
-          code: "DIGEST_INVALID",
-          message: `not a digest: ${digest}`,
-          method: "DELETE",
-          url: `${parsedBase.host}${manifestPath(parsedBase, repo, digest)}`,
-        });
-      }
-      const result = await manifestRequest("DELETE", repo, digest, "push,pull", callSignal(signal));
-      if (result.status === 200 || result.status === 202) return true;
-      if (result.status === 404) return false;
-      throw failure("DELETE", repo, digest, result);
+    async deleteTagAt(repo, tag, digest, signal) {
+      await deleteTag(repo, tag, digest, callSignal(signal));
     },
     async deleteIfPresent(repo, tag, signal) {
       const call = callSignal(signal);

@@ -13,7 +13,7 @@ export type RegistryOp =
   | "headManifest"
   | "getSnapshot"
   | "deleteManifest"
-  | "deleteDigest"
+  | "deleteTagAt"
   | "deleteIfPresent";
 
 export interface RegistryCall {
@@ -87,12 +87,13 @@ export class FakeSnapshotRegistry implements SnapshotRegistry {
     this.#remove(repo, ref);
   }
 
-  /** A manifest overwritten under its tag is gone from this fake, so its old digest answers false. */
-  async deleteDigest(repo: string, digest: string): Promise<boolean> {
-    this.#record("deleteDigest", repo, digest);
-    if (this.#digestOf(repo, digest) === undefined) return false;
+  /**
+   * As the test registry (distribution 2.8) answers it: the tag delete is refused, so the digest goes,
+   * and a manifest pushed under the tag since (another digest) stays.
+   */
+  async deleteTagAt(repo: string, tag: string, digest: string): Promise<void> {
+    this.#record("deleteTagAt", repo, `${tag}@${digest}`);
     this.#remove(repo, digest);
-    return true;
   }
 
   async deleteIfPresent(repo: string, tag: string): Promise<boolean> {

@@ -40,10 +40,9 @@ function journaledRegistry(inner: SnapshotRegistry): SnapshotRegistry {
       tagDeletes.push({ time: Date.now(), repo, ref });
     },
     headManifest: (repo, ref, signal) => inner.headManifest(repo, ref, signal),
-    deleteDigest: async (repo, digest, signal) => {
-      const deleted = await inner.deleteDigest(repo, digest, signal);
-      if (deleted) tagDeletes.push({ time: Date.now(), repo, ref: digest });
-      return deleted;
+    deleteTagAt: async (repo, tag, digest, signal) => {
+      await inner.deleteTagAt(repo, tag, digest, signal);
+      tagDeletes.push({ time: Date.now(), repo, ref: tag });
     },
     deleteIfPresent: async (repo, tag, signal) => {
       const deleted = await inner.deleteIfPresent(repo, tag, signal);

@@ -138,19 +138,19 @@ describe("anonymous registry", () => {
     assert.equal(await client.hasManifest("vk-ns-f-0", "hibernate"), false);
   });
 
-  it("deleteDigest removes exactly the probed digest: a snapshot pushed under the tag after the probe survives", async () => {
+  it("deleteTagAt deletes the digest a probe saw: a snapshot pushed under the tag after the probe survives", async () => {
     await pushTestManifest(reg, "proj/vk-ns-g-0", "hibernate", { cycle: "1" });
     const client = createRegistryClient(`${reg.host}/proj`, { dockerConfigPath: noConfig });
     const probed = await client.headManifest("vk-ns-g-0", "hibernate");
     assert.ok(probed);
     const newer = await pushTestManifest(reg, "proj/vk-ns-g-0", "hibernate", { cycle: "2" });
     assert.notEqual(newer.digest, probed.digest);
-    // distribution keeps an overwritten manifest, untagged, until it is deleted: that is what goes.
-    assert.equal(await client.deleteDigest("vk-ns-g-0", probed.digest), true);
+    // distribution refuses the tag delete; the overwritten manifest, still held by digest, is what goes.
+    await client.deleteTagAt("vk-ns-g-0", "hibernate", probed.digest);
     assert.equal((await client.headManifest("vk-ns-g-0", "hibernate"))?.digest, newer.digest);
-    assert.equal(await client.deleteDigest("vk-ns-g-0", newer.digest), true);
+    await client.deleteTagAt("vk-ns-g-0", "hibernate", newer.digest);
     assert.equal(await client.hasManifest("vk-ns-g-0", "hibernate"), false);
-    assert.equal(await client.deleteDigest("vk-ns-g-0", newer.digest), false);
+    await client.deleteTagAt("vk-ns-g-0", "hibernate", newer.digest);
   });
 
   it("pings once and reuses the scheme it found", async () => {

@@ -170,11 +170,9 @@ export class FakeCheckpointRegistry implements CheckpointRegistry {
       if (key.startsWith(`${repo}:`) && value === digest) this.#tags.delete(key);
   }
 
-  async deleteDigest(repo: string, digest: string): Promise<boolean> {
-    this.#call("deleteDigest", repo, digest);
-    if (!this.#manifests.has(`${repo}@${digest}`)) return false;
+  async deleteTagAt(repo: string, tag: string, digest: string): Promise<void> {
+    this.#call("deleteTagAt", repo, `${tag}@${digest}`);
     await this.deleteManifest(repo, digest);
-    return true;
   }
 
   async deleteIfPresent(repo: string, tag: string): Promise<boolean> {

@@ -112,15 +112,16 @@ export function timeline(h: Harness): string[] {
     "headManifest",
     "getSnapshot",
     "deleteManifest",
-    "deleteDigest",
+    "deleteTagAt",
     "deleteIfPresent",
   ] as const;
   for (const op of ops) {
-    const original = registry[op].bind(registry) as (repo: string, ref: string) => Promise<unknown>;
+    const original = registry[op].bind(registry) as (repo: string, ...rest: unknown[]) => Promise<unknown>;
     Object.assign(registry, {
-      [op]: (repo: string, ref: string) => {
-        entries.push(`registry ${op} ${repo}:${ref}`);
-        return original(repo, ref);
+      [op]: (repo: string, ...rest: unknown[]) => {
+        const refs = rest.filter((arg) => typeof arg === "string");
+        entries.push(`registry ${op} ${repo}:${refs.join("@")}`);
+        return original(repo, ...rest);
       },
     });
   }

@@ -70,11 +70,9 @@ function withoutHibernationTargets(pass: Pass, pods: Pod[]): Pod[] {
  * Every pass: each recorded VM whose pod woke (no hibernate annotation, a live VM, lifecycle ready at
  * the record's generation or later) has its tag dropped, then leaves the record. The VMs are judged
  * and dropped together, each on its own: its pod read from the API server while the registry is
- * asked which manifest the tag names, then — only if the server's copy woke too — a DELETE of exactly
+ * asked which manifest the tag names, then — only if the server's copy woke too — the tag's DELETE at
  * that digest. One record write then removes every VM whose drop succeeded, the annotation going with
- * the last. A tag already gone costs no DELETE and its VM leaves the record; a digest the registry no
- * longer holds (the tag was rewritten or dropped meanwhile) keeps its VM recorded for the next pass to
- * judge afresh. A refused delete (or read) keeps its VM recorded and fails the pass after that write,
+ * the last; a tag already gone costs no DELETE. A refused delete (or read) keeps its VM recorded and fails the pass after that write,
  * so the rest of the pass, scaling and status included, does not run, and the retry is left with only
  * the VMs still owing a drop. A pod whose annotation this very pass cleared is not judged until
  * vk-cocoon has answered the clear: its cached state predates it, and a VM still live under the
@@ -94,18 +92,17 @@ async function dropWokenSnapshots(pass: Pass, clearedNow: ReadonlySet<Pod>): Pro
       const cached = observed.find((pod) => vmNameOf(pod) === vm);
       if (!cached) return;
       // Irreversible: the pod must have woken as the API server holds it, not only as cached. The
-      // HEAD runs beside that read and the DELETE names the digest it saw, never the tag. A digest
-      // read before or while the server read the pod awake with no hibernate annotation names a
-      // snapshot pushed before then: of the cycle that woke, or older. A snapshot of the live VM
-      // needs a hibernate request written after that read, then vk-cocoon's snapshot and push, all
-      // inside the HEAD's own round trip to be seen by it; it lands under a digest of its own, and
-      // the tag-free DELETE cannot reach it once that round trip is over.
+      // probe runs beside that read, so the DELETE goes out one round trip sooner. Nothing is less
+      // safe for it: a snapshot of the live VM needs a hibernate request written after that read saw
+      // none, then vk-cocoon's snapshot and push, all before the DELETE lands, the window the
+      // read-probe-delete order had too; where the delete goes by the probed digest (distribution),
+      // such a push lands under a digest of its own and cannot be reached at all.
       const [fresh, seen] = await Promise.all([
         readPodFromServer(pass, cached),
         registry.headManifest(vm, TAG_HIBERNATE, pass.signal),
       ]);
       if (!fresh || !wokenRecordedVMs(record, [fresh]).includes(vm)) return;
-      if (seen !== null && !(await registry.deleteDigest(vm, seen.digest, pass.signal))) return;
+      if (seen !== null) await registry.deleteTagAt(vm, TAG_HIBERNATE, seen.digest, pass.signal);
       dropped.push(vm);
     });
   } catch (error) {

@@ -251,7 +251,7 @@ describe("step 10: dropping the tags of woken VMs", () => {
     assert.deepEqual(calls.slice(0, 4), [
       "get pods/demo-0",
       `registry headManifest ${VM0}:hibernate`,
-      `registry deleteDigest ${VM0}:${digest}`,
+      `registry deleteTagAt ${VM0}:hibernate@${digest}`,
       `patch cocoonsets/demo hibernate-reclaim={"generation":4,"vms":["${VM1}"]}`,
     ]);
     assert.equal(h.registry.has(VM0, "hibernate"), false);
@@ -269,7 +269,7 @@ describe("step 10: dropping the tags of woken VMs", () => {
       `registry headManifest ${VM0}:hibernate`,
       "patch cocoonsets/demo hibernate-reclaim-",
     ]);
-    assert.deepEqual(h.registry.callsOf("deleteDigest"), []);
+    assert.deepEqual(h.registry.callsOf("deleteTagAt"), []);
   });
 
   it("judges every woken VM at once, then one record write drops them all", async () => {
@@ -288,8 +288,8 @@ describe("step 10: dropping the tags of woken VMs", () => {
       `registry headManifest ${VM0}:hibernate`,
       "get pods/demo-1",
       `registry headManifest ${VM1}:hibernate`,
-      `registry deleteDigest ${VM0}:${digest0}`,
-      `registry deleteDigest ${VM1}:${digest1}`,
+      `registry deleteTagAt ${VM0}:hibernate@${digest0}`,
+      `registry deleteTagAt ${VM1}:hibernate@${digest1}`,
       `patch cocoonsets/demo hibernate-reclaim={"generation":4,"vms":["${VM2}"]}`,
     ]);
     assert.equal(h.registry.has(VM2, "hibernate"), true, "a VM not yet woken keeps its snapshot");
@@ -303,27 +303,27 @@ describe("step 10: dropping the tags of woken VMs", () => {
     // demo-0's probe is answered while its read is still out; its DELETE waits for the read.
     await settle();
     assert.deepEqual(h.registry.callsOf("headManifest"), [`${VM0}:hibernate`, `${VM1}:hibernate`]);
-    assert.deepEqual(h.registry.callsOf("deleteDigest"), [`${VM1}:${h.digests[1]}`]);
+    assert.deepEqual(h.registry.callsOf("deleteTagAt"), [`${VM1}:hibernate@${h.digests[1]}`]);
     assert.equal(h.registry.has(VM0, "hibernate"), true);
     release();
     await pass;
     const answered = calls.indexOf("get pods/demo-0 answered");
-    const deleted = calls.indexOf(`registry deleteDigest ${VM0}:${h.digests[0]}`);
+    const deleted = calls.indexOf(`registry deleteTagAt ${VM0}:hibernate@${h.digests[0]}`);
     assert.ok(answered >= 0 && deleted > answered, calls.join("\n"));
     assert.equal(h.set().metadata.annotations?.[ANN_HIBERNATE_RECLAIM], undefined);
   });
 
-  it("deletes exactly the digest the probe saw", async () => {
+  it("deletes the tag at the digest the probe saw, with no second probe", async () => {
     const h = bothWoken();
     await run(h);
-    assert.deepEqual(h.registry.callsOf("deleteDigest"), [
-      `${VM0}:${h.digests[0]}`,
-      `${VM1}:${h.digests[1]}`,
+    assert.deepEqual(h.registry.callsOf("deleteTagAt"), [
+      `${VM0}:hibernate@${h.digests[0]}`,
+      `${VM1}:hibernate@${h.digests[1]}`,
     ]);
-    assert.deepEqual(h.registry.callsOf("deleteIfPresent"), [], "never a delete by tag");
+    assert.deepEqual(h.registry.callsOf("deleteIfPresent"), [], "no probe-and-delete of its own");
   });
 
-  it("a snapshot pushed under the tag after the probe is never deleted, and its VM stays recorded", async () => {
+  it("on a registry that deletes by digest, a snapshot pushed under the tag after the probe is not deleted", async () => {
     const h = bothWoken();
     const probe = h.registry.headManifest.bind(h.registry);
     let newer = "";
@@ -333,13 +333,12 @@ describe("step 10: dropping the tags of woken VMs", () => {
       return seen;
     };
     await run(h);
-    assert.deepEqual(h.registry.callsOf("deleteDigest"), [
-      `${VM0}:${h.digests[0]}`,
-      `${VM1}:${h.digests[1]}`,
+    assert.deepEqual(h.registry.callsOf("deleteTagAt"), [
+      `${VM0}:hibernate@${h.digests[0]}`,
+      `${VM1}:hibernate@${h.digests[1]}`,
     ]);
     assert.notEqual(newer, h.digests[0]);
     assert.equal(h.registry.has(VM0, "hibernate"), true, "the newer snapshot is still under the tag");
-    assert.deepEqual(storedReclaim(h.set()).vms, [VM0]);
   });
 
   it("a VM whose server copy has not woken keeps its tag while the others drop theirs", async () => {
@@ -350,7 +349,7 @@ describe("step 10: dropping the tags of woken VMs", () => {
     assert.ok(server);
     h.client.seed(PODS, annotate(server, { [ANN_HIBERNATE]: "true" }));
     await reconcileUnsuspend(pass);
-    assert.deepEqual(h.registry.callsOf("deleteDigest"), [`${VM0}:${h.digests[0]}`]);
+    assert.deepEqual(h.registry.callsOf("deleteTagAt"), [`${VM0}:hibernate@${h.digests[0]}`]);
     assert.equal(h.registry.has(VM1, "hibernate"), true);
     assert.deepEqual(storedReclaim(h.set()).vms, [VM1]);
   });
@@ -374,7 +373,7 @@ describe("step 10: dropping the tags of woken VMs", () => {
       const h = scalingHarness(unsuspendedSet(record), (cs) => [pod(cs)]);
       h.registry.put(VM0, "hibernate", IMAGE);
       await run(h);
-      assert.deepEqual(h.registry.callsOf("deleteDigest"), []);
+      assert.deepEqual(h.registry.callsOf("deleteTagAt"), []);
       assert.deepEqual(storedReclaim(h.set()).vms, [VM0]);
     }
   });
@@ -388,21 +387,21 @@ describe("step 10: dropping the tags of woken VMs", () => {
 
   it("a refused probe or tag delete keeps the VM and its tag recorded and fails the pass", async () => {
     const record = { generation: GEN, vms: [VM0] };
-    for (const refused of ["headManifest", "deleteDigest"] as const) {
+    for (const refused of ["headManifest", "deleteTagAt"] as const) {
       const h = scalingHarness(unsuspendedSet(record), (cs) => [woken(buildMainPod(cs), GEN)]);
       h.registry.put(VM0, "hibernate", IMAGE);
       h.registry.failOn = (call) => (call.op === refused ? FakeSnapshotRegistry.error(503) : undefined);
       await assert.rejects(run(h), /injected failure/);
       assert.deepEqual(storedReclaim(h.set()).vms, [VM0], refused);
       assert.equal(h.registry.has(VM0, "hibernate"), true, refused);
-      if (refused === "headManifest") assert.deepEqual(h.registry.callsOf("deleteDigest"), []);
+      if (refused === "headManifest") assert.deepEqual(h.registry.callsOf("deleteTagAt"), []);
     }
   });
 
   it("a refused delete: the VMs dropped alongside leave the record in one write, the refused one stays, the pass fails", async () => {
     const h = bothWoken();
     h.registry.failOn = (call) =>
-      call.repo === VM1 && call.op === "deleteDigest" ? FakeSnapshotRegistry.error(500) : undefined;
+      call.repo === VM1 && call.op === "deleteTagAt" ? FakeSnapshotRegistry.error(500) : undefined;
     const calls = timeline(h);
     await assert.rejects(run(h), /injected failure/);
     assert.deepEqual(
@@ -417,7 +416,7 @@ describe("step 10: dropping the tags of woken VMs", () => {
     // Sub 2 is missing (scaling would create it) and the status would change: neither happens.
     const h = bothWoken();
     h.registry.failOn = (call) =>
-      call.repo === VM1 && call.op === "deleteDigest" ? FakeSnapshotRegistry.error(500) : undefined;
+      call.repo === VM1 && call.op === "deleteTagAt" ? FakeSnapshotRegistry.error(500) : undefined;
     const calls = timeline(h);
     await assert.rejects(reconcileSet(h), /injected failure/);
     assert.deepEqual(
@@ -437,12 +436,12 @@ describe("step 10: dropping the tags of woken VMs", () => {
     const h = scalingHarness(unsuspendedSet(record), (cs) => [hibernated(buildMainPod(cs), 2)]);
     const digest = h.registry.put(VM0, "hibernate", IMAGE);
     await run(h);
-    assert.deepEqual(h.registry.callsOf("deleteDigest"), [], "still hibernated: the tag stays");
+    assert.deepEqual(h.registry.callsOf("deleteTagAt"), [], "still hibernated: the tag stays");
     const pod = h.pod("demo-0");
     assert.ok(pod);
     h.seedPods(woken(pod, GEN));
     await run(h);
-    assert.deepEqual(h.registry.callsOf("deleteDigest"), [`${VM0}:${digest}`]);
+    assert.deepEqual(h.registry.callsOf("deleteTagAt"), [`${VM0}:hibernate@${digest}`]);
     assert.equal(h.set().metadata.annotations?.[ANN_HIBERNATE_RECLAIM], undefined);
   });
 });

@@ -56,8 +56,8 @@ class GatedRegistry implements SnapshotRegistry {
   headManifest(repo: string, ref: string) {
     return this.held(() => this.inner.headManifest(repo, ref));
   }
-  deleteDigest(repo: string, digest: string) {
-    return this.held(() => this.inner.deleteDigest(repo, digest));
+  deleteTagAt(repo: string, tag: string, digest: string) {
+    return this.held(() => this.inner.deleteTagAt(repo, tag, digest));
   }
 }
 

@@ -349,14 +349,17 @@ describe("deleteManifest / deleteIfPresent", () => {
   });
 });
 
-describe("deleteDigest", () => {
+describe("deleteTagAt", () => {
   const calls = (seen: Seen[]) =>
     seen.filter((r) => !r.url.endsWith("/v2/")).map((r) => `${r.method} ${new URL(r.url).pathname}`);
   const OTHER = `sha256:${"0".repeat(64)}`;
 
-  it("sends one DELETE of exactly that digest: true when deleted, false when the registry no longer holds it", async () => {
+  it("deletes by tag without probing again; a registry refusing tag deletes gets the given digest, at once from then on", async () => {
     const { fetch, seen } = fakeFetch(
       ping200,
+      on("DELETE", "https://reg.example.com/v2/vm/manifests/hibernate", () =>
+        errorBody(400, "DIGEST_INVALID"),
+      ),
       on(
         "DELETE",
         `https://reg.example.com/v2/vm/manifests/${DIGEST}`,
@@ -367,22 +370,30 @@ describe("deleteDigest", () => {
       ),
     );
     const client = createRegistryClient("reg.example.com", { fetch, keychain: anonymous });
-    assert.equal(await client.deleteDigest("vm", DIGEST), true);
-    assert.equal(await client.deleteDigest("vm", OTHER), false);
-    assert.deepEqual(calls(seen), [`DELETE /v2/vm/manifests/${DIGEST}`, `DELETE /v2/vm/manifests/${OTHER}`]);
+    await client.deleteTagAt("vm", "hibernate", DIGEST);
+    await client.deleteTagAt("vm", "hibernate", OTHER);
+    assert.deepEqual(calls(seen), [
+      "DELETE /v2/vm/manifests/hibernate",
+      `DELETE /v2/vm/manifests/${DIGEST}`,
+      `DELETE /v2/vm/manifests/${OTHER}`,
+    ]);
   });
 
-  it("a refused DELETE is a RegistryError, and a tag is refused before any request", async () => {
+  it("a registry that deletes tags gets the tag alone; a refused DELETE is a RegistryError", async () => {
     const { fetch, seen } = fakeFetch(
       ping200,
-      on("DELETE", `https://reg.example.com/v2/vm/manifests/${DIGEST}`, () => errorBody(405, "UNSUPPORTED")),
+      on(
+        "DELETE",
+        "https://reg.example.com/v2/vm/manifests/hibernate",
+        () => new Response(null, { status: 202 }),
+      ),
+      on("DELETE", "https://reg.example.com/v2/vm/manifests/latest", () => errorBody(403, "DENIED")),
     );
     const client = createRegistryClient("reg.example.com", { fetch, keychain: anonymous });
-    const refused = await registryError(client.deleteDigest("vm", DIGEST));
-    assert.equal(refused.status, 405);
-    assert.equal(refused.code, "UNSUPPORTED");
-    await assert.rejects(client.deleteDigest("vm", "hibernate"), /not a digest/);
-    assert.deepEqual(calls(seen), [`DELETE /v2/vm/manifests/${DIGEST}`]);
+    await client.deleteTagAt("vm", "hibernate", DIGEST);
+    const refused = await registryError(client.deleteTagAt("vm", "latest", DIGEST));
+    assert.equal(refused.status, 403);
+    assert.deepEqual(calls(seen), ["DELETE /v2/vm/manifests/hibernate", "DELETE /v2/vm/manifests/latest"]);
   });
 });
 
