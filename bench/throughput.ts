@@ -7,7 +7,13 @@
 // runs, so this measures the real concurrency). Reported per N: wall ms per drain and the p95 of the
 // per-reconcile latency, against the floor 24 × 5 ms / N.
 //
-//   npm run bench:throughput [-- --ops 30 --warmup 10 --concurrency 1,4,8 --probe-ms 5 --probe-sleep precise|timer]
+// --reconciler probe-only is the control run: the same fixture, Controller and probe, but a reconciler
+// that makes its one registry probe and returns the pass's result (requeue), with no pass around it. Its ratio is what the worker
+// pool and the sleeping probes cost on one JavaScript thread alone: the nearest the CocoonSet
+// reconciler can come to the floor here.
+//
+//   npm run bench:throughput [-- --ops 30 --warmup 10 --concurrency 1,4,8 --probe-ms 5 --probe-sleep precise|timer
+//                              --reconciler cocoonset|probe-only]
 
 import "./lib/quiet.ts";
 import type { Pod } from "../src/apis/core.ts";
@@ -44,6 +50,8 @@ const SETS = 24;
 let PROBE_MS = 5;
 /** --probe-sleep: "precise" (default) or "timer", the plain setTimeout(PROBE_MS) of earlier runs. */
 let PROBE_SLEEP: "precise" | "timer" = "precise";
+/** --reconciler: the CocoonSet reconciler (default), or the probe-only control run. */
+let RECONCILER: "cocoonset" | "probe-only" = "cocoonset";
 const NS = "bench";
 
 /**
@@ -179,8 +187,27 @@ class TimedReconciler implements Reconciler {
   }
 }
 
+/**
+ * The control run's reconciler: the pass's one registry probe, then the result the CocoonSet pass
+ * returns after creating the main (an immediate requeue, answered by TimedReconciler), and nothing else.
+ */
+class ProbeOnlyReconciler implements Reconciler {
+  private readonly registry: SlowRegistry;
+
+  constructor(registry: SlowRegistry) {
+    this.registry = registry;
+  }
+
+  async reconcile(req: Request): Promise<Result> {
+    await this.registry.hasManifest(req.namespace, req.name);
+    return { requeue: true };
+  }
+}
+
 interface OpResult {
   wallMs: number;
+  /** CPU time (user + system) of the whole process during the drain. */
+  cpuMs: number;
   latencies: number[];
   creates: number;
   registryCalls: number;
@@ -194,7 +221,9 @@ async function runOp(concurrency: number): Promise<OpResult> {
   const allDone = new Promise<void>((r) => {
     resolveDone = r;
   });
-  const timed = new TimedReconciler(new CocoonSetReconciler(fx.deps), resolveDone);
+  const inner =
+    RECONCILER === "probe-only" ? new ProbeOnlyReconciler(fx.registry) : new CocoonSetReconciler(fx.deps);
+  const timed = new TimedReconciler(inner, resolveDone);
   const controller = new Controller({
     name: "bench-throughput",
     reconciler: timed,
@@ -202,16 +231,20 @@ async function runOp(concurrency: number): Promise<OpResult> {
     clock: systemClock,
   });
   for (let i = 0; i < SETS; i++) controller.queue.add(`${NS}/bench-${i}`);
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   controller.start();
   await allDone;
   const wallMs = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
   controller.stopNow(new Error("op done"));
   await controller.stop(0);
   const creates = fx.client.calls.filter((c) => c.verb === "create" && c.resource === "pods").length;
-  if (creates !== SETS) throw new Error(`expected ${SETS} main creates, saw ${creates}`);
+  if (RECONCILER === "cocoonset" && creates !== SETS)
+    throw new Error(`expected ${SETS} main creates, saw ${creates}`);
   return {
     wallMs,
+    cpuMs: (cpu.user + cpu.system) / 1000,
     latencies: timed.latencies,
     creates,
     registryCalls: fx.registry.calls.length,
@@ -230,6 +263,10 @@ async function main(): Promise<void> {
   if (probeSleep !== "precise" && probeSleep !== "timer")
     throw new Error("--probe-sleep is precise or timer");
   PROBE_SLEEP = probeSleep;
+  const reconciler = args.string("reconciler", "cocoonset");
+  if (reconciler !== "cocoonset" && reconciler !== "probe-only")
+    throw new Error("--reconciler is cocoonset or probe-only");
+  RECONCILER = reconciler;
   const rows: string[][] = [];
   const summary: Record<string, unknown> = {
     bench: "throughput",
@@ -237,6 +274,7 @@ async function main(): Promise<void> {
     sets: SETS,
     probeMs: PROBE_MS,
     probeSleep: PROBE_SLEEP,
+    reconciler: RECONCILER,
   };
   const results: Record<string, unknown> = {};
   let allPass = true;
@@ -244,12 +282,14 @@ async function main(): Promise<void> {
   for (const n of levels) {
     for (let i = 0; i < warmup; i++) await runOp(n);
     const walls: number[] = [];
+    const cpus: number[] = [];
     const latencies: number[] = [];
     const probes: number[] = [];
     let perReconcile = { registry: 0, chLists: 0 };
     for (let i = 0; i < ops; i++) {
       const op = await runOp(n);
       walls.push(op.wallMs);
+      cpus.push(op.cpuMs);
       latencies.push(...op.latencies);
       probes.push(...op.probeMs);
       perReconcile = { registry: op.registryCalls / SETS, chLists: op.hibernationLists / SETS };
@@ -257,6 +297,7 @@ async function main(): Promise<void> {
     const floor = Math.max((SETS * PROBE_MS) / n, Number.MIN_VALUE);
     const wall = spread(walls);
     const p95 = percentile(latencies, 95);
+    const cpuMedian = percentile(cpus, 50);
     const ratio = wall.median / floor;
     const mean = (v: number[]) => v.reduce((a, b) => a + b, 0) / v.length;
     const probeMean = mean(probes);
@@ -275,7 +316,8 @@ async function main(): Promise<void> {
       `N=${n}: wall ${fmt(wall, 2)} ms/op, p95 ${p95.toFixed(2)} ms, floor ${floor.toFixed(1)} ms, ` +
         `ratio ${ratio.toFixed(3)}; ${perReconcile.registry} registry call(s) and ` +
         `${perReconcile.chLists} CH list(s) per reconcile; mean probe ${probeMean.toFixed(2)} ms, ` +
-        `mean reconcile ${latencyMean.toFixed(2)} ms, wall×N/24 ${perKey.toFixed(2)} ms`,
+        `mean reconcile ${latencyMean.toFixed(2)} ms, wall×N/24 ${perKey.toFixed(2)} ms, ` +
+        `CPU ${cpuMedian.toFixed(2)} ms/op`,
     );
     rows.push([
       String(n),
@@ -289,6 +331,7 @@ async function main(): Promise<void> {
       probeMean.toFixed(2),
       latencyMean.toFixed(2),
       perKey.toFixed(2),
+      cpuMedian.toFixed(2),
     ]);
     results[`n${n}`] = {
       wallMsMedian: +wall.median.toFixed(3),
@@ -301,17 +344,19 @@ async function main(): Promise<void> {
       chListsPerReconcile: perReconcile.chLists,
       meanProbeMs: +probeMean.toFixed(3),
       meanReconcileMs: +latencyMean.toFixed(3),
+      cpuMsPerOpMedian: +cpuMedian.toFixed(3),
       ...Object.fromEntries(Object.entries(breakdown).map(([k, v]) => [k, +v.toFixed(3)])),
     };
   }
 
   const m = machine();
+  const control = RECONCILER === "probe-only";
   writeSection(
-    "2-throughput:ts",
-    "2. Reconcile throughput (upstream BenchmarkReconcileThroughput shape)",
+    control ? "2-throughput:control" : "2-throughput:ts",
+    `2. Reconcile throughput (upstream BenchmarkReconcileThroughput shape)${control ? ", control run: probe-only reconciler" : ""}`,
     `Machine: ${machineLine(m)}
 Command: \`${commandLine("bench:throughput")}\`
-
+${control ? "\nControl run (`--reconciler probe-only`): each reconcile is the one registry probe alone, no pass around it.\n" : ""}
 24 sets \`bench-0..23\` (finalizer, no pods, a Hibernated CocoonHibernation \`h-<set>\` on \`<set>-0\`),
 FakeClient + FakeView, a registry whose every probe sleeps 5 ms and finds no tag. ${
       PROBE_SLEEP === "precise"
@@ -336,6 +381,7 @@ ${table(
     "mean probe ms",
     "mean reconcile ms",
     "wall × N / 24 ms",
+    "CPU ms/op",
   ],
   rows,
 )}
@@ -343,7 +389,10 @@ ${table(
 "mean probe ms" is what a 5 ms probe actually took inside the run (its overshoot, which the nominal floor
 leaves out, includes other workers' passes run before its wake-up); "mean reconcile ms" is one pass
 including its probe; "wall × N / 24" is the wall time each worker spent per key, so (wall × N / 24) − 5 ms
-splits into probe overshoot, reconcile work outside the probe, and the controller's own time between passes.`,
+splits into probe overshoot, reconcile work outside the probe, and the controller's own time between passes.
+"CPU ms/op" is the process's CPU time (user + system) during a drain, median: with the precise probe it
+includes the probe's own \`setImmediate\` turns (up to 1 ms per probe); with \`--probe-sleep timer\` or
+\`--probe-ms 0\` it is the reconciles, the controller and the fake client alone.`,
   );
   printSummary({ ...summary, pass: allPass, results });
 }
