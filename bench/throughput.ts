@@ -92,29 +92,57 @@ class SlowRegistry extends FakeSnapshotRegistry {
   }
 }
 
+/** A FakeClient store change: the key, and the object stored under it afterwards (undefined: removed). */
+interface StoreChange {
+  key: string;
+  obj: Pod | undefined;
+}
+
 /**
- * The operator's real view reads a set's pods through an index and copies only those; FakeView copies
- * every pod of the namespace and then filters, which makes each pass O(all pods) in the fixture. This
- * view filters first and copies the matches, as the informer index (and controller-runtime's fake
- * client List with a label selector) does, so the fake's bookkeeping does not pose as reconcile cost.
+ * The operator's real view reads a set's pods from the informer's index, which its watch keeps up to
+ * date, and copies only those; FakeView copies every pod of the namespace and then filters, which makes
+ * each pass O(all objects) in the fixture (a scan of the whole store, ~30 µs a pass when the pass runs
+ * cache-cold after its probe). This view keeps the same index, fed by the FakeClient's change log as an
+ * informer is by its watch, and copies the set's pods, so the fake's bookkeeping does not pose as
+ * reconcile cost.
  */
 class IndexedFakeView extends FakeView {
-  private readonly store: Map<string, { metadata: { labels?: Record<string, string> } }>;
+  private readonly changes: readonly StoreChange[];
+  private applied = 0;
+  /** Pods by `<namespace>/<set name>`, then by store key. */
+  private readonly bySet = new Map<string, Map<string, Pod>>();
+  /** The index entry each pod's store key is under. */
+  private readonly entryOf = new Map<string, string>();
 
   constructor(client: FakeClient) {
     super(client);
-    this.store = (client as unknown as { objects: IndexedFakeView["store"] }).objects;
+    this.changes = (client as unknown as { changes: StoreChange[] }).changes;
   }
 
   override listSetPods(namespace: string, setName: string): Pod[] {
-    const prefix = `pods/${namespace}/`;
-    const pods: Pod[] = [];
-    for (const [key, obj] of this.store) {
-      if (key.startsWith(prefix) && obj.metadata.labels?.[LABEL_COCOONSET] === setName) {
-        pods.push(deepCopyJson(obj) as unknown as Pod);
+    this.catchUp();
+    const pods = this.bySet.get(`${namespace}/${setName}`);
+    return pods ? [...pods.values()].map((pod) => deepCopyJson(pod)) : [];
+  }
+
+  private catchUp(): void {
+    for (; this.applied < this.changes.length; this.applied++) {
+      const { key, obj } = this.changes[this.applied] as StoreChange;
+      if (!key.startsWith("pods/")) continue;
+      const previous = this.entryOf.get(key);
+      if (previous !== undefined) this.bySet.get(previous)?.delete(key);
+      this.entryOf.delete(key);
+      const setName = obj?.metadata.labels?.[LABEL_COCOONSET];
+      if (obj === undefined || setName === undefined) continue;
+      const entry = `${obj.metadata.namespace ?? ""}/${setName}`;
+      let pods = this.bySet.get(entry);
+      if (!pods) {
+        pods = new Map();
+        this.bySet.set(entry, pods);
       }
+      pods.set(key, obj);
+      this.entryOf.set(key, entry);
     }
-    return pods;
   }
 }
 
