@@ -78,6 +78,20 @@ const headPresent = (path: string) =>
 const errorBody = (status: number, code: string, message = "") =>
   new Response(JSON.stringify({ errors: [{ code, message }] }), { status });
 
+const acceptsDelete = (ref: string): Route =>
+  on("DELETE", `https://reg.example.com/v2/vm/manifests/${ref}`, () => new Response(null, { status: 202 }));
+/** distribution 2.8: a DELETE of the tag is refused (400 DIGEST_INVALID), the DELETE of DIGEST accepted. */
+const refusesTagDelete = (tag: string): Route[] => [
+  on("DELETE", `https://reg.example.com/v2/vm/manifests/${tag}`, () => errorBody(400, "DIGEST_INVALID")),
+  on(
+    "DELETE",
+    `https://reg.example.com/v2/vm/manifests/${DIGEST}`,
+    () => new Response(null, { status: 202 }),
+  ),
+];
+/** The requests a fake fetch saw, as "METHOD path", without the /v2/ ping. */
+const requestLines = (seen: Seen[]) =>
+  seen.filter((r) => !r.url.endsWith("/v2/")).map((r) => `${r.method} ${new URL(r.url).pathname}`);
 const anonymous = { resolve: async (): Promise<Credential> => ({ kind: "anonymous" }) };
 const basicCreds = {
   resolve: async (): Promise<Credential> => ({ kind: "basic", username: "alice", password: "s3cret" }),
@@ -201,17 +215,12 @@ describe("getManifest / getSnapshot", () => {
 });
 
 describe("deleteManifest / deleteIfPresent", () => {
-  const calls = (seen: Seen[]) =>
-    seen.filter((r) => !r.url.endsWith("/v2/")).map((r) => `${r.method} ${new URL(r.url).pathname}`);
+  const calls = requestLines;
 
   it("deletes by tag when the registry allows it, and treats 404 as success", async () => {
     const { fetch, seen } = fakeFetch(
       ping200,
-      on(
-        "DELETE",
-        "https://reg.example.com/v2/vm/manifests/hibernate",
-        () => new Response(null, { status: 202 }),
-      ),
+      acceptsDelete("hibernate"),
       on("DELETE", "https://reg.example.com/v2/vm/manifests/latest", () =>
         errorBody(404, "MANIFEST_UNKNOWN"),
       ),
@@ -272,14 +281,7 @@ describe("deleteManifest / deleteIfPresent", () => {
       ping200,
       headPresent("/v2/vm/manifests/hibernate"),
       headPresent("/v2/vm/manifests/latest"),
-      on("DELETE", "https://reg.example.com/v2/vm/manifests/hibernate", () =>
-        errorBody(400, "DIGEST_INVALID"),
-      ),
-      on(
-        "DELETE",
-        `https://reg.example.com/v2/vm/manifests/${DIGEST}`,
-        () => new Response(null, { status: 202 }),
-      ),
+      ...refusesTagDelete("hibernate"),
     );
     const client = createRegistryClient("reg.example.com", { fetch, keychain: anonymous });
     assert.equal(await client.deleteIfPresent("vm", "hibernate"), true);
@@ -297,11 +299,7 @@ describe("deleteManifest / deleteIfPresent", () => {
     const { fetch, seen } = fakeFetch(
       ping200,
       headPresent("/v2/vm/manifests/hibernate"),
-      on(
-        "DELETE",
-        "https://reg.example.com/v2/vm/manifests/hibernate",
-        () => new Response(null, { status: 202 }),
-      ),
+      acceptsDelete("hibernate"),
     );
     const client = createRegistryClient("reg.example.com", { fetch, keychain: anonymous });
     await client.deleteIfPresent("vm", "hibernate");
@@ -350,21 +348,13 @@ describe("deleteManifest / deleteIfPresent", () => {
 });
 
 describe("deleteTagAt", () => {
-  const calls = (seen: Seen[]) =>
-    seen.filter((r) => !r.url.endsWith("/v2/")).map((r) => `${r.method} ${new URL(r.url).pathname}`);
+  const calls = requestLines;
   const OTHER = `sha256:${"0".repeat(64)}`;
 
   it("deletes by tag without probing again; a registry refusing tag deletes gets the given digest, at once from then on", async () => {
     const { fetch, seen } = fakeFetch(
       ping200,
-      on("DELETE", "https://reg.example.com/v2/vm/manifests/hibernate", () =>
-        errorBody(400, "DIGEST_INVALID"),
-      ),
-      on(
-        "DELETE",
-        `https://reg.example.com/v2/vm/manifests/${DIGEST}`,
-        () => new Response(null, { status: 202 }),
-      ),
+      ...refusesTagDelete("hibernate"),
       on("DELETE", `https://reg.example.com/v2/vm/manifests/${OTHER}`, () =>
         errorBody(404, "MANIFEST_UNKNOWN"),
       ),
@@ -382,11 +372,7 @@ describe("deleteTagAt", () => {
   it("a registry that deletes tags gets the tag alone; a refused DELETE is a RegistryError", async () => {
     const { fetch, seen } = fakeFetch(
       ping200,
-      on(
-        "DELETE",
-        "https://reg.example.com/v2/vm/manifests/hibernate",
-        () => new Response(null, { status: 202 }),
-      ),
+      acceptsDelete("hibernate"),
       on("DELETE", "https://reg.example.com/v2/vm/manifests/latest", () => errorBody(403, "DENIED")),
     );
     const client = createRegistryClient("reg.example.com", { fetch, keychain: anonymous });
