@@ -1,9 +1,9 @@
 // Benchmark 3: scale-up on the real environment. Each run starts a fresh control plane + registry,
 // simulated nodes in a pool of their own (fast vk-cocoon timings) and the operator as a separate
 // process, applies S sets × (1 main + 7 sub-agents) at once and measures the time until every set is
-// Running with all agents Ready, the operator's API requests by method and code (its own /metrics
-// rest_client_requests_total, before/after), the 429s among them, and the operator process's peak
-// RSS and CPU time over the run.
+// Running with all agents Ready (and until half and 90 % of them first were, so stragglers show), the
+// operator's API requests by method and code (its own /metrics rest_client_requests_total,
+// before/after), the 429s among them, and the operator process's peak RSS and CPU time over the run.
 //
 // With --compare-command the two operators alternate run by run (each on a fresh environment), and
 // --sets may list several sizes for a scale curve. Nodes are sized to the pods (--nodes, default one
@@ -52,6 +52,9 @@ const SUBS = 7;
 
 interface Run {
   seconds: number;
+  /** When half, and then 90 %, of the sets were first seen Running: stragglers show as a gap to seconds. */
+  halfSeconds: number;
+  p90Seconds: number;
   /** The operator's own rest_client_requests_total, after − before. */
   requests: RequestTotals;
   /** The counting proxy between the operator and the API server, same window. */
@@ -96,10 +99,21 @@ async function runOnce(command: string, sets: number, nodes: number, logFile: st
       ),
       32,
     );
+    const runningAt: number[] = [];
+    const seenRunning = new Set<string>();
     const t1 = await pollSets(
       info,
       ns,
-      (all) => all.length === sets && all.every((cs) => isRunning(cs, SUBS + 1)),
+      (all) => {
+        for (const cs of all) {
+          const name = cs.metadata.name ?? "";
+          if (!seenRunning.has(name) && isRunning(cs, SUBS + 1)) {
+            seenRunning.add(name);
+            runningAt.push(performance.now());
+          }
+        }
+        return all.length === sets && all.every((cs) => isRunning(cs, SUBS + 1));
+      },
       {
         what: "every set Running",
         intervalMs: 200,
@@ -111,8 +125,12 @@ async function runOnce(command: string, sets: number, nodes: number, logFile: st
     const proxiedAfter = proxy.counts();
     const cpuAfter = operator.proc()?.cpuSeconds ?? 0;
     const { peakRssKiB } = stopSampling();
+    const secondsUntil = (share: number) =>
+      ((runningAt[Math.max(0, Math.ceil(sets * share) - 1)] ?? t1) - t0) / 1000;
     return {
       seconds: (t1 - t0) / 1000,
+      halfSeconds: secondsUntil(0.5),
+      p90Seconds: secondsUntil(0.9),
       requests: diffTotals(after, before),
       proxied: diffProxyCounts(proxiedAfter, proxiedBefore),
       peakRssMiB: peakRssKiB / 1024,
@@ -156,7 +174,8 @@ async function main(): Promise<void> {
         );
         byLabel.get(label)?.push(run);
         progress(
-          `run ${r + 1}: ${run.seconds.toFixed(2)} s, proxy ${JSON.stringify(run.proxied.byVerb)} ` +
+          `run ${r + 1}: ${run.seconds.toFixed(2)} s (half the sets ${run.halfSeconds.toFixed(2)} s, ` +
+            `90 % ${run.p90Seconds.toFixed(2)} s), proxy ${JSON.stringify(run.proxied.byVerb)} ` +
             `codes ${JSON.stringify(run.proxied.byCode)}; /metrics ${JSON.stringify(run.requests.byMethod)} ` +
             `codes ${JSON.stringify(run.requests.byCode)}, peak RSS ${run.peakRssMiB.toFixed(1)} MiB, CPU ${run.cpuSeconds.toFixed(2)} s`,
         );
@@ -197,6 +216,8 @@ function writeCurve(
         cell(rb.map(pick), digits),
       ]);
     both("time until all Running (s)", (r) => r.seconds, 2);
+    both("time until half the sets Running (s)", (r) => r.halfSeconds, 2);
+    both("time until 90 % of the sets Running (s)", (r) => r.p90Seconds, 2);
     both("API writes (create+update+patch+delete, proxy)", writes, 0);
     both("429s (proxy)", (r) => r.proxied.byCode["429"] ?? 0, 0);
     both("operator CPU (s)", (r) => r.cpuSeconds, 2);
@@ -251,7 +272,8 @@ Operator command: \`${command}\` (plus \`--leader-elect=false --metrics-bind-add
 Each run: a fresh control plane + registry, ${nodes} simulated nodes × 110 pod seats in a pool of their own
 (simulator timings ${JSON.stringify(TIMINGS)}), the operator process started and ready; then ${sets} sets
 (${sets * (SUBS + 1)} pods; agent requests 500m CPU / 512Mi) are created 32 at a time, and the clock stops
-when every set reports Running with ${SUBS + 1}/${SUBS + 1} agents Ready at its generation. The operator
+when every set reports Running with ${SUBS + 1}/${SUBS + 1} agents Ready at its generation ("half" and "90 %":
+when that share of the sets was first seen so, polled every 200 ms). The operator
 reaches the API server through a counting proxy of the benchmark (plain HTTP on loopback, so it counts
 whatever the operator exports): "(proxy)" rows count by Kubernetes verb and response code; "(/metrics)"
 rows are the operator's own \`rest_client_requests_total\`, after minus before. CPU = utime + stime of the
@@ -261,6 +283,8 @@ ${table(
   ["metric", "median (min–max)"],
   [
     ["time until all Running (s)", fmt(seconds, 2)],
+    ["time until half the sets Running (s)", fmt(spread(results.map((r) => r.halfSeconds)), 2)],
+    ["time until 90 % of the sets Running (s)", fmt(spread(results.map((r) => r.p90Seconds)), 2)],
     ["API requests, total (proxy)", fmt(total, 0)],
     ...verbs.map((v) => row(`API requests, ${v} (proxy)`, (r) => r.proxied.byVerb, v)),
     ...codes.map((c) => row(`responses with code ${c} (proxy)`, (r) => r.proxied.byCode, c)),
