@@ -45,6 +45,9 @@ interface VmState {
 
 export class InvariantViolation extends Error {}
 
+/** How long a lost-wake refusal waits for the record of the operator DELETE that caused it. */
+const DELETE_RECORD_GRACE_MS = 2_000;
+
 export class InvariantChecker {
   readonly timeline: TimelineEntry[] = [];
   readonly violations: string[] = [];
@@ -59,6 +62,8 @@ export class InvariantChecker {
   private readonly vms = new Map<string, VmState>();
   private readonly teardownPrefixes: string[] = [];
   private readonly imageChanged = new Set<string>();
+  /** Lost-wake refusals whose operator DELETE may still be on its way back through the proxy. */
+  private readonly awaitingDelete = new Map<string, { event: VmEvent; timer: NodeJS.Timeout }>();
   private readonly repoPrefix: string;
   private rejectFailed: (err: Error) => void = () => {};
   /** Rejects on the first violation; race it against the driver's waits. */
@@ -97,6 +102,9 @@ export class InvariantChecker {
 
   /** Throws the first violation with the history that led to it. */
   check(): void {
+    for (const [vmName, { event }] of this.awaitingDelete) {
+      if (Date.now() - event.time > DELETE_RECORD_GRACE_MS) this.refuseForGood(vmName);
+    }
     if (this.violations.length > 0) throw new InvariantViolation(this.violations[0]);
   }
 
@@ -178,6 +186,12 @@ export class InvariantChecker {
           this.counts.imageChangeWakeRefusals++;
           return;
         }
+        if (this.mayAwaitDelete(e, s)) {
+          const timer = setTimeout(() => this.refuseForGood(e.vmName), DELETE_RECORD_GRACE_MS);
+          timer.unref();
+          this.awaitingDelete.set(e.vmName, { event: e, timer });
+          return;
+        }
         this.violate("c", e.vmName, `vk-cocoon refused pod ${e.podName}: ${e.detail ?? ""}`);
         return;
       default:
@@ -196,10 +210,36 @@ export class InvariantChecker {
    * image the test changed, after the operator deleted the manifest of its last hibernate.
    */
   private lostWakeRace(e: VmEvent, s: VmState): boolean {
+    return s.droppedByOperator && this.lostWakeShape(e);
+  }
+
+  /**
+   * The proxy records a request when its response has been read back, after the registry acted on it,
+   * so the refusal of a wake that lost to a DELETE can reach the checker first. Such a refusal, while
+   * the checker still sees the tag, waits DELETE_RECORD_GRACE_MS for that DELETE's record before it
+   * counts as invariant (c).
+   */
+  private mayAwaitDelete(e: VmEvent, s: VmState): boolean {
+    return s.tag && this.lostWakeShape(e);
+  }
+
+  private lostWakeShape(e: VmEvent): boolean {
     return (
       this.imageChanged.has(e.vmName) &&
-      s.droppedByOperator &&
       /^WakePullFailed: pull \S+:hibernate: manifest not found$/.test(e.detail ?? "")
+    );
+  }
+
+  private refuseForGood(vmName: string): void {
+    const waiting = this.awaitingDelete.get(vmName);
+    if (!waiting) return;
+    clearTimeout(waiting.timer);
+    this.awaitingDelete.delete(vmName);
+    const e = waiting.event;
+    this.violate(
+      "c",
+      vmName,
+      `vk-cocoon refused pod ${e.podName}: ${e.detail ?? ""} (no operator DELETE followed)`,
     );
   }
 
@@ -239,6 +279,12 @@ export class InvariantChecker {
     const ok = this.inTeardown(vmName) || this.imageChanged.has(vmName) || restoredSinceHibernate || !s.tag;
     s.tag = false;
     s.droppedByOperator = true;
+    const waiting = this.awaitingDelete.get(vmName);
+    if (waiting) {
+      clearTimeout(waiting.timer);
+      this.awaitingDelete.delete(vmName);
+      this.counts.imageChangeWakeRefusals++;
+    }
     if (!ok) {
       this.violate(
         "b",
