@@ -8,9 +8,9 @@
 // per-reconcile latency, against the floor 24 × 5 ms / N.
 //
 // --reconciler probe-only is the control run: the same fixture, Controller and probe, but a reconciler
-// that makes its one registry probe and returns the pass's result (requeue), with no pass around it. Its ratio is what the worker
-// pool and the sleeping probes cost on one JavaScript thread alone: the nearest the CocoonSet
-// reconciler can come to the floor here.
+// that makes its one registry probe and returns the pass's result (requeue), with no pass around it.
+// Its ratio is what the worker pool and the sleeping probes cost on one JavaScript thread alone: the
+// nearest the CocoonSet reconciler can come to the floor here.
 //
 //   npm run bench:throughput [-- --ops 30 --warmup 10 --concurrency 1,4,8 --probe-ms 5 --probe-sleep precise|timer
 //                              --reconciler cocoonset|probe-only]
@@ -92,12 +92,6 @@ class SlowRegistry extends FakeSnapshotRegistry {
   }
 }
 
-/** A FakeClient store change: the key, and the object stored under it afterwards (undefined: removed). */
-interface StoreChange {
-  key: string;
-  obj: Pod | undefined;
-}
-
 /**
  * The operator's real view reads a set's pods from the informer's index, which its watch keeps up to
  * date, and copies only those; FakeView copies every pod of the namespace and then filters, which makes
@@ -107,7 +101,7 @@ interface StoreChange {
  * reconcile cost.
  */
 class IndexedFakeView extends FakeView {
-  private readonly changes: readonly StoreChange[];
+  private readonly store: FakeClient;
   private applied = 0;
   /** Pods by `<namespace>/<set name>`, then by store key. */
   private readonly bySet = new Map<string, Map<string, Pod>>();
@@ -116,7 +110,7 @@ class IndexedFakeView extends FakeView {
 
   constructor(client: FakeClient) {
     super(client);
-    this.changes = (client as unknown as { changes: StoreChange[] }).changes;
+    this.store = client;
   }
 
   override listSetPods(namespace: string, setName: string): Pod[] {
@@ -126,9 +120,11 @@ class IndexedFakeView extends FakeView {
   }
 
   private catchUp(): void {
-    for (; this.applied < this.changes.length; this.applied++) {
-      const { key, obj } = this.changes[this.applied] as StoreChange;
+    const changes = this.store.storeChanges;
+    for (; this.applied < changes.length; this.applied++) {
+      const { key, obj: stored } = changes[this.applied] as (typeof changes)[number];
       if (!key.startsWith("pods/")) continue;
+      const obj = stored as Pod | undefined;
       const previous = this.entryOf.get(key);
       if (previous !== undefined) this.bySet.get(previous)?.delete(key);
       this.entryOf.delete(key);

@@ -65,7 +65,7 @@ export class FakeSnapshotRegistry implements SnapshotRegistry {
 
   async headManifest(repo: string, ref: string): Promise<ManifestHead | null> {
     this.#record("headManifest", repo, ref);
-    const digest = this.#digestOf(repo, ref);
+    const digest = this.#manifests.get(`${repo}:${ref}`)?.digest;
     return digest === undefined
       ? null
       : { digest, mediaType: "application/vnd.oci.image.manifest.v1+json", size: 0 };
@@ -101,16 +101,6 @@ export class FakeSnapshotRegistry implements SnapshotRegistry {
     if (!this.has(repo, tag)) return false;
     this.#remove(repo, tag);
     return true;
-  }
-
-  /** The digest `<repo>:<ref>` names: a tag's, or the digest itself while a tag still names it. */
-  #digestOf(repo: string, ref: string): string | undefined {
-    const tagged = this.#manifests.get(`${repo}:${ref}`)?.digest;
-    if (tagged !== undefined) return tagged;
-    for (const [key, entry] of this.#manifests) {
-      if (key.startsWith(`${repo}:`) && entry.digest === ref) return ref;
-    }
-    return undefined;
   }
 
   /** A digest removes every tag of the repository that points at it, as on a real registry. */

@@ -146,6 +146,11 @@ export class FakeClient implements Client {
       .map(([, obj]) => deepCopyJson(obj) as T);
   }
 
+  /** Every change so far, oldest first (see `changes`), for a view that keeps an index as a watch does. */
+  get storeChanges(): readonly { readonly key: string; readonly obj: StoredObject | undefined }[] {
+    return this.changes;
+  }
+
   /** Runs `change` (seeds or writes) and returns how many times it changed the store. */
   changesDuring(change: () => void): number {
     const before = this.changes.length;

@@ -187,6 +187,7 @@ export class InvariantChecker {
           return;
         }
         if (this.mayAwaitDelete(e, s)) {
+          this.takeAwaiting(e.vmName);
           const timer = setTimeout(() => this.refuseForGood(e.vmName), DELETE_RECORD_GRACE_MS);
           timer.unref();
           this.awaitingDelete.set(e.vmName, { event: e, timer });
@@ -230,12 +231,18 @@ export class InvariantChecker {
     );
   }
 
-  private refuseForGood(vmName: string): void {
+  /** The refusal waiting on this VM's DELETE, no longer waiting. */
+  private takeAwaiting(vmName: string): VmEvent | undefined {
     const waiting = this.awaitingDelete.get(vmName);
-    if (!waiting) return;
+    if (!waiting) return undefined;
     clearTimeout(waiting.timer);
     this.awaitingDelete.delete(vmName);
-    const e = waiting.event;
+    return waiting.event;
+  }
+
+  private refuseForGood(vmName: string): void {
+    const e = this.takeAwaiting(vmName);
+    if (!e) return;
     this.violate(
       "c",
       vmName,
@@ -279,12 +286,7 @@ export class InvariantChecker {
     const ok = this.inTeardown(vmName) || this.imageChanged.has(vmName) || restoredSinceHibernate || !s.tag;
     s.tag = false;
     s.droppedByOperator = true;
-    const waiting = this.awaitingDelete.get(vmName);
-    if (waiting) {
-      clearTimeout(waiting.timer);
-      this.awaitingDelete.delete(vmName);
-      this.counts.imageChangeWakeRefusals++;
-    }
+    if (this.takeAwaiting(vmName)) this.counts.imageChangeWakeRefusals++;
     if (!ok) {
       this.violate(
         "b",
