@@ -6,8 +6,8 @@
 
 import { execFileSync, spawn } from "node:child_process";
 import { closeSync, openSync, readFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
+import { freePortPair } from "../../test/env/ports.ts";
 import { IMAGE_NODE_FLAGS } from "../../test/support/build.ts";
 import { onTeardown } from "./lifecycle.ts";
 import { repoRoot } from "./report.ts";
@@ -45,18 +45,6 @@ export function operatorCommands(args: {
   const compare = args.string("compare-command", "");
   if (compare) commands.push({ command: compare, label: args.string("compare-label", "go") });
   return commands;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 export interface ProcSample {
@@ -159,8 +147,7 @@ export interface StartOperatorOptions {
 }
 
 export async function startOperatorProcess(opts: StartOperatorOptions): Promise<OperatorProcess> {
-  const metricsPort = await freePort();
-  const probePort = await freePort();
+  const [metricsPort, probePort] = await freePortPair();
   const flags = [
     `--leader-elect=${opts.leaderElect ?? false}`,
     `--metrics-bind-address=127.0.0.1:${metricsPort}`,

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseAllDocuments, stringify } from "yaml";
 import { type ApiConnection, apiRequest, probeHealthy } from "./kubeapi.ts";
-import { freePort } from "./ports.ts";
+import { freePort, freePortPair, retryOnPortClash } from "./ports.ts";
 import {
   type Daemon,
   forgetDirectory,
@@ -66,10 +66,14 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     for (const daemon of daemons.splice(0).reverse()) await daemon.stop();
   };
   try {
-    const etcd = await startEtcd(binDir, dir);
+    const etcd = await retryOnPortClash(() => startEtcd(binDir, dir));
     daemons.push(etcd.daemon);
-    const apiserver = await prepareApiServer(binDir, dir, etcd.url);
-    let apiserverDaemon = await apiserver.start();
+    // A clash on the first start picks a new port; a restart keeps the one the cluster was given.
+    const { apiserver, daemon: firstApiserverDaemon } = await retryOnPortClash(async () => {
+      const prepared = await prepareApiServer(binDir, dir, etcd.url);
+      return { apiserver: prepared, daemon: await prepared.start() };
+    });
+    let apiserverDaemon = firstApiserverDaemon;
     daemons.push(apiserverDaemon);
     const conn: ApiConnection = {
       server: apiserver.server,
@@ -81,7 +85,9 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     // The scheduler and the CRDs do not depend on each other; settle both so a failure of one
     // still leaves the other's daemon to be stopped.
     const [scheduler, crds] = await Promise.allSettled([
-      (opts.scheduler ?? true) ? startScheduler(binDir, dir, kubeconfigPath) : undefined,
+      (opts.scheduler ?? true)
+        ? retryOnPortClash(() => startScheduler(binDir, dir, kubeconfigPath))
+        : undefined,
       installCrds(conn, opts.crdsDir ?? join(repoRoot, "config/crd/bases")),
     ]);
     if (scheduler.status === "fulfilled" && scheduler.value) daemons.push(scheduler.value);
@@ -118,8 +124,9 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
 }
 
 async function startEtcd(binDir: string, dir: string): Promise<{ url: string; daemon: Daemon }> {
-  const url = `http://127.0.0.1:${await freePort()}`;
-  const peerUrl = `http://127.0.0.1:${await freePort()}`;
+  const [clientPort, peerPort] = await freePortPair();
+  const url = `http://127.0.0.1:${clientPort}`;
+  const peerUrl = `http://127.0.0.1:${peerPort}`;
   const daemon = await startReadyDaemon(
     {
       name: "etcd",
@@ -155,7 +162,7 @@ async function prepareApiServer(binDir: string, dir: string, etcdUrl: string): P
   const port = await freePort();
   const server = `https://127.0.0.1:${port}`;
   const certDir = join(dir, "pki");
-  mkdirSync(certDir);
+  mkdirSync(certDir, { recursive: true });
   const token = randomBytes(24).toString("hex");
   const tokenFile = join(certDir, "tokens.csv");
   writeFileSync(tokenFile, `${token},admin,admin,"system:masters"\n`, { mode: 0o600 });

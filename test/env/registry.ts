@@ -10,8 +10,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import { freePort } from "./ports.ts";
-import { forgetDirectory, removeDirectoryOnExit, startDaemon, waitUntil } from "./process.ts";
+import { freePort, retryOnPortClash } from "./ports.ts";
+import { type Daemon, forgetDirectory, removeDirectoryOnExit, startDaemon, waitUntil } from "./process.ts";
 import {
   startTokenServer,
   type TestUser,
@@ -56,8 +56,6 @@ export async function startRegistry(opts: StartRegistryOptions = {}): Promise<Te
     forgetDirectory(dir);
   };
   try {
-    const port = await freePort();
-    const host = `127.0.0.1:${port}`;
     const htpasswdFile = join(dir, "htpasswd");
     const users = opts.users ?? [{ user: "admin", password: "admin-secret" }];
     let auth: object | undefined;
@@ -73,36 +71,8 @@ export async function startRegistry(opts: StartRegistryOptions = {}): Promise<Te
         },
       };
     }
-    const config = {
-      version: 0.1,
-      log: { level: "warn", accesslog: { disabled: true } },
-      storage: { filesystem: { rootdirectory: join(dir, "data") }, delete: { enabled: true } },
-      http: { addr: host, secret: "test-registry-secret" },
-      ...(auth ? { auth } : {}),
-    };
-    const configFile = join(dir, "config.yml");
-    writeFileSync(configFile, stringify(config));
-    const daemon = startDaemon(
-      "docker-registry",
-      REGISTRY_BINARY,
-      ["serve", configFile],
-      join(dir, "registry.log"),
-    );
+    const { daemon, host } = await retryOnPortClash(() => startRegistryDaemon(dir, auth));
     const url = `http://${host}`;
-    try {
-      await waitUntil(
-        "docker-registry to answer /v2/",
-        async () => {
-          const res = await fetch(`${url}/v2/`, { signal: AbortSignal.timeout(1000) });
-          await res.arrayBuffer();
-          return res.status === 200 || res.status === 401;
-        },
-        { timeoutMs: 20_000, intervalMs: 50, daemon },
-      );
-    } catch (err) {
-      await daemon.stop(2000);
-      throw err;
-    }
     let credentials: { user: string; password: string } | undefined;
     if (mode === "basic") credentials = provisionedUser(daemon.logFile);
     if (mode === "token") credentials = users[0];
@@ -121,6 +91,44 @@ export async function startRegistry(opts: StartRegistryOptions = {}): Promise<Te
     await cleanUp();
     throw err;
   }
+}
+
+/** Writes the config for a fresh port, starts docker-registry on it and waits until /v2/ answers. */
+async function startRegistryDaemon(
+  dir: string,
+  auth: object | undefined,
+): Promise<{ daemon: Daemon; host: string }> {
+  const host = `127.0.0.1:${await freePort()}`;
+  const config = {
+    version: 0.1,
+    log: { level: "warn", accesslog: { disabled: true } },
+    storage: { filesystem: { rootdirectory: join(dir, "data") }, delete: { enabled: true } },
+    http: { addr: host, secret: "test-registry-secret" },
+    ...(auth ? { auth } : {}),
+  };
+  const configFile = join(dir, "config.yml");
+  writeFileSync(configFile, stringify(config));
+  const daemon = startDaemon(
+    "docker-registry",
+    REGISTRY_BINARY,
+    ["serve", configFile],
+    join(dir, "registry.log"),
+  );
+  try {
+    await waitUntil(
+      "docker-registry to answer /v2/",
+      async () => {
+        const res = await fetch(`http://${host}/v2/`, { signal: AbortSignal.timeout(1000) });
+        await res.arrayBuffer();
+        return res.status === 200 || res.status === 401;
+      },
+      { timeoutMs: 20_000, intervalMs: 50, daemon },
+    );
+  } catch (err) {
+    await daemon.stop(2000);
+    throw err;
+  }
+  return { daemon, host };
 }
 
 /** The registry logs `htpasswd is missing, provisioning with default user … password=X … user=docker`. */

@@ -15,7 +15,7 @@ import { after, before, describe, it } from "node:test";
 import type { CocoonSet } from "../../src/apis/v1/types.ts";
 import type { Lease } from "../../src/controller/leaderelection.ts";
 import { type ControlPlane, kubeconfigYaml, startControlPlane } from "../env/controlplane.ts";
-import { freePort } from "../env/ports.ts";
+import { freePortPair } from "../env/ports.ts";
 import { type Simulator, startSimulator } from "../env/simulator/index.ts";
 import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
 import { buildImageLayout, IMAGE_NODE_FLAGS, repoRoot } from "../support/build.ts";
@@ -57,7 +57,7 @@ async function serviceAccountToken(): Promise<string> {
 }
 
 async function startOperator(name: string): Promise<OperatorProcess> {
-  const [metricsPort, probePort] = [await freePort(), await freePort()];
+  const [metricsPort, probePort] = await freePortPair();
   const child = spawn(
     process.execPath,
     [
