@@ -15,6 +15,7 @@
 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { COCOONSET_CONTROLLER } from "../src/cocoonset/setup.ts";
 import {
   cocoonSet,
   createNamespace,
@@ -29,9 +30,11 @@ import {
 import { diffProxyCounts, type ProxyCounts, startCountingProxy } from "./lib/countingproxy.ts";
 import { parseArgs, runBenchmark } from "./lib/lifecycle.ts";
 import {
+  diffQueueTotals,
   diffTotals,
   type OperatorCommand,
   operatorCommands,
+  type QueueTotals,
   type RequestTotals,
   startOperatorProcess,
 } from "./lib/operator.ts";
@@ -59,6 +62,8 @@ interface Run {
   requests: RequestTotals;
   /** The counting proxy between the operator and the API server, same window. */
   proxied: ProxyCounts;
+  /** The CocoonSet controller's queue and reconciles, same window. */
+  queue: QueueTotals;
   peakRssMiB: number;
   cpuSeconds: number;
 }
@@ -79,6 +84,7 @@ async function runOnce(command: string, sets: number, nodes: number, logFile: st
     await operator.waitReady();
     await sleep(2_000); // informers synced and the start-up lists done before the "before" scrape
     const before = await operator.requests();
+    const queueBefore = await operator.queue(COCOONSET_CONTROLLER);
     const proxiedBefore = proxy.counts();
     const cpuBefore = operator.proc()?.cpuSeconds ?? 0;
     const stopSampling = operator.sampleRss(100);
@@ -122,6 +128,7 @@ async function runOnce(command: string, sets: number, nodes: number, logFile: st
       },
     );
     const after = await operator.requests();
+    const queueAfter = await operator.queue(COCOONSET_CONTROLLER);
     const proxiedAfter = proxy.counts();
     const cpuAfter = operator.proc()?.cpuSeconds ?? 0;
     const { peakRssKiB } = stopSampling();
@@ -133,6 +140,7 @@ async function runOnce(command: string, sets: number, nodes: number, logFile: st
       p90Seconds: secondsUntil(0.9),
       requests: diffTotals(after, before),
       proxied: diffProxyCounts(proxiedAfter, proxiedBefore),
+      queue: diffQueueTotals(queueAfter, queueBefore),
       peakRssMiB: peakRssKiB / 1024,
       cpuSeconds: cpuAfter - cpuBefore,
     };
@@ -142,6 +150,15 @@ async function runOnce(command: string, sets: number, nodes: number, logFile: st
     await pool.stop();
     await cluster.stop();
   }
+}
+
+const meanMs = (sum: number, count: number) => (count > 0 ? (sum / count) * 1000 : 0);
+
+function queueLine(queue: QueueTotals): string {
+  return (
+    `adds ${queue.adds}, retries ${queue.retries}, mean wait ${meanMs(queue.waitSeconds, queue.waits).toFixed(1)} ms, ` +
+    `mean reconcile ${meanMs(queue.workSeconds, queue.works).toFixed(1)} ms, reconciles ${JSON.stringify(queue.reconcilesByResult)}`
+  );
 }
 
 const WRITE_VERBS = ["create", "update", "patch", "delete"];
@@ -177,7 +194,7 @@ async function main(): Promise<void> {
           `run ${r + 1}: ${run.seconds.toFixed(2)} s (half the sets ${run.halfSeconds.toFixed(2)} s, ` +
             `90 % ${run.p90Seconds.toFixed(2)} s), proxy ${JSON.stringify(run.proxied.byVerb)} ` +
             `codes ${JSON.stringify(run.proxied.byCode)}; /metrics ${JSON.stringify(run.requests.byMethod)} ` +
-            `codes ${JSON.stringify(run.requests.byCode)}, peak RSS ${run.peakRssMiB.toFixed(1)} MiB, CPU ${run.cpuSeconds.toFixed(2)} s`,
+            `codes ${JSON.stringify(run.requests.byCode)}; queue ${queueLine(run.queue)}, peak RSS ${run.peakRssMiB.toFixed(1)} MiB, CPU ${run.cpuSeconds.toFixed(2)} s`,
         );
       }
     }
@@ -261,6 +278,7 @@ function report(
   const codes = keys((r) => r.proxied.byCode);
   const methods = keys((r) => r.requests.byMethod);
   const metricCodes = keys((r) => r.requests.byCode);
+  const reconcileResults = keys((r) => r.queue.reconcilesByResult);
 
   writeSection(
     sizedId ? `3-scaleup-${sets}:${label}` : `3-scaleup:${label}`,
@@ -276,7 +294,8 @@ when every set reports Running with ${SUBS + 1}/${SUBS + 1} agents Ready at its 
 when that share of the sets was first seen so, polled every 200 ms). The operator
 reaches the API server through a counting proxy of the benchmark (plain HTTP on loopback, so it counts
 whatever the operator exports): "(proxy)" rows count by Kubernetes verb and response code; "(/metrics)"
-rows are the operator's own \`rest_client_requests_total\`, after minus before. CPU = utime + stime of the
+rows are the operator's own \`rest_client_requests_total\`, after minus before; the CocoonSet queue rows are its
+\`workqueue_*\` and \`controller_runtime_reconcile_total\` series for that controller, same window. CPU = utime + stime of the
 operator process over the same window; peak RSS = the highest VmRSS sampled every 100 ms. ${runs} runs.
 
 ${table(
@@ -298,6 +317,19 @@ ${table(
       row(`rest_client_requests_total, code ${c} (/metrics)`, (r) => r.requests.byCode, c),
     ),
     ["429s seen (/metrics)", metricsTotal.max === 0 ? "n/a" : fmt(metrics429, 0)],
+    ["CocoonSet queue adds", fmt(spread(results.map((r) => r.queue.adds)), 0)],
+    ["CocoonSet queue retries (rate-limited re-adds)", fmt(spread(results.map((r) => r.queue.retries)), 0)],
+    [
+      "CocoonSet queue, mean wait (ms)",
+      fmt(spread(results.map((r) => meanMs(r.queue.waitSeconds, r.queue.waits))), 1),
+    ],
+    [
+      "CocoonSet reconcile, mean time (ms)",
+      fmt(spread(results.map((r) => meanMs(r.queue.workSeconds, r.queue.works))), 1),
+    ],
+    ...reconcileResults.map((result) =>
+      row(`CocoonSet reconciles, result ${result}`, (r) => r.queue.reconcilesByResult, result),
+    ),
     ["operator peak RSS (MiB)", fmt(rss, 1)],
     ["operator CPU time (s)", fmt(cpu, 2)],
   ],

@@ -116,6 +116,77 @@ export function diffTotals(after: RequestTotals, before: RequestTotals): Request
   };
 }
 
+/**
+ * One controller's work queue and reconciles, from the metrics controller-runtime and this operator
+ * both export: workqueue_* (label name=<controller>) and controller_runtime_reconcile_total (label
+ * controller=<controller>, by result).
+ */
+export interface QueueTotals {
+  adds: number;
+  /** Rate-limited re-adds (a requeue or an error). */
+  retries: number;
+  /** Sum and count of the time items waited in the queue. */
+  waitSeconds: number;
+  waits: number;
+  /** Sum and count of the time a reconcile took. */
+  workSeconds: number;
+  works: number;
+  reconcilesByResult: Record<string, number>;
+}
+
+export function parseQueueTotals(metricsText: string, controller: string): QueueTotals {
+  const totals: QueueTotals = {
+    adds: 0,
+    retries: 0,
+    waitSeconds: 0,
+    waits: 0,
+    workSeconds: 0,
+    works: 0,
+    reconcilesByResult: {},
+  };
+  for (const line of metricsText.split("\n")) {
+    const brace = line.indexOf("{");
+    if (brace < 0 || line.startsWith("#")) continue;
+    const name = line.slice(0, brace);
+    const labels = line.slice(brace + 1, line.lastIndexOf("}"));
+    const value = Number(line.slice(line.lastIndexOf("}") + 1).trim());
+    const label = (key: string) => new RegExp(`(?:^|,)${key}="([^"]*)"`).exec(labels)?.[1];
+    if (name === "controller_runtime_reconcile_total" && label("controller") === controller) {
+      const result = label("result") ?? "";
+      totals.reconcilesByResult[result] = (totals.reconcilesByResult[result] ?? 0) + value;
+      continue;
+    }
+    if (label("name") !== controller) continue;
+    if (name === "workqueue_adds_total") totals.adds += value;
+    else if (name === "workqueue_retries_total") totals.retries += value;
+    else if (name === "workqueue_queue_duration_seconds_sum") totals.waitSeconds += value;
+    else if (name === "workqueue_queue_duration_seconds_count") totals.waits += value;
+    else if (name === "workqueue_work_duration_seconds_sum") totals.workSeconds += value;
+    else if (name === "workqueue_work_duration_seconds_count") totals.works += value;
+  }
+  return totals;
+}
+
+export function diffQueueTotals(after: QueueTotals, before: QueueTotals): QueueTotals {
+  const results = new Set([
+    ...Object.keys(after.reconcilesByResult),
+    ...Object.keys(before.reconcilesByResult),
+  ]);
+  return {
+    adds: after.adds - before.adds,
+    retries: after.retries - before.retries,
+    waitSeconds: after.waitSeconds - before.waitSeconds,
+    waits: after.waits - before.waits,
+    workSeconds: after.workSeconds - before.workSeconds,
+    works: after.works - before.works,
+    reconcilesByResult: Object.fromEntries(
+      [...results]
+        .map((r) => [r, (after.reconcilesByResult[r] ?? 0) - (before.reconcilesByResult[r] ?? 0)] as const)
+        .filter(([, v]) => v !== 0),
+    ),
+  };
+}
+
 export interface OperatorProcess {
   readonly pid: number;
   readonly metricsPort: number;
@@ -124,6 +195,7 @@ export interface OperatorProcess {
   /** Resolves once /readyz answers 200. */
   waitReady(timeoutMs?: number): Promise<void>;
   requests(): Promise<RequestTotals>;
+  queue(controller: string): Promise<QueueTotals>;
   /** controller_runtime_reconcile_total summed over controllers and results. */
   reconciles(): Promise<number>;
   proc(): ProcSample | undefined;
@@ -212,6 +284,11 @@ export async function startOperatorProcess(opts: StartOperatorOptions): Promise<
       const res = await get(metricsPort, "/metrics");
       if (res.status !== 200) throw new Error(`/metrics: HTTP ${res.status}`);
       return parseRestClientRequests(res.text);
+    },
+    async queue(controller: string) {
+      const res = await get(metricsPort, "/metrics");
+      if (res.status !== 200) throw new Error(`/metrics: HTTP ${res.status}`);
+      return parseQueueTotals(res.text, controller);
     },
     async reconciles() {
       const res = await get(metricsPort, "/metrics");
