@@ -5,14 +5,20 @@
 // operator's API requests by method and code (its own /metrics rest_client_requests_total,
 // before/after), the 429s among them, and the operator process's peak RSS and CPU time over the run.
 //
+// --request-times <file> (a diagnostic) also puts a timestamping proxy before the registry and appends to
+// the file, per run, the count and time of the operator's requests by target, method and resource: where its reconcile
+// time goes. That proxy's hop is on the registry calls of the run, so its figures are for where the
+// time goes, not for comparing times.
+//
 // With --compare-command the two operators alternate run by run (each on a fresh environment), and
 // --sets may list several sizes for a scale curve. Nodes are sized to the pods (--nodes, default one
 // 110-seat node per 10 sets: 80 pods a node), since sub-agents bind to their main's node past the
 // scheduler and an overcommitted pool leaves mains unschedulable.
 //
 //   npm run bench:scaleup [-- --sets 100[,300,1000] --runs 5 [--nodes N] --operator-command "<cmd>"
-//                            --label <name> --compare-command "<cmd>" --compare-label <name>]
+//                            --label <name> --compare-command "<cmd>" --compare-label <name> --request-times <file>]
 
+import { appendFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { COCOONSET_CONTROLLER } from "../src/cocoonset/setup.ts";
@@ -27,7 +33,7 @@ import {
   startCluster,
   startPool,
 } from "./lib/cluster.ts";
-import { diffProxyCounts, type ProxyCounts, startCountingProxy } from "./lib/countingproxy.ts";
+import { diffProxyCounts, type Exchange, type ProxyCounts, startCountingProxy } from "./lib/countingproxy.ts";
 import { parseArgs, runBenchmark } from "./lib/lifecycle.ts";
 import {
   diffQueueTotals,
@@ -38,6 +44,7 @@ import {
   type RequestTotals,
   startOperatorProcess,
 } from "./lib/operator.ts";
+import { startRegistryProxy } from "./lib/registryproxy.ts";
 import {
   commandLine,
   fmt,
@@ -64,20 +71,45 @@ interface Run {
   proxied: ProxyCounts;
   /** The CocoonSet controller's queue and reconciles, same window. */
   queue: QueueTotals;
+  /** With --request-times: requests by "<target> <method> <resource>", count and summed ms, same window. */
+  requestTimes: Map<string, { count: number; totalMs: number }>;
   peakRssMiB: number;
   cpuSeconds: number;
 }
 
-async function runOnce(command: string, sets: number, nodes: number, logFile: string): Promise<Run> {
+async function runOnce(
+  command: string,
+  sets: number,
+  nodes: number,
+  logFile: string,
+  timeRequests: boolean,
+): Promise<Run> {
   const cluster = await startCluster();
   const { info } = cluster.env;
   const pool = await startPool(info, nodes, { pods: 110, timings: TIMINGS });
   const ns = await createNamespace(info, "bench-scaleup");
-  const proxy = await startCountingProxy(info, `${logFile}.kubeconfig`);
+  const requestTimes = new Map<string, { count: number; totalMs: number }>();
+  let timedFrom = Number.POSITIVE_INFINITY;
+  const timeExchange = (to: string) => (e: Exchange) => {
+    if (e.start < timedFrom) return;
+    const key = `${to} ${e.method} ${resourceOf(to, e.path)}`;
+    const entry = requestTimes.get(key) ?? { count: 0, totalMs: 0 };
+    entry.count += 1;
+    entry.totalMs += e.end - e.start;
+    requestTimes.set(key, entry);
+  };
+  const proxy = await startCountingProxy(
+    info,
+    `${logFile}.kubeconfig`,
+    timeRequests ? timeExchange("api") : undefined,
+  );
+  const registryProxy = timeRequests
+    ? await startRegistryProxy(info.registry, timeExchange("registry"))
+    : undefined;
   const operator = await startOperatorProcess({
     command,
     kubeconfigPath: proxy.kubeconfigPath,
-    registry: info.registry,
+    registry: registryProxy?.host ?? info.registry,
     logFile,
   });
   try {
@@ -89,6 +121,7 @@ async function runOnce(command: string, sets: number, nodes: number, logFile: st
     const cpuBefore = operator.proc()?.cpuSeconds ?? 0;
     const stopSampling = operator.sampleRss(100);
     const t0 = performance.now();
+    timedFrom = Date.now();
     await createSets(
       info,
       Array.from({ length: sets }, (_, i) =>
@@ -141,15 +174,36 @@ async function runOnce(command: string, sets: number, nodes: number, logFile: st
       requests: diffTotals(after, before),
       proxied: diffProxyCounts(proxiedAfter, proxiedBefore),
       queue: diffQueueTotals(queueAfter, queueBefore),
+      requestTimes,
       peakRssMiB: peakRssKiB / 1024,
       cpuSeconds: cpuAfter - cpuBefore,
     };
   } finally {
     await operator.stop();
+    await registryProxy?.stop();
     await proxy.stop();
     await pool.stop();
     await cluster.stop();
   }
+}
+
+/** The resource a request names: `pods`, `cocoonsets/status`, …; for the registry, `manifests` or `blobs`. */
+function resourceOf(to: string, path: string): string {
+  const parts = (path.split("?")[0] ?? "").split("/").filter(Boolean);
+  if (to === "registry") return parts.find((p) => p === "manifests" || p === "blobs") ?? parts.join("/");
+  const afterVersion = parts.slice(parts[0] === "api" ? 2 : 3);
+  const rest =
+    afterVersion[0] === "namespaces" && afterVersion.length >= 3 ? afterVersion.slice(2) : afterVersion;
+  return rest.length > 2 ? `${rest[0]}/${rest[2]}` : (rest[0] ?? "");
+}
+
+function appendRequestTimes(file: string, title: string, run: Run): void {
+  const rows = [...run.requestTimes.entries()].sort(([, a], [, b]) => b.totalMs - a.totalMs);
+  const lines = rows.map(
+    ([key, { count, totalMs }]) =>
+      `${key.padEnd(44)} ${String(count).padStart(6)} requests, mean ${(totalMs / count).toFixed(1).padStart(7)} ms, sum ${(totalMs / 1000).toFixed(1).padStart(7)} s`,
+  );
+  appendFileSync(file, `# ${title}: ${run.seconds.toFixed(2)} s\n${lines.join("\n")}\n\n`);
 }
 
 const meanMs = (sum: number, count: number) => (count > 0 ? (sum / count) * 1000 : 0);
@@ -171,6 +225,7 @@ async function main(): Promise<void> {
   const args = parseArgs();
   const sizes = args.list("sets", [100]);
   const runs = args.int("runs", 5);
+  const requestTimesFile = args.string("request-times", "");
   const operators = operatorCommands(args);
   const logDir = tmpdir();
 
@@ -188,7 +243,10 @@ async function main(): Promise<void> {
           sets,
           nodes,
           join(logDir, `bench-scaleup-${label}-${process.pid}-${sets}-${r}.log`),
+          requestTimesFile !== "",
         );
+        if (requestTimesFile)
+          appendRequestTimes(requestTimesFile, `${label} run ${r + 1}, ${sets} sets`, run);
         byLabel.get(label)?.push(run);
         progress(
           `run ${r + 1}: ${run.seconds.toFixed(2)} s (half the sets ${run.halfSeconds.toFixed(2)} s, ` +
