@@ -5,10 +5,10 @@
 // operator's API requests by method and code (its own /metrics rest_client_requests_total,
 // before/after), the 429s among them, and the operator process's peak RSS and CPU time over the run.
 //
-// --request-times <file> (a diagnostic) also puts a timestamping proxy before the registry and appends to
-// the file, per run, the count and time of the operator's requests by target, method and resource: where its reconcile
-// time goes. That proxy's hop is on the registry calls of the run, so its figures are for where the
-// time goes, not for comparing times.
+// --request-times <file> (a diagnostic) also puts a timestamping proxy before the registry and appends
+// to the file, per run, the count and time of the operator's requests by target, method and resource:
+// where its reconcile time goes. That proxy's hop is on the registry calls of the run, so its figures
+// are for where the time goes, not for comparing times.
 //
 // With --compare-command the two operators alternate run by run (each on a fresh environment), and
 // --sets may list several sizes for a scale curve. Nodes are sized to the pods (--nodes, default one
@@ -16,7 +16,8 @@
 // scheduler and an overcommitted pool leaves mains unschedulable.
 //
 //   npm run bench:scaleup [-- --sets 100[,300,1000] --runs 5 [--nodes N] --operator-command "<cmd>"
-//                            --label <name> --compare-command "<cmd>" --compare-label <name> --request-times <file>]
+//                            --label <name> --compare-command "<cmd>" --compare-label <name>
+//                            --request-times <file>]
 
 import { appendFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -33,7 +34,13 @@ import {
   startCluster,
   startPool,
 } from "./lib/cluster.ts";
-import { diffProxyCounts, type Exchange, type ProxyCounts, startCountingProxy } from "./lib/countingproxy.ts";
+import {
+  diffProxyCounts,
+  type Exchange,
+  type ProxyCounts,
+  resourceSegments,
+  startCountingProxy,
+} from "./lib/countingproxy.ts";
 import { parseArgs, runBenchmark } from "./lib/lifecycle.ts";
 import {
   diffQueueTotals,
@@ -189,11 +196,12 @@ async function runOnce(
 
 /** The resource a request names: `pods`, `cocoonsets/status`, …; for the registry, `manifests` or `blobs`. */
 function resourceOf(to: string, path: string): string {
-  const parts = (path.split("?")[0] ?? "").split("/").filter(Boolean);
-  if (to === "registry") return parts.find((p) => p === "manifests" || p === "blobs") ?? parts.join("/");
-  const afterVersion = parts.slice(parts[0] === "api" ? 2 : 3);
-  const rest =
-    afterVersion[0] === "namespaces" && afterVersion.length >= 3 ? afterVersion.slice(2) : afterVersion;
+  const pathname = path.split("?")[0] ?? "";
+  if (to === "registry") {
+    const parts = pathname.split("/").filter(Boolean);
+    return parts.find((p) => p === "manifests" || p === "blobs") ?? parts.join("/");
+  }
+  const rest = resourceSegments(pathname);
   return rest.length > 2 ? `${rest[0]}/${rest[2]}` : (rest[0] ?? "");
 }
 

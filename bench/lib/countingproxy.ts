@@ -39,17 +39,22 @@ export interface CountingProxy {
   stop(): Promise<void>;
 }
 
+/**
+ * The segments of an API path after the group version and the namespace:
+ * /api/v1/namespaces/x/pods/p/status → ["pods", "p", "status"].
+ */
+export function resourceSegments(pathname: string): string[] {
+  const parts = pathname.split("/").filter(Boolean);
+  const afterVersion = parts.slice(parts[0] === "api" ? 2 : 3);
+  return afterVersion[0] === "namespaces" && afterVersion.length >= 3 ? afterVersion.slice(2) : afterVersion;
+}
+
 function verbOf(method: string, url: URL): string {
   const watch = url.searchParams.get("watch");
   if (method === "GET") {
     if (watch === "1" || watch === "true") return "watch";
     // Collections end in a plural with no name after it; /api/v1/namespaces/x/pods vs .../pods/p.
-    const parts = url.pathname.split("/").filter(Boolean);
-    const core = parts[0] === "api";
-    const afterVersion = parts.slice(core ? 2 : 3);
-    const rest =
-      afterVersion[0] === "namespaces" && afterVersion.length >= 3 ? afterVersion.slice(2) : afterVersion;
-    return rest.length % 2 === 1 ? "list" : "get";
+    return resourceSegments(url.pathname).length % 2 === 1 ? "list" : "get";
   }
   return { POST: "create", PUT: "update", PATCH: "patch", DELETE: "delete" }[method] ?? method.toLowerCase();
 }

@@ -259,6 +259,11 @@ export async function startOperatorProcess(opts: StartOperatorOptions): Promise<
     const res = await fetch(`http://127.0.0.1:${port}${path}`, { signal: AbortSignal.timeout(5_000) });
     return { status: res.status, text: await res.text() };
   };
+  const scrape = async (): Promise<string> => {
+    const res = await get(metricsPort, "/metrics");
+    if (res.status !== 200) throw new Error(`/metrics: HTTP ${res.status}`);
+    return res.text;
+  };
 
   return {
     pid,
@@ -281,18 +286,13 @@ export async function startOperatorProcess(opts: StartOperatorOptions): Promise<
       }
     },
     async requests() {
-      const res = await get(metricsPort, "/metrics");
-      if (res.status !== 200) throw new Error(`/metrics: HTTP ${res.status}`);
-      return parseRestClientRequests(res.text);
+      return parseRestClientRequests(await scrape());
     },
     async queue(controller: string) {
-      const res = await get(metricsPort, "/metrics");
-      if (res.status !== 200) throw new Error(`/metrics: HTTP ${res.status}`);
-      return parseQueueTotals(res.text, controller);
+      return parseQueueTotals(await scrape(), controller);
     },
     async reconciles() {
-      const res = await get(metricsPort, "/metrics");
-      return res.text
+      return (await scrape())
         .split("\n")
         .filter((line) => line.startsWith("controller_runtime_reconcile_total{"))
         .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(" ") + 1)), 0);

@@ -74,9 +74,9 @@ function withoutHibernationTargets(pass: Pass, pods: Pod[]): Pod[] {
  * that digest. One record write then removes every VM whose drop succeeded, the annotation going with
  * the last; a tag already gone costs no DELETE. A refused delete (or read) keeps its VM recorded and
  * fails the pass after that write, so the rest of the pass, scaling and status included, does not
- * run, and the retry is left with only the VMs still owing a drop. A pod whose annotation this very pass cleared is not judged until
- * vk-cocoon has answered the clear: its cached state predates it, and a VM still live under the
- * annotation may be about to push a fresh snapshot to that tag.
+ * run, and the retry is left with only the VMs still owing a drop. A pod whose annotation this very
+ * pass cleared is not judged until vk-cocoon has answered the clear: its cached state predates it, and
+ * a VM still live under the annotation may be about to push a fresh snapshot to that tag.
  */
 async function dropWokenSnapshots(pass: Pass, clearedNow: ReadonlySet<Pod>): Promise<void> {
   const registry = pass.deps.registry;
