@@ -10,9 +10,9 @@
 
 import { join } from "node:path";
 import type { Pod } from "../src/apis/core.ts";
-import { compactCachedPod } from "../src/cocoonset/view.ts";
 import { KubeClient, kubeConfigFromFile } from "../src/controller/client.ts";
 import { PODS } from "../src/controller/resources.ts";
+import { compactCachedPod } from "../src/informers/compact.ts";
 import { apiRequest, createNamespace, createPods, IMAGE, startCluster } from "./lib/cluster.ts";
 import { startCountingProxy } from "./lib/countingproxy.ts";
 import { parseArgs, runBenchmark } from "./lib/lifecycle.ts";

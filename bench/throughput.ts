@@ -19,7 +19,7 @@ import "./lib/quiet.ts";
 import type { Pod } from "../src/apis/core.ts";
 import type { CocoonHibernation, CocoonSet } from "../src/apis/v1/types.ts";
 import { systemClock } from "../src/clock.ts";
-import type { CocoonSetDeps } from "../src/cocoonset/pass.ts";
+import type { CocoonSetDeps } from "../src/cocoonset/reconciler.ts";
 import { CocoonSetReconciler } from "../src/cocoonset/reconciler.ts";
 import { FINALIZER_COCOONSET, LABEL_COCOONSET } from "../src/contract/keys.ts";
 import { Controller } from "../src/controller/controller.ts";

@@ -12,15 +12,15 @@ import { asCheckpointRegistry, setsBranchingFrom, setupCheckpointController } fr
 import type { Clock } from "./clock.ts";
 import { systemClock } from "./clock.ts";
 import { setupCocoonSetController } from "./cocoonset/setup.ts";
-import { SuspendConfirmations } from "./cocoonset/suspendgate.ts";
-import { createOperatorInformers, type OperatorInformers } from "./cocoonset/view.ts";
 import { KubeClient, type KubeClientConfig } from "./controller/client.ts";
 import { KubeEventRecorder } from "./controller/events.ts";
 import { DEFAULT_LEASE_NAME, LeaderElector } from "./controller/leaderelection.ts";
 import { Manager } from "./controller/manager.ts";
 import { recordRestRequest } from "./controller/metrics.ts";
 import { setupHibernationController } from "./hibernation/setup.ts";
+import { createOperatorInformers, type OperatorInformers } from "./informers/informers.ts";
 import { log } from "./log.ts";
+import { SuspendConfirmations } from "./pass/suspendconfirmations.ts";
 // Registers the cocoon_operator_* collectors, so /metrics lists them before their first sample.
 import "./metrics/cocoon.ts";
 import "./metrics/checkpoint.ts";

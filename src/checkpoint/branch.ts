@@ -1,4 +1,4 @@
-// Branching (issue 19): a new CocoonSet annotated `cocoonset.cocoonstack.io/from-checkpoint: <name>`
+// Branching: a new CocoonSet annotated `cocoonset.cocoonstack.io/from-checkpoint: <name>`
 // starts from that checkpoint. Before its first pod, each slot the checkpoint holds gets the
 // checkpoint's manifest copied into the new VM's repository as `:hibernate` (blobs by cross-repository
 // mount, else streamed), and the reclaim record owes those VMs a restore. From there the spec's own
@@ -10,18 +10,16 @@
 // cannot finish throws, so nothing is created over a half-copied set, and the retry resumes (a copy
 // already in place is skipped). The checkpoint itself is only read.
 
+import { type ConditionUpdate, setStatusCondition } from "../apis/status.ts";
 import type { CocoonSet, Condition } from "../apis/v1/types.ts";
 import type { CocoonCheckpoint } from "../apis/v1alpha1/types.ts";
-import { CONTINUE, finish, type Pass, type StepOutcome } from "../cocoonset/pass.ts";
-import { oweBranchRestores, recordBranchTargets } from "../cocoonset/reclaim.ts";
-import { mergeConditions } from "../cocoonset/status.ts";
-import { writeStatus } from "../cocoonset/steps/status.ts";
-import { persistReclaim, reclaimRecord, setEvent } from "../cocoonset/writes.ts";
 import { TAG_HIBERNATE } from "../contract/keys.ts";
-import { formatRFC3339 } from "../contract/rfc3339.ts";
-import { COCOONSETS } from "../controller/resources.ts";
 import { checkpointBranchBlobsTotal, checkpointBranchesTotal } from "../metrics/checkpoint.ts";
+import { CONTINUE, finishInPhase, type Pass, type Step, type StepOutcome } from "../pass/pass.ts";
+import { oweRestores, recordVMs } from "../pass/reclaimrecord.ts";
+import { patchSetStatus, persistReclaim, reclaimRecord, setEvent } from "../pass/writes.ts";
 import type { CheckpointRegistry } from "../registry/index.ts";
+import type { CheckpointReader } from "./catalog.ts";
 import {
   ANN_FROM_CHECKPOINT,
   CONDITION_BRANCHED,
@@ -38,8 +36,22 @@ export const BRANCH_WAIT_MS = 30_000;
 const REASON_COPYING = "Copying";
 const REASON_FROM_CHECKPOINT = "FromCheckpoint";
 
-/** The step, run before step 11 (reconciler.ts). CONTINUE when there is nothing (more) to branch. */
-export async function branchFromCheckpoint(pass: Pass): Promise<StepOutcome> {
+/** What the branch step reads and copies through. */
+export interface BranchingDeps {
+  checkpoints: CheckpointReader;
+  registry: CheckpointRegistry;
+}
+
+/**
+ * The branch step, run before step 11 (src/cocoonset/reconciler.ts). Without `branching` (no
+ * checkpoint support in this process) a from-checkpoint set waits, saying why.
+ */
+export function branchStep(branching: BranchingDeps | undefined): Step {
+  return (pass) => branchFromCheckpoint(pass, branching);
+}
+
+/** CONTINUE when there is nothing (more) to branch. */
+async function branchFromCheckpoint(pass: Pass, branching: BranchingDeps | undefined): Promise<StepOutcome> {
   const name = pass.cs.metadata.annotations?.[ANN_FROM_CHECKPOINT];
   if (name === undefined) return CONTINUE;
   const branched = branchedCondition(pass.cs);
@@ -48,7 +60,6 @@ export async function branchFromCheckpoint(pass: Pass): Promise<StepOutcome> {
   // this step's own mark of a branch in progress, whose reclaim record it wrote itself.
   if (!branched && hasHadPods(pass)) return CONTINUE;
 
-  const branching = pass.deps.branching;
   const lookup = branching ? branching.checkpoints.getCheckpoint(pass.namespace, name) : "unavailable";
   if (!branching || lookup === "unavailable") {
     return waitForCheckpoint(
@@ -77,7 +88,7 @@ export async function branchFromCheckpoint(pass: Pass): Promise<StepOutcome> {
       `copying ${plan.length} snapshots of CocoonCheckpoint ${name}`,
     );
   }
-  await persistReclaim(pass, recordBranchTargets(reclaimRecord(pass), pass.generation, targets));
+  await persistReclaim(pass, recordVMs(reclaimRecord(pass), pass.generation, targets));
   try {
     for (const copy of plan) await copySnapshot(pass, registry, copy);
   } catch (err) {
@@ -89,7 +100,7 @@ export async function branchFromCheckpoint(pass: Pass): Promise<StepOutcome> {
     );
     throw err;
   }
-  await persistReclaim(pass, oweBranchRestores(reclaimRecord(pass), targets));
+  await persistReclaim(pass, oweRestores(reclaimRecord(pass), targets));
   const message = branchedMessage(lookup, plan);
   await writeBranched(pass, "True", REASON_FROM_CHECKPOINT, message);
   setEvent(pass, "Normal", REASON_BRANCHED, message);
@@ -140,10 +151,9 @@ function hasHadPods(pass: Pass): boolean {
 }
 
 /** Nothing is created while the checkpoint cannot be used: an event, phase Pending, a later look. */
-async function waitForCheckpoint(pass: Pass, message: string): Promise<StepOutcome> {
+function waitForCheckpoint(pass: Pass, message: string): StepOutcome {
   setEvent(pass, "Warning", REASON_BRANCH_WAITING, `${message}; no pod is created until it is Ready`);
-  await writeStatus(pass, "Pending");
-  return finish({ requeueAfterMs: BRANCH_WAIT_MS });
+  return finishInPhase("Pending", { requeueAfterMs: BRANCH_WAIT_MS });
 }
 
 async function writeBranched(
@@ -152,23 +162,13 @@ async function writeBranched(
   reason: string,
   message: string,
 ): Promise<void> {
-  const condition: Condition = {
+  const condition: ConditionUpdate = {
     type: CONDITION_BRANCHED,
     status,
     reason,
     message,
-    lastTransitionTime: "",
     ...(pass.generation === 0 ? {} : { observedGeneration: pass.generation }),
   };
-  const now = formatRFC3339(pass.deps.clock.now());
-  const conditions = mergeConditions(pass.cs.status?.conditions ?? [], [condition], now);
-  const updated = await pass.deps.client.patch<CocoonSet>(
-    COCOONSETS,
-    pass.namespace,
-    pass.name,
-    { status: { conditions } },
-    { subresource: "status" },
-  );
-  if (updated.status) pass.cs.status = updated.status;
-  pass.cs.metadata.resourceVersion = updated.metadata.resourceVersion;
+  const conditions = setStatusCondition(pass.cs.status?.conditions ?? [], condition, pass.deps.clock.now());
+  await patchSetStatus(pass, { conditions });
 }

@@ -4,6 +4,7 @@
 // and goes Ready. Deleting it deletes those tags, probe first; the finalizer stays until every one
 // is gone. A Ready checkpoint is never copied again; its set's keep-checkpoints prunes older ones.
 
+import { statusMergePatch } from "../apis/status.ts";
 import type { CocoonSet } from "../apis/v1/types.ts";
 import {
   API_VERSION_V1ALPHA1,
@@ -14,9 +15,7 @@ import {
 } from "../apis/v1alpha1/types.ts";
 import { isDeepStrictEqual } from "../builtins.ts";
 import type { Clock } from "../clock.ts";
-import { statusMergePatch } from "../cocoonset/steps/status.ts";
 import { TAG_HIBERNATE } from "../contract/keys.ts";
-import { formatRFC3339 } from "../contract/rfc3339.ts";
 import type { Client } from "../controller/client.ts";
 import { isNotFound, unlessNotFound } from "../controller/errors.ts";
 import type { EventRecorder, EventType } from "../controller/events.ts";
@@ -30,6 +29,7 @@ import {
   ManifestNotFoundError,
   referencedBytes,
 } from "../registry/index.ts";
+import { formatRFC3339 } from "../rfc3339.ts";
 import {
   ANN_KEEP_CHECKPOINTS,
   checkpointTag,

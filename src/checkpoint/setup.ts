@@ -4,13 +4,13 @@
 
 import type { CocoonCheckpoint } from "../apis/v1alpha1/types.ts";
 import type { Clock } from "../clock.ts";
-import type { OperatorInformers } from "../cocoonset/view.ts";
 import type { Client } from "../controller/client.ts";
 import { Controller } from "../controller/controller.ts";
 import { deepCopyJson } from "../controller/deepcopy.ts";
 import type { EventRecorder } from "../controller/events.ts";
 import type { Manager } from "../controller/manager.ts";
 import type { Request } from "../controller/reconciler.ts";
+import type { OperatorInformers } from "../informers/informers.ts";
 import type { Logger } from "../log.ts";
 import type { CheckpointRegistry, SnapshotRegistry } from "../registry/index.ts";
 import type { CheckpointCatalog } from "./catalog.ts";

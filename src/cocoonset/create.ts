@@ -9,8 +9,8 @@ import { ANN_IMAGE, type Role } from "../contract/keys.ts";
 import { vmNameOf } from "../contract/pod.ts";
 import { isAlreadyExists } from "../controller/errors.ts";
 import { PODS } from "../controller/resources.ts";
+import type { Pass } from "../pass/pass.ts";
 import { prepareSnapshotForCreate, type SnapshotForCreate } from "./imagerule.ts";
-import type { Pass } from "./pass.ts";
 
 export type CreateOutcome = "created" | "exists" | "pending";
 

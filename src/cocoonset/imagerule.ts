@@ -6,10 +6,10 @@
 // 82–83, 124–128). Static toolboxes are unmanaged: vk never reads a tag for them, so they skip this.
 
 import { ROLE_SUB_AGENT, type Role, TAG_HIBERNATE } from "../contract/keys.ts";
+import type { CachedHibernation, Pass } from "../pass/pass.ts";
+import { dropVM, owesRestore, type ReclaimRecord } from "../pass/reclaimrecord.ts";
+import { persistReclaim, reclaimRecord } from "../pass/writes.ts";
 import type { SnapshotManifest, SnapshotRegistry } from "../registry/index.ts";
-import type { CachedHibernation, Pass } from "./pass.ts";
-import { dropVM, owesRestore, type ReclaimRecord } from "./reclaim.ts";
-import { persistReclaim, reclaimRecord } from "./writes.ts";
 
 export interface CreateSnapshotRequest {
   /** The pod about to be created, for CocoonHibernation restore intent. */

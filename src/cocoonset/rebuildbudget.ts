@@ -7,7 +7,14 @@ import type { Pod } from "../apis/core.ts";
 import { ANN_DEAD_LETTER, ANN_REBUILD_HISTORY } from "../contract/keys.ts";
 import { isPodFailed } from "../contract/pod.ts";
 import { subagentDeadLetterTotal, subagentRebuildTotal } from "../metrics/cocoon.ts";
-import { type Pass, REQUEUE_POLL_MS } from "./pass.ts";
+import { type Pass, REQUEUE_POLL_MS } from "../pass/pass.ts";
+import {
+  deletePod,
+  patchPodAnnotations,
+  patchSetAnnotations,
+  readPodFromServer,
+  setEvent,
+} from "../pass/writes.ts";
 import {
   deadLetterValue,
   desiredPodNames,
@@ -20,14 +27,7 @@ import {
   rebuildDecision,
   recordDeadLetter,
   recordRebuild,
-} from "./rebuild.ts";
-import {
-  deletePod,
-  patchPodAnnotations,
-  patchSetAnnotations,
-  readPodFromServer,
-  setEvent,
-} from "./writes.ts";
+} from "./decide/rebuildrules.ts";
 
 export const EVENT_REBUILDING = "SubAgentRebuilding";
 export const EVENT_DEAD_LETTER = "SubAgentDeadLetter";

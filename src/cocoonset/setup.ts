@@ -2,6 +2,7 @@
 // change), its pods (meaningful transitions only) and the CocoonHibernations naming its pods.
 
 import type { CocoonHibernation, CocoonSet } from "../apis/v1/types.ts";
+import type { BranchingDeps } from "../checkpoint/branch.ts";
 import { type Clock, systemClock } from "../clock.ts";
 import { KIND_COCOONSET } from "../contract/keys.ts";
 import { controllerOf } from "../contract/pod.ts";
@@ -13,13 +14,13 @@ import type { Manager } from "../controller/manager.ts";
 import { generationChangedOrStatusChanged, podRelevantChange } from "../controller/predicates.ts";
 import type { Request } from "../controller/reconciler.ts";
 import { idlePolicyAnnotationsChanged } from "../idle/policy.ts";
+import type { OperatorInformers } from "../informers/informers.ts";
 import { type Logger, log } from "../log.ts";
+import { PodCreateExpectations } from "../pass/expectations.ts";
+import { SuspendConfirmations } from "../pass/suspendconfirmations.ts";
 import type { SnapshotRegistry } from "../registry/index.ts";
-import { PodCreateExpectations } from "./expectations.ts";
-import type { BranchingDeps } from "./pass.ts";
 import { CocoonSetReconciler } from "./reconciler.ts";
-import { SuspendConfirmations } from "./suspendgate.ts";
-import { InformerCocoonSetView, type OperatorInformers } from "./view.ts";
+import { InformerCocoonSetView } from "./view.ts";
 
 export const COCOONSET_CONTROLLER = "cocoonset";
 export const DEFAULT_COCOONSET_CONCURRENCY = 4;

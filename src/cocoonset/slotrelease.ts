@@ -10,6 +10,7 @@ import {
   ANN_HIBERNATED_ON_NODE,
   ANN_KEEP_SNAPSHOT_ON_DELETE,
 } from "../contract/keys.ts";
+import { sortByName } from "../contract/order.ts";
 import {
   isPodFailed,
   isVMLive,
@@ -18,10 +19,16 @@ import {
   vmNameOf,
 } from "../contract/pod.ts";
 import { slotReleasePodsDeletedTotal } from "../metrics/cocoon.ts";
-import { mergeDeleteVMNames, vmNamesToStash } from "./deletevmnames.ts";
-import type { Pass } from "./pass.ts";
-import { gatePod, sortByName } from "./suspendgate.ts";
-import { deletePod, patchPodFlag, patchSetAnnotations, readPodFromServer, reclaimRecord } from "./writes.ts";
+import type { Pass } from "../pass/pass.ts";
+import {
+  deletePod,
+  patchPodFlag,
+  patchSetAnnotations,
+  readPodFromServer,
+  reclaimRecord,
+} from "../pass/writes.ts";
+import { mergeDeleteVMNames, vmNamesToStash } from "./decide/deletevmnames.ts";
+import { gatePod } from "./decide/suspendgate.ts";
 
 /**
  * A pod may give up its seat only once the gate saw its VM's `:hibernate` manifest in the registry

@@ -6,6 +6,7 @@
 import { hostname } from "node:os";
 import { type Clock, systemClock } from "../clock.ts";
 import { log } from "../log.ts";
+import { formatRFC3339 } from "../rfc3339.ts";
 import type { Client } from "./client.ts";
 import { isNotFound } from "./errors.ts";
 import { TokenBucket } from "./ratelimit.ts";
@@ -70,11 +71,6 @@ const SPAM_BURST = 25;
 const SPAM_QPS = 1 / 300;
 const MAX_MESSAGE = 1024;
 
-/** metav1.Time: RFC 3339 with whole seconds. */
-function formatTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
-}
-
 export class KubeEventRecorder implements EventRecorder {
   private readonly client: Client;
   private readonly component: string;
@@ -126,7 +122,7 @@ export class KubeEventRecorder implements EventRecorder {
     const now = this.clock.now();
     // client-go names events "<object>.<unix nanoseconds in hex>"; the sequence keeps same-ms names apart.
     const nanos = BigInt(now) * 1_000_000n + BigInt(this.sequence++ % 1_000_000);
-    const timestamp = formatTime(now);
+    const timestamp = formatRFC3339(now);
     return {
       apiVersion: "v1",
       kind: "Event",

@@ -7,6 +7,7 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { type Clock, systemClock } from "../clock.ts";
 import { log } from "../log.ts";
+import { formatMicroTime } from "../rfc3339.ts";
 import type { Client } from "./client.ts";
 import { isNotFound } from "./errors.ts";
 import { LEASES } from "./resources.ts";
@@ -53,11 +54,6 @@ export interface LeaderCallbacks {
 
 export function defaultIdentity(): string {
   return `${hostname()}_${randomUUID()}`;
-}
-
-/** metav1.MicroTime: RFC 3339 with exactly 6 fractional digits. */
-export function formatMicroTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
 }
 
 export class LeaderElector {

@@ -1,9 +1,10 @@
 // The process's one Prometheus registry, with the metric families controller-runtime serves (same
 // names and labels, so dashboards for the Go operator keep working) and the /metrics server. The
 // cocoon_operator_* collectors register on metricsRegistry too.
-import { Counter, exponentialBuckets, Gauge, Histogram, Registry } from "../metrics/prom.ts";
+
 import { type HttpEndpoint, parseBindAddress, serve } from "./httpserver.ts";
 import { registerProcessMetrics } from "./processmetrics.ts";
+import { Counter, exponentialBuckets, Gauge, Histogram, Registry } from "./prom.ts";
 import type { InFlightWork, QueueMetrics } from "./workqueue.ts";
 
 export const metricsRegistry = new Registry();

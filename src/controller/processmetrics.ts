@@ -4,7 +4,7 @@
 // alone adds ~7 MiB to the resident set (BENCHMARKS.md, benchmark 4).
 
 import { readdirSync, readFileSync } from "node:fs";
-import { Counter, Gauge, type Registry } from "../metrics/prom.ts";
+import { Counter, Gauge, type Registry } from "./prom.ts";
 
 /** Fields of /proc/self/status in bytes (Linux); empty elsewhere. */
 function procStatus(): Map<string, number> {

@@ -19,7 +19,6 @@
 import type { Pod } from "../apis/core.ts";
 import type { CocoonHibernation } from "../apis/v1/types.ts";
 import { type Clock, systemClock } from "../clock.ts";
-import { stripUnreadPodFields } from "../cocoonset/view.ts";
 import type { EventHandler, Informer } from "../controller/cache.ts";
 import { type Client, type WatchClient, watchErrorToApiError } from "../controller/client.ts";
 import { isGone, isNotFound } from "../controller/errors.ts";
@@ -27,6 +26,7 @@ import type { ManagedInformer } from "../controller/manager.ts";
 import { Backoff } from "../controller/ratelimit.ts";
 import { PODS } from "../controller/resources.ts";
 import { objectKey } from "../controller/store.ts";
+import { stripUnreadPodFields } from "../informers/compact.ts";
 import { log } from "../log.ts";
 
 export interface NamedPodsOptions {

@@ -12,10 +12,11 @@ import { Controller, type Predicate } from "../controller/controller.ts";
 import type { EventRecorder } from "../controller/events.ts";
 import type { Manager } from "../controller/manager.ts";
 import type { Request } from "../controller/reconciler.ts";
+import { POD_REF_INDEX, podRefIndexKey } from "../informers/informers.ts";
 import type { SnapshotRegistry } from "../registry/index.ts";
 import { NamedPods } from "./podwatch.ts";
 import { HibernationReconciler } from "./reconciler.ts";
-import { type HibernationInformers, informerView, POD_REF_INDEX, podRefIndexKey } from "./view.ts";
+import { type HibernationInformers, informerView } from "./view.ts";
 
 export const HIBERNATION_CONTROLLER = "cocoonhibernation";
 

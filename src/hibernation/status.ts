@@ -3,6 +3,7 @@
 // status writes (setPhase, markFailed, markPending) with their "nothing changed, no patch" rules
 // (behaviours.md items 133, 138–141).
 
+import { setStatusCondition } from "../apis/status.ts";
 import type {
   CocoonHibernation,
   CocoonHibernationPhase,
@@ -22,11 +23,6 @@ export const WAKE_TIMEOUT_MS = 5 * 60_000;
 /** The timeouts as Go prints a time.Duration, for messages identical to the Go operator's. */
 export const HIBERNATE_TIMEOUT_TEXT = "3m0s";
 export const WAKE_TIMEOUT_TEXT = "5m0s";
-
-/** metav1.Time on the wire: RFC 3339, whole seconds, UTC. */
-export function formatTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
-}
 
 export function readyConditionOf(ch: CocoonHibernation): Condition | undefined {
   return ch.status?.conditions?.find((c) => c.type === CONDITION_READY);
@@ -73,12 +69,9 @@ export function phaseDeadlineExceeded(
 }
 
 /**
- * apimeta.SetStatusCondition: a new condition, or a changed status, takes the time now; otherwise
- * the old lastTransitionTime stays. restartClock forces a new time regardless.
- *
- * A new time is at least one second after the old one. The wire format has whole seconds, and the
- * phase-exit dedup keys on this time: two transitions within one second (a fast simulator, a quick
- * wake after a hibernate) must still read as two.
+ * The Ready condition set as apimeta.SetStatusCondition does, with `restartClock` forcing a new time.
+ * A new time is at least one second after the old one: the phase-exit dedup keys on this time, and two
+ * transitions within one second (a fast simulator, a quick wake after a hibernate) must read as two.
  */
 function withReadyCondition(
   conditions: readonly Condition[],
@@ -86,18 +79,7 @@ function withReadyCondition(
   nowMs: number,
   restartClock: boolean,
 ): Condition[] {
-  const existing = conditions.find((c) => c.type === next.type);
-  if (existing && existing.status === next.status && !restartClock) {
-    return conditions.map((c) =>
-      c === existing ? { ...next, lastTransitionTime: c.lastTransitionTime } : c,
-    );
-  }
-  const previousMs = existing ? Date.parse(existing.lastTransitionTime) : Number.NaN;
-  const atMs = Number.isNaN(previousMs) ? nowMs : Math.max(nowMs, previousMs + 1000);
-  const merged: Condition = { ...next, lastTransitionTime: formatTime(atMs) };
-  return existing
-    ? conditions.map((c) => (c === existing ? merged : c))
-    : [...conditions.map((c) => ({ ...c })), merged];
+  return setStatusCondition(conditions, next, nowMs, { restartClock, distinctSeconds: true });
 }
 
 function statusWith(

@@ -12,7 +12,7 @@
 //     restamp it a moment later: the clock may start late by the cache's lag, never early.
 
 import type { CocoonSet, CocoonSetPhase } from "../apis/v1/types.ts";
-import { formatRFC3339Nano, parseRFC3339 } from "../contract/rfc3339.ts";
+import { formatRFC3339Nano, parseRFC3339 } from "../rfc3339.ts";
 import type { ExpiryPolicy, IdlePolicy, IdleSuspendPolicy } from "./policy.ts";
 
 /** The status fields of the policy; each omitted when it does not apply. */

@@ -3,7 +3,7 @@
 // problem message, and the part of the policy it belongs to is ignored (never a suspend, never a
 // delete on a typo).
 
-import { parseRFC3339 } from "../contract/rfc3339.ts";
+import { parseRFC3339 } from "../rfc3339.ts";
 import { type DurationParse, formatGoDuration, nsToMs, parseGoDuration } from "./duration.ts";
 
 /** Go duration: a Running set idle this long is suspended. */

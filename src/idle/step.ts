@@ -1,4 +1,4 @@
-// The I/O of the idle and expiry policy (issue 20), run as one step of the CocoonSet pass: warn
+// The I/O of the idle and expiry policy, run as one step of the CocoonSet pass: warn
 // about bad policy values, record the end of a parking, and act on the verdict of deadlines.ts.
 // An idle or expiry suspend is a spec.suspend=true patch, so the pass goes on into the ordinary
 // suspend (step 6) with everything that guards the VMs' live state; an expiry delete goes through
@@ -7,13 +7,14 @@
 // is looked at again instead of being suspended or deleted on stale data.
 
 import type { CocoonSet } from "../apis/v1/types.ts";
-import { CONTINUE, finish, type Pass, type StepOutcome } from "../cocoonset/pass.ts";
-import { patchSetAnnotations, setEvent } from "../cocoonset/writes.ts";
-import { formatRFC3339Nano, parseRFC3339 } from "../contract/rfc3339.ts";
 import { isConflict, isNotFound } from "../controller/errors.ts";
+import type { Result } from "../controller/reconciler.ts";
 import { COCOONSETS } from "../controller/resources.ts";
 import { expiredTotal, idleSuspendTotal, parkedDurationSeconds } from "../metrics/cocoon.ts";
-import { idleVerdict } from "./deadlines.ts";
+import { CONTINUE, finish, type Pass, type Step, type StepOutcome } from "../pass/pass.ts";
+import { patchSetAnnotations, setEvent } from "../pass/writes.ts";
+import { formatRFC3339Nano, parseRFC3339 } from "../rfc3339.ts";
+import { idleVerdict, nextDeadlineInMs } from "./deadlines.ts";
 import { formatGoDuration, msToNs } from "./duration.ts";
 import { ANN_PARKED_AT, readIdlePolicy } from "./policy.ts";
 
@@ -24,7 +25,24 @@ export const REASON_IDLE_POLICY_INVALID = "IdlePolicyInvalid";
 /** A write refused because the set changed after the cache's copy: look again after this. */
 export const STALE_SET_RETRY_MS = 1_000;
 
-export async function applyIdlePolicy(pass: Pass): Promise<StepOutcome> {
+/** The policy's step, run before the generation stamp (src/cocoonset/reconciler.ts). */
+export function idlePolicyStep(): Step {
+  return applyIdlePolicy;
+}
+
+/**
+ * A pass's result, requeued no later than the set's next idle or expiry deadline: the operator wakes
+ * for the deadline instead of polling. An immediate requeue stays as it is (its pass computes the
+ * deadline again); a set without a pending deadline keeps its result.
+ */
+export function wakeForPolicyDeadline(result: Result, cs: CocoonSet, now: number): Result {
+  if (result.requeue && !result.requeueAfterMs) return result;
+  const inMs = nextDeadlineInMs(cs, readIdlePolicy(cs.metadata.annotations), now);
+  if (inMs === undefined) return result;
+  return { ...result, requeueAfterMs: Math.min(result.requeueAfterMs || inMs, inMs) };
+}
+
+async function applyIdlePolicy(pass: Pass): Promise<StepOutcome> {
   const policy = readIdlePolicy(pass.cs.metadata.annotations);
   for (const problem of policy.problems) setEvent(pass, "Warning", REASON_IDLE_POLICY_INVALID, problem);
   const now = pass.deps.clock.now();

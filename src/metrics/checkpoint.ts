@@ -3,7 +3,7 @@
 // without bound).
 
 import { metricsRegistry } from "../controller/metrics.ts";
-import { Counter, Histogram } from "./prom.ts";
+import { Counter, Histogram } from "../controller/prom.ts";
 
 const SET_LABELS = ["namespace", "cocoonset"] as const;
 

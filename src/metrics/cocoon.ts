@@ -3,7 +3,7 @@
 // namespace and cocoonset, as upstream.
 
 import { metricsRegistry } from "../controller/metrics.ts";
-import { Counter, Histogram } from "./prom.ts";
+import { Counter, Histogram } from "../controller/prom.ts";
 
 const SET_LABELS = ["namespace", "cocoonset"] as const;
 /** Phase-duration buckets of the Go operator: 10 s … 30 min. */

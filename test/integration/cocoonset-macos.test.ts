@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { after, before, it } from "node:test";
 import type { CocoonSet } from "../../src/apis/v1/types.ts";
-import { SUSPEND_TIMEOUT_MS } from "../../src/cocoonset/suspenddeadline.ts";
+import { SUSPEND_TIMEOUT_MS } from "../../src/cocoonset/decide/suspenddeadline.ts";
 import { ANN_HIBERNATE, ANN_SUSPENDING_SINCE, ANN_VM_ID } from "../../src/contract/keys.ts";
 import { KubeClient, kubeConfigFromFile } from "../../src/controller/client.ts";
 import { COCOONSETS } from "../../src/controller/resources.ts";

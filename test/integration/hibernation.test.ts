@@ -28,7 +28,7 @@ import { Manager } from "../../src/controller/manager.ts";
 import { COCOONHIBERNATIONS, EVENTS, PODS } from "../../src/controller/resources.ts";
 import { setupHibernationController } from "../../src/hibernation/setup.ts";
 import { HIBERNATE_TIMEOUT_MS } from "../../src/hibernation/status.ts";
-import { hibernationIndexers } from "../../src/hibernation/view.ts";
+import { hibernationIndexers } from "../../src/informers/informers.ts";
 import { createRegistryClient, type RegistryClient } from "../../src/registry/index.ts";
 import { type Simulator, startSimulator } from "../env/simulator/index.ts";
 import { createNamespace, testEnv, waitFor } from "../env/testenv.ts";

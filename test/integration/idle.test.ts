@@ -12,9 +12,7 @@ import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { CocoonSet } from "../../src/apis/v1/types.ts";
-import { REQUEUE_POLL_MS } from "../../src/cocoonset/pass.ts";
 import { ANN_HIBERNATE, TAG_HIBERNATE } from "../../src/contract/keys.ts";
-import { formatRFC3339Nano } from "../../src/contract/rfc3339.ts";
 import {
   ANN_EXPIRE_ACTION,
   ANN_EXPIRE_AT,
@@ -22,6 +20,8 @@ import {
   ANN_PARKED_AT,
   ANN_SUSPEND_AFTER_IDLE,
 } from "../../src/idle/policy.ts";
+import { REQUEUE_POLL_MS } from "../../src/pass/pass.ts";
+import { formatRFC3339Nano } from "../../src/rfc3339.ts";
 import { controlPlaneBinDir } from "../env/controlplane.ts";
 import { OciClient, type Simulator, startSimulator } from "../env/simulator/index.ts";
 import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";

@@ -13,7 +13,6 @@ import { delimiter, join, resolve } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { parse, stringify } from "yaml";
 import type { CocoonHibernation, CocoonSet, CocoonSetSpec } from "../../src/apis/v1/types.ts";
-import { formatRFC3339 } from "../../src/contract/rfc3339.ts";
 import {
   ANN_EXPIRE_ACTION,
   ANN_EXPIRE_AT,
@@ -22,6 +21,7 @@ import {
 } from "../../src/idle/policy.ts";
 import { runPlugin } from "../../src/plugin/cli.ts";
 import { EXIT_ERROR, EXIT_FAILED, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE } from "../../src/plugin/errors.ts";
+import { formatRFC3339 } from "../../src/rfc3339.ts";
 import { controlPlaneBinDir } from "../env/controlplane.ts";
 import { type Simulator, startSimulator } from "../env/simulator/index.ts";
 import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";

@@ -4,12 +4,12 @@
 import type { Pod } from "../../src/apis/core.ts";
 import type { CocoonSet, CocoonSetSpec } from "../../src/apis/v1/types.ts";
 import { FakeClock } from "../../src/clock.ts";
-import { PodCreateExpectations } from "../../src/cocoonset/expectations.ts";
-import type { CocoonSetDeps } from "../../src/cocoonset/pass.ts";
-import { cocoonSetOwnerReference } from "../../src/cocoonset/pods.ts";
+import { cocoonSetOwnerReference } from "../../src/cocoonset/decide/pods.ts";
+import type { CocoonSetDeps } from "../../src/cocoonset/reconciler.ts";
 import { FINALIZER_COCOONSET, LABEL_COCOONSET, LABEL_ROLE, LABEL_SLOT } from "../../src/contract/keys.ts";
 import type { EventRecorder, EventType, InvolvedObject } from "../../src/controller/events.ts";
 import { COCOONSETS } from "../../src/controller/resources.ts";
+import { PodCreateExpectations } from "../../src/pass/expectations.ts";
 import { FakeSnapshotRegistry } from "../env/registry-fake.ts";
 import { FakeClient, FakeView } from "./fakeclient.ts";
 import { silentLogger } from "./log.ts";

@@ -19,7 +19,6 @@
 
 import type { Pod } from "../../src/apis/core.ts";
 import { type CocoonHibernation, type CocoonSet, GROUP } from "../../src/apis/v1/types.ts";
-import type { CachedHibernation, CocoonSetView } from "../../src/cocoonset/pass.ts";
 import type { Client, DeleteOptions, ListOptions, ListResult } from "../../src/controller/client.ts";
 import { deepCopyJson } from "../../src/controller/deepcopy.ts";
 import {
@@ -30,6 +29,7 @@ import {
   NotFoundError,
 } from "../../src/controller/errors.ts";
 import { COCOONHIBERNATIONS, COCOONSETS, PODS, type ResourceType } from "../../src/controller/resources.ts";
+import type { CachedHibernation, CocoonSetView } from "../../src/pass/pass.ts";
 
 export interface RecordedCall {
   verb: "get" | "list" | "create" | "update" | "patch" | "delete";

@@ -3,11 +3,11 @@
 
 import type { Pod } from "../../src/apis/core.ts";
 import type { CocoonSet, CocoonSetPhase, CocoonSetSpec } from "../../src/apis/v1/types.ts";
-import { classifyPods } from "../../src/cocoonset/classify.ts";
-import { Pass } from "../../src/cocoonset/pass.ts";
-import { buildMainPod } from "../../src/cocoonset/pods.ts";
+import { buildMainPod } from "../../src/cocoonset/decide/pods.ts";
 import { ANN_LIFECYCLE_STATE, ANN_VM_ID, LIFECYCLE_FAILED } from "../../src/contract/keys.ts";
 import { PODS } from "../../src/controller/resources.ts";
+import { classifyPods } from "../../src/pass/classify.ts";
+import { Pass } from "../../src/pass/pass.ts";
 import { cocoonSet, type Harness, harness, NS, SET, seedSet, storedSet } from "./cocoonset.ts";
 
 export const IMAGE = "ghcr.io/cocoonstack/cocoon/ubuntu:24.04";

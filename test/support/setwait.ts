@@ -7,8 +7,8 @@ import { randomBytes } from "node:crypto";
 import type { Pod } from "../../src/apis/core.ts";
 import type { CocoonSet, CocoonSetSpec } from "../../src/apis/v1/types.ts";
 import type { Clock } from "../../src/clock.ts";
-import { type ReclaimRecord, readReclaim } from "../../src/cocoonset/reclaim.ts";
 import { ANN_HIBERNATE_RECLAIM, TAG_HIBERNATE } from "../../src/contract/keys.ts";
+import { type ReclaimRecord, readReclaim } from "../../src/pass/reclaimrecord.ts";
 import { type OciClient, type Simulator, startSimulator } from "../env/simulator/index.ts";
 import {
   type ApiConnection,

@@ -5,8 +5,6 @@
 import type { Counter } from "prom-client";
 import type { Pod } from "../../src/apis/core.ts";
 import type { CocoonSet } from "../../src/apis/v1/types.ts";
-import type { ReclaimRecord } from "../../src/cocoonset/reclaim.ts";
-import { readReclaim } from "../../src/cocoonset/reclaim.ts";
 import {
   ANN_HIBERNATE,
   ANN_HIBERNATE_RECLAIM,
@@ -17,6 +15,8 @@ import {
   LIFECYCLE_READY,
   TRUE,
 } from "../../src/contract/keys.ts";
+import type { ReclaimRecord } from "../../src/pass/reclaimrecord.ts";
+import { readReclaim } from "../../src/pass/reclaimrecord.ts";
 import type { Harness } from "./cocoonset.ts";
 import { ready } from "./scaling.ts";
 

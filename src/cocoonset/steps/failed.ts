@@ -8,11 +8,11 @@ import type { Pod } from "../../apis/core.ts";
 import { readLifecycle } from "../../contract/lifecycle.ts";
 import { isPodReady, podFailedReason, podKey } from "../../contract/pod.ts";
 import { lifecycleStateFailedObservedTotal } from "../../metrics/cocoon.ts";
-import { agentDriftReason } from "../drift.ts";
-import { migrationPending } from "../migration.ts";
-import { CONTINUE, finish, type Pass, type StepOutcome } from "../pass.ts";
+import { CONTINUE, finish, type Pass, type StepOutcome } from "../../pass/pass.ts";
+import { setEvent } from "../../pass/writes.ts";
+import { agentDriftReason } from "../decide/drift.ts";
+import { migrationPending } from "../decide/migrationplan.ts";
 import { spendRebuildBudget } from "../rebuildbudget.ts";
-import { setEvent } from "../writes.ts";
 import { writeStatus } from "./status.ts";
 import { settleUnsuspend } from "./unsuspend.ts";
 

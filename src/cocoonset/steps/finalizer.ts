@@ -3,7 +3,7 @@
 import type { CocoonSet } from "../../apis/v1/types.ts";
 import { FINALIZER_COCOONSET } from "../../contract/keys.ts";
 import { COCOONSETS } from "../../controller/resources.ts";
-import { CONTINUE, finish, type Pass, type StepOutcome } from "../pass.ts";
+import { CONTINUE, finish, type Pass, type StepOutcome } from "../../pass/pass.ts";
 
 export async function ensureFinalizer(pass: Pass): Promise<StepOutcome> {
   const { cs } = pass;

@@ -4,10 +4,17 @@
 import { ROLE_MAIN } from "../../contract/keys.ts";
 import { isPodReady } from "../../contract/pod.ts";
 import { agentPodName } from "../../contract/vmname.ts";
+import {
+  awaitCreated,
+  CONTINUE,
+  finish,
+  type Pass,
+  REQUEUE_POLL_MS,
+  type StepOutcome,
+} from "../../pass/pass.ts";
 import { createManagedPod } from "../create.ts";
-import { agentDriftReason } from "../drift.ts";
-import { awaitCreated, CONTINUE, finish, type Pass, REQUEUE_POLL_MS, type StepOutcome } from "../pass.ts";
-import { buildMainPod } from "../pods.ts";
+import { agentDriftReason } from "../decide/drift.ts";
+import { buildMainPod } from "../decide/pods.ts";
 import { isMissingPodParked, spendRebuildBudget } from "../rebuildbudget.ts";
 import { writeStatus } from "./status.ts";
 

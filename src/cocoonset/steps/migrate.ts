@@ -15,8 +15,16 @@ import {
 import { podKey, unschedulableMessage } from "../../contract/pod.ts";
 import { agentPodName, agentVMName } from "../../contract/vmname.ts";
 import { migrateUnschedulableTotal } from "../../metrics/cocoon.ts";
+import {
+  awaitCreated,
+  CONTINUE,
+  finish,
+  type Pass,
+  REQUEUE_POLL_MS,
+  type StepOutcome,
+} from "../../pass/pass.ts";
+import { deletePod, patchPodFlag, readPodFromServer, setEvent } from "../../pass/writes.ts";
 import { createPod } from "../create.ts";
-import { prepareSnapshotForCreate, readSnapshotOnce } from "../imagerule.ts";
 import {
   awaitsNodeNoLongerPinned,
   decideMigration,
@@ -28,10 +36,9 @@ import {
   newVMRuns,
   settledWithoutProbe,
   snapshotExistsAndWeQuiesced,
-} from "../migration.ts";
-import { awaitCreated, CONTINUE, finish, type Pass, REQUEUE_POLL_MS, type StepOutcome } from "../pass.ts";
-import { buildMainPod } from "../pods.ts";
-import { deletePod, patchPodFlag, readPodFromServer, setEvent } from "../writes.ts";
+} from "../decide/migrationplan.ts";
+import { buildMainPod } from "../decide/pods.ts";
+import { prepareSnapshotForCreate, readSnapshotOnce } from "../imagerule.ts";
 import { writeStatus } from "./status.ts";
 
 export const EVENT_MIGRATE_NO_CAPACITY = "MigrateNoCapacity";

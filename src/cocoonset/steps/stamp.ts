@@ -1,8 +1,8 @@
 // Step 5: the set's generation is stamped on every owned pod, so vk-cocoon can echo it back as
 // lifecycle-observed-generation: a completion signal that is a counter, immune to clock skew.
 import { ANN_COCOONSET_GENERATION } from "../../contract/keys.ts";
-import { CONTINUE, type Pass, type StepOutcome } from "../pass.ts";
-import { FAN_OUT_LIMIT, patchPodAnnotations } from "../writes.ts";
+import { CONTINUE, type Pass, type StepOutcome } from "../../pass/pass.ts";
+import { FAN_OUT_LIMIT, patchPodAnnotations } from "../../pass/writes.ts";
 import { forEachLimited } from "./subagents.ts";
 
 /** The pods are stamped together (nothing orders them among themselves), all before step 6 runs. */

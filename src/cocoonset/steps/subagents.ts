@@ -7,13 +7,13 @@ import type { Pod } from "../../apis/core.ts";
 import { ANN_DELETE_VM_NAMES, ROLE_SUB_AGENT } from "../../contract/keys.ts";
 import { isPodFailed, podFailedReason, vmNameOf } from "../../contract/pod.ts";
 import { agentPodName } from "../../contract/vmname.ts";
+import { CONTINUE, type Pass, type StepOutcome } from "../../pass/pass.ts";
+import { deletePod, patchSetAnnotations, reclaimRecord } from "../../pass/writes.ts";
 import { createManagedPod } from "../create.ts";
-import { mergeDeleteVMNames, vmNamesToStash } from "../deletevmnames.ts";
-import { agentDriftReason } from "../drift.ts";
-import { CONTINUE, type Pass, type StepOutcome } from "../pass.ts";
-import { buildSubAgentPod } from "../pods.ts";
+import { mergeDeleteVMNames, vmNamesToStash } from "../decide/deletevmnames.ts";
+import { agentDriftReason } from "../decide/drift.ts";
+import { buildSubAgentPod } from "../decide/pods.ts";
 import { isMissingPodParked, spendRebuildBudget } from "../rebuildbudget.ts";
-import { deletePod, patchSetAnnotations, reclaimRecord } from "../writes.ts";
 
 /** A large scale-up must not burst the API server. */
 export const SUB_AGENT_CREATE_CONCURRENCY = 8;

@@ -5,14 +5,33 @@
 
 import { DEFAULT_HIBERNATE_POLICY } from "../../apis/v1/types.ts";
 import { ANN_HIBERNATE, ANN_SUSPENDING_SINCE, ROLE_MAIN, TAG_HIBERNATE } from "../../contract/keys.ts";
+import { sortByName } from "../../contract/order.ts";
+import {
+  awaitCreated,
+  CONTINUE,
+  finish,
+  type Pass,
+  REQUEUE_POLL_MS,
+  type StepOutcome,
+} from "../../pass/pass.ts";
+import { gateFingerprint } from "../../pass/suspendconfirmations.ts";
+import {
+  patchPodFlag,
+  patchSetAnnotations,
+  persistReclaim,
+  reclaimRecord,
+  setEvent,
+} from "../../pass/writes.ts";
 import { createManagedPod } from "../create.ts";
-import { awaitCreated, CONTINUE, finish, type Pass, REQUEUE_POLL_MS, type StepOutcome } from "../pass.ts";
-import { buildMainPod } from "../pods.ts";
-import { recordSuspend } from "../reclaim.ts";
+import { buildMainPod } from "../decide/pods.ts";
+import { recordSuspend } from "../decide/reclaim.ts";
+import {
+  checkSuspendDeadline,
+  SUSPEND_TIMEOUT_MS,
+  shouldClearSuspendingSince,
+} from "../decide/suspenddeadline.ts";
+import { managedVMNames, planSuspendGate } from "../decide/suspendgate.ts";
 import { releaseSeats } from "../slotrelease.ts";
-import { checkSuspendDeadline, SUSPEND_TIMEOUT_MS, shouldClearSuspendingSince } from "../suspenddeadline.ts";
-import { gateFingerprint, managedVMNames, planSuspendGate, sortByName } from "../suspendgate.ts";
-import { patchPodFlag, patchSetAnnotations, persistReclaim, reclaimRecord, setEvent } from "../writes.ts";
 import { writeStatus } from "./status.ts";
 
 export const REASON_SUSPEND_TIMED_OUT = "SuspendTimedOut";

@@ -5,15 +5,16 @@
 import type { Pod } from "../../apis/core.ts";
 import type { CocoonSet } from "../../apis/v1/types.ts";
 import { ANN_DELETE_VM_NAMES, FINALIZER_COCOONSET, TAG_HIBERNATE, TAG_LATEST } from "../../contract/keys.ts";
+import { byteOrder } from "../../contract/order.ts";
 import { isControlledBy } from "../../contract/pod.ts";
 import { shouldSnapshotVM } from "../../contract/snapshotpolicy.ts";
 import { extractAgentSlot, inferRoleFromSlot } from "../../contract/vmname.ts";
 import type { Result } from "../../controller/reconciler.ts";
 import { COCOONSETS } from "../../controller/resources.ts";
-import { classifyPods } from "../classify.ts";
-import { mergeDeleteVMNames, parseDeleteVMNames, vmNamesToStash } from "../deletevmnames.ts";
-import { type CocoonSetDeps, Pass, REQUEUE_POLL_MS } from "../pass.ts";
-import { deletePod, patchSetAnnotations, reclaimRecord } from "../writes.ts";
+import { classifyPods } from "../../pass/classify.ts";
+import { Pass, type PassDeps, REQUEUE_POLL_MS } from "../../pass/pass.ts";
+import { deletePod, patchSetAnnotations, reclaimRecord } from "../../pass/writes.ts";
+import { mergeDeleteVMNames, parseDeleteVMNames, vmNamesToStash } from "../decide/deletevmnames.ts";
 
 /** One registry tag the teardown probes and deletes when present. */
 export interface TagToCollect {
@@ -42,7 +43,7 @@ export function tagsToCollect(
   return tags;
 }
 
-export async function teardown(cs: CocoonSet, deps: CocoonSetDeps, signal: AbortSignal): Promise<Result> {
+export async function teardown(cs: CocoonSet, deps: PassDeps, signal: AbortSignal): Promise<Result> {
   if (!cs.metadata.finalizers?.includes(FINALIZER_COCOONSET)) return {};
   const namespace = cs.metadata.namespace ?? "";
   const name = cs.metadata.name ?? "";
@@ -102,8 +103,4 @@ async function removeFinalizer(pass: Pass): Promise<void> {
       finalizers: (cs.metadata.finalizers ?? []).filter((f) => f !== FINALIZER_COCOONSET),
     },
   });
-}
-
-function byteOrder(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -9,13 +9,13 @@ import { ANN_DELETE_VM_NAMES, LABEL_ROLE, ROLE_TOOLBOX } from "../../contract/ke
 import { isControlledBy, isPodFailed, podFailedReason } from "../../contract/pod.ts";
 import { toolboxPodName } from "../../contract/vmname.ts";
 import { PODS } from "../../controller/resources.ts";
+import { CONTINUE, type Pass, type StepOutcome } from "../../pass/pass.ts";
+import { deletePod, patchSetAnnotations, reclaimRecord } from "../../pass/writes.ts";
 import { createManagedPod, createPod } from "../create.ts";
-import { mergeDeleteVMNames, vmNamesToStash } from "../deletevmnames.ts";
-import { toolboxDriftReason } from "../drift.ts";
-import { CONTINUE, type Pass, type StepOutcome } from "../pass.ts";
-import { buildToolboxPod } from "../pods.ts";
+import { mergeDeleteVMNames, vmNamesToStash } from "../decide/deletevmnames.ts";
+import { toolboxDriftReason } from "../decide/drift.ts";
+import { buildToolboxPod } from "../decide/pods.ts";
 import { isMissingPodParked, spendRebuildBudget } from "../rebuildbudget.ts";
-import { deletePod, patchSetAnnotations, reclaimRecord } from "../writes.ts";
 
 export async function reconcileToolboxes(pass: Pass): Promise<StepOutcome> {
   const toolboxes = pass.cs.spec.toolboxes ?? [];

@@ -5,20 +5,27 @@
 
 import type { Pod } from "../../apis/core.ts";
 import { ANN_HIBERNATE, TAG_HIBERNATE } from "../../contract/keys.ts";
+import { sortByName } from "../../contract/order.ts";
 import { readHibernateState, vmNameOf } from "../../contract/pod.ts";
-import { presentVMNames } from "../classify.ts";
-import { hibernationOwnsPod } from "../migration.ts";
-import { CONTINUE, type Pass, type StepOutcome } from "../pass.ts";
+import { presentVMNames } from "../../pass/classify.ts";
+import { CONTINUE, type Pass, type StepOutcome } from "../../pass/pass.ts";
+import { dropVMs } from "../../pass/reclaimrecord.ts";
 import {
-  dropVMs,
+  FAN_OUT_LIMIT,
+  patchPodFlag,
+  persistReclaim,
+  readPodFromServer,
+  reclaimRecord,
+} from "../../pass/writes.ts";
+import { hibernationOwnsPod } from "../decide/migrationplan.ts";
+import {
   finishUnsuspend,
   needsUnsuspendBookkeeping,
   oweRestoresToMissing,
   stampUnsuspend,
   wokenRecordedVMs,
-} from "../reclaim.ts";
-import { managedVMNames, sortByName } from "../suspendgate.ts";
-import { FAN_OUT_LIMIT, patchPodFlag, persistReclaim, readPodFromServer, reclaimRecord } from "../writes.ts";
+} from "../decide/reclaim.ts";
+import { managedVMNames } from "../decide/suspendgate.ts";
 import { forEachLimited } from "./subagents.ts";
 
 export async function reconcileUnsuspend(pass: Pass): Promise<StepOutcome> {

@@ -22,13 +22,20 @@ import { agentVMName } from "../../contract/vmname.ts";
 import { isNotFound } from "../../controller/errors.ts";
 import { PODS } from "../../controller/resources.ts";
 import { slotReleaseWakeTotal, slotReleaseWakeUnschedulableTotal } from "../../metrics/cocoon.ts";
+import {
+  awaitCreated,
+  CONTINUE,
+  finish,
+  type Pass,
+  REQUEUE_POLL_MS,
+  type StepOutcome,
+} from "../../pass/pass.ts";
+import { patchSetAnnotations, readPodFromServer, setEvent } from "../../pass/writes.ts";
 import type { SnapshotRegistry } from "../../registry/index.ts";
 import { createPod } from "../create.ts";
+import { buildMainPod } from "../decide/pods.ts";
 import { prepareSnapshotForCreate } from "../imagerule.ts";
-import { awaitCreated, CONTINUE, finish, type Pass, REQUEUE_POLL_MS, type StepOutcome } from "../pass.ts";
-import { buildMainPod } from "../pods.ts";
 import { mayDropWakeSnapshot, wakeEngagement, wakePlacement } from "../slotrelease.ts";
-import { patchSetAnnotations, readPodFromServer, setEvent } from "../writes.ts";
 import { writeStatus } from "./status.ts";
 
 export const REASON_WAKE_NO_CAPACITY = "WakeNoCapacity";

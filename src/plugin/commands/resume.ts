@@ -1,6 +1,6 @@
 import type { CocoonSet } from "../../apis/v1/types.ts";
-import { formatRFC3339Nano } from "../../contract/rfc3339.ts";
 import { ANN_EXPIRE_ACTION, ANN_EXPIRE_AT, readIdlePolicy } from "../../idle/policy.ts";
+import { formatRFC3339Nano } from "../../rfc3339.ts";
 import { getSet } from "../cluster.ts";
 import type { Command } from "../command.ts";
 import { PluginError } from "../errors.ts";

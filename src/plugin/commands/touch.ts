@@ -1,6 +1,6 @@
-import { formatRFC3339 } from "../../contract/rfc3339.ts";
 import { COCOONSETS } from "../../controller/resources.ts";
 import { ANN_LAST_ACTIVITY } from "../../idle/policy.ts";
+import { formatRFC3339 } from "../../rfc3339.ts";
 import { getSet } from "../cluster.ts";
 import type { Command } from "../command.ts";
 import { formatStructured } from "../output.ts";

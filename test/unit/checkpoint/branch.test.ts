@@ -7,10 +7,10 @@ import type { CocoonSet } from "../../../src/apis/v1/types.ts";
 import type { CocoonCheckpoint } from "../../../src/apis/v1alpha1/types.ts";
 import type { CheckpointLookup } from "../../../src/checkpoint/catalog.ts";
 import { ANN_FROM_CHECKPOINT, CONDITION_BRANCHED } from "../../../src/checkpoint/keys.ts";
-import { readReclaim } from "../../../src/cocoonset/reclaim.ts";
 import { CocoonSetReconciler } from "../../../src/cocoonset/reconciler.ts";
 import { ANN_HIBERNATE_RECLAIM, ANN_RESTORE_FROM_HIBERNATE, TRUE } from "../../../src/contract/keys.ts";
 import { COCOONSETS, PODS } from "../../../src/controller/resources.ts";
+import { readReclaim } from "../../../src/pass/reclaimrecord.ts";
 import { FakeCheckpointRegistry } from "../../support/checkpointregistry.ts";
 import { cocoonSet, harness, NS, SET, seedSet, storedSet } from "../../support/cocoonset.ts";
 

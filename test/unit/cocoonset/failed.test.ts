@@ -4,11 +4,9 @@ import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
 import type { CocoonHibernation, CocoonSet, CocoonSetPhase } from "../../../src/apis/v1/types.ts";
 import { FakeClock } from "../../../src/clock.ts";
-import { classifyPods } from "../../../src/cocoonset/classify.ts";
-import { type CocoonSetDeps, Pass, type StepOutcome } from "../../../src/cocoonset/pass.ts";
-import { buildMainPod, buildSubAgentPod, buildToolboxPod } from "../../../src/cocoonset/pods.ts";
-import { CocoonSetReconciler } from "../../../src/cocoonset/reconciler.ts";
-import { computeStatus } from "../../../src/cocoonset/status.ts";
+import { computeStatus } from "../../../src/cocoonset/decide/computestatus.ts";
+import { buildMainPod, buildSubAgentPod, buildToolboxPod } from "../../../src/cocoonset/decide/pods.ts";
+import { type CocoonSetDeps, CocoonSetReconciler } from "../../../src/cocoonset/reconciler.ts";
 import { reconcileFailedMain } from "../../../src/cocoonset/steps/failed.ts";
 import {
   ANN_DEAD_LETTER,
@@ -22,6 +20,8 @@ import {
 import { podFailedReason } from "../../../src/contract/pod.ts";
 import { COCOONHIBERNATIONS, COCOONSETS, PODS } from "../../../src/controller/resources.ts";
 import { lifecycleStateFailedObservedTotal } from "../../../src/metrics/cocoon.ts";
+import { classifyPods } from "../../../src/pass/classify.ts";
+import { Pass, type StepOutcome } from "../../../src/pass/pass.ts";
 import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
 import { FakeClient, FakeView } from "../../support/fakeclient.ts";
 import { silentLogger } from "../../support/log.ts";

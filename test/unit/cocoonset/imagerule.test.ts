@@ -7,7 +7,6 @@ import {
   restoredByHibernation,
   snapshotVerdict,
 } from "../../../src/cocoonset/imagerule.ts";
-import { readReclaim } from "../../../src/cocoonset/reclaim.ts";
 import {
   ANN_HIBERNATE_RECLAIM,
   ROLE_MAIN,
@@ -15,6 +14,7 @@ import {
   ROLE_TOOLBOX,
 } from "../../../src/contract/keys.ts";
 import { COCOONHIBERNATIONS } from "../../../src/controller/resources.ts";
+import { readReclaim } from "../../../src/pass/reclaimrecord.ts";
 import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
 import { IMAGE, MAIN_VM, OTHER_IMAGE, scalingHarness, scalingSet } from "../../support/scaling.ts";
 

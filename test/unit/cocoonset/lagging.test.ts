@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
-import { buildMainPod, buildSubAgentPod } from "../../../src/cocoonset/pods.ts";
+import { buildMainPod, buildSubAgentPod } from "../../../src/cocoonset/decide/pods.ts";
 import { CocoonSetReconciler } from "../../../src/cocoonset/reconciler.ts";
 import {
   ANN_HIBERNATE,

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { CocoonHibernation } from "../../../src/apis/v1/types.ts";
-import { buildMainPod, buildSubAgentPod, buildToolboxPod } from "../../../src/cocoonset/pods.ts";
+import { buildMainPod, buildSubAgentPod, buildToolboxPod } from "../../../src/cocoonset/decide/pods.ts";
 import { CocoonSetReconciler } from "../../../src/cocoonset/reconciler.ts";
 import { reconcileMain } from "../../../src/cocoonset/steps/main.ts";
 import {

@@ -5,10 +5,8 @@ import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
 import type { CocoonHibernation, CocoonSet, CocoonSetPhase } from "../../../src/apis/v1/types.ts";
 import { FakeClock } from "../../../src/clock.ts";
-import { classifyPods } from "../../../src/cocoonset/classify.ts";
-import { Pass, type StepOutcome } from "../../../src/cocoonset/pass.ts";
-import { buildMainPod } from "../../../src/cocoonset/pods.ts";
-import { computeStatus } from "../../../src/cocoonset/status.ts";
+import { computeStatus } from "../../../src/cocoonset/decide/computestatus.ts";
+import { buildMainPod } from "../../../src/cocoonset/decide/pods.ts";
 import { reconcileMigration } from "../../../src/cocoonset/steps/migrate.ts";
 import {
   ANN_HIBERNATE,
@@ -20,6 +18,8 @@ import type { Client } from "../../../src/controller/client.ts";
 import type { EventRecorder } from "../../../src/controller/events.ts";
 import { COCOONHIBERNATIONS, COCOONSETS, PODS } from "../../../src/controller/resources.ts";
 import { migrateUnschedulableTotal } from "../../../src/metrics/cocoon.ts";
+import { classifyPods } from "../../../src/pass/classify.ts";
+import { Pass, type StepOutcome } from "../../../src/pass/pass.ts";
 import type { SnapshotRegistry } from "../../../src/registry/index.ts";
 import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
 import { FakeClient, FakeView } from "../../support/fakeclient.ts";

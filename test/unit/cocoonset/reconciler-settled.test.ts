@@ -6,13 +6,13 @@ import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
 import type { CocoonSet } from "../../../src/apis/v1/types.ts";
 import { ANN_FROM_CHECKPOINT, CONDITION_BRANCHED } from "../../../src/checkpoint/keys.ts";
-import { classifyPods } from "../../../src/cocoonset/classify.ts";
-import { buildMainPod, buildSubAgentPod, buildToolboxPod } from "../../../src/cocoonset/pods.ts";
+import { computeStatus } from "../../../src/cocoonset/decide/computestatus.ts";
+import { buildMainPod, buildSubAgentPod, buildToolboxPod } from "../../../src/cocoonset/decide/pods.ts";
 import { CocoonSetReconciler } from "../../../src/cocoonset/reconciler.ts";
-import { computeStatus } from "../../../src/cocoonset/status.ts";
 import { applyLifecycle } from "../../../src/contract/lifecycle.ts";
 import { applyVMRuntime } from "../../../src/contract/vmruntime.ts";
 import { PODS } from "../../../src/controller/resources.ts";
+import { classifyPods } from "../../../src/pass/classify.ts";
 import { FakeCheckpointRegistry } from "../../support/checkpointregistry.ts";
 import { cocoonSet, harness, NS, SET, SET_UID, seedSet } from "../../support/cocoonset.ts";
 

@@ -2,9 +2,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { setupCocoonSetController } from "../../../src/cocoonset/setup.ts";
-import { createOperatorInformers } from "../../../src/cocoonset/view.ts";
 import type { WatchClient } from "../../../src/controller/client.ts";
 import { Manager } from "../../../src/controller/manager.ts";
+import { createOperatorInformers } from "../../../src/informers/informers.ts";
 import { harness } from "../../support/cocoonset.ts";
 
 /** Never called: the informers are built but not started. */

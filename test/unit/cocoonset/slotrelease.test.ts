@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { CocoonSet, CocoonSetPhase } from "../../../src/apis/v1/types.ts";
-import { buildMainPod } from "../../../src/cocoonset/pods.ts";
+import { buildMainPod } from "../../../src/cocoonset/decide/pods.ts";
 import {
   mayDropWakeSnapshot,
   mayReleaseSeat,

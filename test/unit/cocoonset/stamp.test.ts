@@ -3,11 +3,11 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
 import type { CocoonSet } from "../../../src/apis/v1/types.ts";
-import { classifyPods } from "../../../src/cocoonset/classify.ts";
-import { CONTINUE, Pass } from "../../../src/cocoonset/pass.ts";
 import { stampGeneration } from "../../../src/cocoonset/steps/stamp.ts";
 import { ANN_COCOONSET_GENERATION } from "../../../src/contract/keys.ts";
 import { PODS } from "../../../src/controller/resources.ts";
+import { classifyPods } from "../../../src/pass/classify.ts";
+import { CONTINUE, Pass } from "../../../src/pass/pass.ts";
 import { cocoonSet, type Harness, harness, NS, SET, seedSet, setPod } from "../../support/cocoonset.ts";
 import { holdCalls, settle } from "../../support/hold.ts";
 

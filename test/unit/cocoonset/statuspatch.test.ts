@@ -3,11 +3,11 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
 import type { CocoonSet } from "../../../src/apis/v1/types.ts";
-import { classifyPods } from "../../../src/cocoonset/classify.ts";
-import { Pass } from "../../../src/cocoonset/pass.ts";
-import { computeStatus } from "../../../src/cocoonset/status.ts";
+import { computeStatus } from "../../../src/cocoonset/decide/computestatus.ts";
 import { patchStatus } from "../../../src/cocoonset/steps/status.ts";
 import { PODS } from "../../../src/controller/resources.ts";
+import { classifyPods } from "../../../src/pass/classify.ts";
+import { Pass } from "../../../src/pass/pass.ts";
 import {
   cocoonSet,
   type Harness,

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
 import type { CocoonSet, CocoonSetPhase } from "../../../src/apis/v1/types.ts";
-import { buildMainPod } from "../../../src/cocoonset/pods.ts";
+import { buildMainPod } from "../../../src/cocoonset/decide/pods.ts";
 import { CocoonSetReconciler } from "../../../src/cocoonset/reconciler.ts";
 import {
   ANN_COCOONSET_GENERATION,

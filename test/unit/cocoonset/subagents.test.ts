@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
 import type { CocoonSet } from "../../../src/apis/v1/types.ts";
-import { buildMainPod, buildSubAgentPod } from "../../../src/cocoonset/pods.ts";
-import { readRebuildHistory } from "../../../src/cocoonset/rebuild.ts";
+import { buildMainPod, buildSubAgentPod } from "../../../src/cocoonset/decide/pods.ts";
+import { readRebuildHistory } from "../../../src/cocoonset/decide/rebuildrules.ts";
 import { forEachLimited, reconcileSubAgents } from "../../../src/cocoonset/steps/subagents.ts";
 import {
   ANN_DEAD_LETTER,

@@ -2,15 +2,9 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
 import type { CocoonSet, CocoonSetPhase } from "../../../src/apis/v1/types.ts";
-import { buildMainPod, buildSubAgentPod, buildToolboxPod } from "../../../src/cocoonset/pods.ts";
+import { buildMainPod, buildSubAgentPod, buildToolboxPod } from "../../../src/cocoonset/decide/pods.ts";
+import { gatePod, managedVMNames, planSuspendGate } from "../../../src/cocoonset/decide/suspendgate.ts";
 import { reconcileSuspend } from "../../../src/cocoonset/steps/suspend.ts";
-import {
-  gateFingerprint,
-  gatePod,
-  managedVMNames,
-  planSuspendGate,
-  SuspendConfirmations,
-} from "../../../src/cocoonset/suspendgate.ts";
 import {
   ANN_HIBERNATE,
   ANN_HIBERNATE_RECLAIM,
@@ -21,6 +15,7 @@ import {
   LIFECYCLE_FAILED,
 } from "../../../src/contract/keys.ts";
 import { COCOONSETS, PODS } from "../../../src/controller/resources.ts";
+import { gateFingerprint, SuspendConfirmations } from "../../../src/pass/suspendconfirmations.ts";
 import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
 import {
   IMAGE,

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
 import type { CocoonHibernation, CocoonSet, ToolboxSpec } from "../../../src/apis/v1/types.ts";
-import { buildMainPod, buildSubAgentPod, buildToolboxPod } from "../../../src/cocoonset/pods.ts";
+import { buildMainPod, buildSubAgentPod, buildToolboxPod } from "../../../src/cocoonset/decide/pods.ts";
 import { invalidToolboxNames, reconcileToolboxes } from "../../../src/cocoonset/steps/toolboxes.ts";
 import {
   ANN_DELETE_VM_NAMES,

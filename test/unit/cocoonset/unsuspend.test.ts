@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
 import type { CocoonHibernation, CocoonSet } from "../../../src/apis/v1/types.ts";
-import { buildMainPod, buildSubAgentPod, buildToolboxPod } from "../../../src/cocoonset/pods.ts";
+import { buildMainPod, buildSubAgentPod, buildToolboxPod } from "../../../src/cocoonset/decide/pods.ts";
 import { CocoonSetReconciler } from "../../../src/cocoonset/reconciler.ts";
 import { reconcileUnsuspend } from "../../../src/cocoonset/steps/unsuspend.ts";
 import { ANN_HIBERNATE, ANN_HIBERNATE_RECLAIM } from "../../../src/contract/keys.ts";

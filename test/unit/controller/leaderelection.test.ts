@@ -3,12 +3,8 @@ import { describe, it } from "node:test";
 import { FakeClock } from "../../../src/clock.ts";
 import type { Client } from "../../../src/controller/client.ts";
 import { AlreadyExistsError, ConflictError, NotFoundError } from "../../../src/controller/errors.ts";
-import {
-  DEFAULT_LEASE_NAME,
-  formatMicroTime,
-  LeaderElector,
-  type Lease,
-} from "../../../src/controller/leaderelection.ts";
+import { DEFAULT_LEASE_NAME, LeaderElector, type Lease } from "../../../src/controller/leaderelection.ts";
+import { formatMicroTime } from "../../../src/rfc3339.ts";
 
 /** One in-memory lease store (the "API server") that several electors reach through their own link. */
 class LeaseBackend {

@@ -15,7 +15,7 @@ import {
   type HibernationControllerOptions,
   setupHibernationController,
 } from "../../../src/hibernation/setup.ts";
-import { hibernationIndexers } from "../../../src/hibernation/view.ts";
+import { hibernationIndexers } from "../../../src/informers/informers.ts";
 import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
 import { PodApi } from "./podapi.ts";
 import { hibernationFixture, podFixture, RecordingEvents, settle } from "./support.ts";

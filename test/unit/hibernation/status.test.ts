@@ -6,7 +6,6 @@ import { describe, test } from "node:test";
 import { HIBERNATION_PHASES } from "../../../src/apis/v1/types.ts";
 import {
   failedStatus,
-  formatTime,
   HIBERNATE_TIMEOUT_MS,
   pendingStatus,
   phaseDeadlineExceeded,
@@ -14,6 +13,7 @@ import {
   readyConditionFor,
   WAKE_TIMEOUT_MS,
 } from "../../../src/hibernation/status.ts";
+import { formatRFC3339 } from "../../../src/rfc3339.ts";
 import { hibernationFixture, MINUTE, VM } from "./support.ts";
 
 const NOW = Date.parse("2026-03-01T12:00:00Z");
@@ -78,7 +78,7 @@ describe("phaseStatus (setPhase)", () => {
           observedGeneration: 2,
           reason: "Pending",
           message: "Hibernating",
-          lastTransitionTime: formatTime(NOW),
+          lastTransitionTime: formatRFC3339(NOW),
         },
       ],
     });
@@ -100,7 +100,7 @@ describe("phaseStatus (setPhase)", () => {
     const status = phaseStatus(ch, "Hibernated", VM, NOW);
     assert.equal(status?.observedGeneration, 7);
     assert.equal(status?.conditions?.[0]?.observedGeneration, 7);
-    assert.equal(status?.conditions?.[0]?.lastTransitionTime, formatTime(NOW - MINUTE), "no transition");
+    assert.equal(status?.conditions?.[0]?.lastTransitionTime, formatRFC3339(NOW - MINUTE), "no transition");
   });
 
   test("a changed vmName is written", () => {
@@ -117,13 +117,13 @@ describe("phaseStatus (setPhase)", () => {
     const ch = hibernationFixture({ phase: "Pending", readySince: NOW - 10 * MINUTE });
     assert.equal(
       phaseStatus(ch, "Hibernating", VM, NOW)?.conditions?.[0]?.lastTransitionTime,
-      formatTime(NOW),
+      formatRFC3339(NOW),
     );
   });
 
   test("Failed → Waking restarts the clock so a retry gets a fresh deadline", () => {
     const ch = hibernationFixture({ phase: "Failed", readySince: NOW - 10 * MINUTE });
-    assert.equal(phaseStatus(ch, "Waking", VM, NOW)?.conditions?.[0]?.lastTransitionTime, formatTime(NOW));
+    assert.equal(phaseStatus(ch, "Waking", VM, NOW)?.conditions?.[0]?.lastTransitionTime, formatRFC3339(NOW));
   });
 
   test("staying in Waking at a new generation keeps the clock", () => {
@@ -136,7 +136,7 @@ describe("phaseStatus (setPhase)", () => {
     });
     assert.equal(
       phaseStatus(ch, "Waking", VM, NOW)?.conditions?.[0]?.lastTransitionTime,
-      formatTime(NOW - MINUTE),
+      formatRFC3339(NOW - MINUTE),
     );
   });
 
@@ -152,7 +152,7 @@ describe("phaseStatus (setPhase)", () => {
     ch.status?.conditions?.unshift(other);
     const conditions = phaseStatus(ch, "Hibernated", VM, NOW)?.conditions;
     assert.deepEqual(conditions?.[0], other);
-    assert.equal(conditions?.[1]?.lastTransitionTime, formatTime(NOW));
+    assert.equal(conditions?.[1]?.lastTransitionTime, formatRFC3339(NOW));
     assert.equal(conditions?.[1]?.status, "True");
   });
 });
@@ -161,9 +161,9 @@ describe("Ready.lastTransitionTime strictly increases", () => {
   test("a transition within the second of the previous one is stamped one second later", () => {
     const ch = hibernationFixture({ phase: "Hibernating", vmName: VM, readySince: NOW });
     const hibernated = phaseStatus(ch, "Hibernated", VM, NOW + 300);
-    assert.equal(hibernated?.conditions?.[0]?.lastTransitionTime, formatTime(NOW + 1_000));
+    assert.equal(hibernated?.conditions?.[0]?.lastTransitionTime, formatRFC3339(NOW + 1_000));
     const waking = phaseStatus({ ...ch, status: hibernated }, "Waking", VM, NOW + 600);
-    assert.equal(waking?.conditions?.[0]?.lastTransitionTime, formatTime(NOW + 2_000));
+    assert.equal(waking?.conditions?.[0]?.lastTransitionTime, formatRFC3339(NOW + 2_000));
   });
 });
 
@@ -184,7 +184,7 @@ describe("failedStatus (markFailed)", () => {
       observedGeneration: 1,
       reason: "Failed",
       message: "hibernate not confirmed within 3m0s",
-      lastTransitionTime: formatTime(NOW - 4 * MINUTE),
+      lastTransitionTime: formatRFC3339(NOW - 4 * MINUTE),
     });
   });
 

@@ -24,9 +24,9 @@ import type { EventRecorder, EventType, InvolvedObject } from "../../../src/cont
 import type { Result } from "../../../src/controller/reconciler.ts";
 import { COCOONHIBERNATIONS, PODS } from "../../../src/controller/resources.ts";
 import { HibernationReconciler } from "../../../src/hibernation/reconciler.ts";
-import { formatTime } from "../../../src/hibernation/status.ts";
 import type { HibernationView } from "../../../src/hibernation/view.ts";
 import type { SnapshotRegistry } from "../../../src/registry/index.ts";
+import { formatRFC3339 } from "../../../src/rfc3339.ts";
 import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
 import { FakeClient } from "../../support/fakeclient.ts";
 
@@ -101,7 +101,7 @@ export function hibernationFixture(opts: HibernationOptions = {}): CocoonHiberna
         status: opts.phase === "Hibernated" || opts.phase === "Active" ? "True" : "False",
         reason: "Pending",
         message: opts.readyMessage ?? opts.phase ?? "",
-        lastTransitionTime: formatTime(opts.readySince),
+        lastTransitionTime: formatRFC3339(opts.readySince),
       },
     ];
   }
@@ -173,7 +173,7 @@ export class Harness {
 
   constructor(opts: { client?: FakeClient; registry?: SnapshotRegistry } = {}) {
     this.client = opts.client ?? new FakeClient();
-    this.client.now = () => formatTime(this.clock.now());
+    this.client.now = () => formatRFC3339(this.clock.now());
     this.registry = new FakeSnapshotRegistry();
     this.view = new FakeHibernationView(this.client);
     this.reconciler = new HibernationReconciler({

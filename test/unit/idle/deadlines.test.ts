@@ -3,9 +3,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { CocoonSet, CocoonSetPhase } from "../../../src/apis/v1/types.ts";
-import { classifyPods } from "../../../src/cocoonset/classify.ts";
-import { computeStatus } from "../../../src/cocoonset/status.ts";
-import { formatRFC3339Nano } from "../../../src/contract/rfc3339.ts";
+import { computeStatus } from "../../../src/cocoonset/decide/computestatus.ts";
 import {
   idleStatusFields,
   idleVerdict,
@@ -19,6 +17,8 @@ import {
   ANN_SUSPEND_AFTER_IDLE,
   readIdlePolicy,
 } from "../../../src/idle/policy.ts";
+import { classifyPods } from "../../../src/pass/classify.ts";
+import { formatRFC3339Nano } from "../../../src/rfc3339.ts";
 import { cocoonSet, SET, SET_UID } from "../../support/cocoonset.ts";
 
 const START = Date.parse("2026-01-01T00:00:00Z");

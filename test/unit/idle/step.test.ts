@@ -5,13 +5,11 @@ import assert from "node:assert/strict";
 import { beforeEach, describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
 import type { CocoonSet } from "../../../src/apis/v1/types.ts";
-import { classifyPods } from "../../../src/cocoonset/classify.ts";
-import { buildMainPod } from "../../../src/cocoonset/pods.ts";
+import { computeStatus } from "../../../src/cocoonset/decide/computestatus.ts";
+import { buildMainPod } from "../../../src/cocoonset/decide/pods.ts";
 import { CocoonSetReconciler } from "../../../src/cocoonset/reconciler.ts";
-import { computeStatus } from "../../../src/cocoonset/status.ts";
 import { ANN_HIBERNATE, TRUE } from "../../../src/contract/keys.ts";
 import { applyLifecycle } from "../../../src/contract/lifecycle.ts";
-import { formatRFC3339Nano } from "../../../src/contract/rfc3339.ts";
 import { applyVMRuntime } from "../../../src/contract/vmruntime.ts";
 import type { Result } from "../../../src/controller/reconciler.ts";
 import { COCOONSETS, PODS } from "../../../src/controller/resources.ts";
@@ -24,6 +22,8 @@ import {
 } from "../../../src/idle/policy.ts";
 import { STALE_SET_RETRY_MS } from "../../../src/idle/step.ts";
 import { expiredTotal, idleSuspendTotal, parkedDurationSeconds } from "../../../src/metrics/cocoon.ts";
+import { classifyPods } from "../../../src/pass/classify.ts";
+import { formatRFC3339Nano } from "../../../src/rfc3339.ts";
 import {
   cocoonSet,
   type Harness,

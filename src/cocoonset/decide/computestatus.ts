@@ -2,22 +2,23 @@
 // merged with the current ones so an unchanged condition keeps its lastTransitionTime, and it is
 // written only when it differs structurally from the current status.
 
-import type { Pod } from "../apis/core.ts";
+import type { Pod } from "../../apis/core.ts";
+import { type ConditionUpdate, setStatusConditions } from "../../apis/status.ts";
 import type {
   AgentStatus,
   CocoonSet,
   CocoonSetPhase,
   CocoonSetStatus,
-  Condition,
   ToolboxStatus,
-} from "../apis/v1/types.ts";
-import { connectionType } from "../contract/conntype.ts";
-import { ANN_CONN_TYPE, ANN_OS, ROLE_MAIN, ROLE_SUB_AGENT } from "../contract/keys.ts";
-import { isPodReady, vmNameOf } from "../contract/pod.ts";
-import { parseVMRuntime } from "../contract/vmruntime.ts";
-import { idleStatusFields } from "../idle/deadlines.ts";
-import { readIdlePolicy } from "../idle/policy.ts";
-import type { Classification } from "./classify.ts";
+} from "../../apis/v1/types.ts";
+import { connectionType } from "../../contract/conntype.ts";
+import { ANN_CONN_TYPE, ANN_OS, ROLE_MAIN, ROLE_SUB_AGENT } from "../../contract/keys.ts";
+import { byteOrder } from "../../contract/order.ts";
+import { isPodReady, vmNameOf } from "../../contract/pod.ts";
+import { parseVMRuntime } from "../../contract/vmruntime.ts";
+import { idleStatusFields } from "../../idle/deadlines.ts";
+import { readIdlePolicy } from "../../idle/policy.ts";
+import type { Classification } from "../../pass/classify.ts";
 
 export const CONDITION_READY = "Ready";
 export const CONDITION_PROGRESSING = "Progressing";
@@ -74,10 +75,10 @@ export function computeStatus(
     status,
     idleStatusFields(cs, readIdlePolicy(cs.metadata.annotations), phase, Date.parse(opts.now)),
   );
-  status.conditions = mergeConditions(
+  status.conditions = setStatusConditions(
     cs.status?.conditions ?? [],
     buildConditions(generation, counts, phase, cs.spec.suspend === true),
-    opts.now,
+    Date.parse(opts.now),
   );
   return status;
 }
@@ -152,20 +153,19 @@ function buildConditions(
   counts: Counts,
   phase: CocoonSetPhase,
   suspendRequested: boolean,
-): Condition[] {
+): ConditionUpdate[] {
   const { readyAgents, desiredAgents, readyToolboxes, desiredToolboxes } = counts;
   const allReady = readyAgents === desiredAgents && desiredAgents > 0 && readyToolboxes === desiredToolboxes;
   const ready = allReady && phase === "Running";
   const progressing = phase === "Pending" || phase === "Scaling";
   const suspended = phase === "Suspended";
-  const conditions: Condition[] = [
+  const conditions: ConditionUpdate[] = [
     {
       type: CONDITION_READY,
       status: ready ? "True" : "False",
       reason: ready ? REASON_ALL_AGENTS_READY : allReady ? phase : REASON_AGENTS_NOT_READY,
       message: `${readyAgents}/${desiredAgents} agents ready, ${readyToolboxes}/${desiredToolboxes} toolboxes ready`,
       observedGeneration: generation,
-      lastTransitionTime: "",
     },
     {
       type: CONDITION_PROGRESSING,
@@ -173,7 +173,6 @@ function buildConditions(
       reason: progressing ? REASON_RECONCILING : REASON_STABLE,
       message: phase,
       observedGeneration: generation,
-      lastTransitionTime: "",
     },
     {
       type: CONDITION_SUSPENDED,
@@ -185,41 +184,11 @@ function buildConditions(
           : REASON_NOT_SUSPENDED,
       message: suspended ? "every VM is hibernated" : suspendRequested ? phase : "spec.suspend is false",
       observedGeneration: generation,
-      lastTransitionTime: "",
     },
   ];
   // metav1.Condition omits a zero observedGeneration on the wire.
   if (generation === 0) for (const condition of conditions) delete condition.observedGeneration;
   return conditions;
-}
-
-/**
- * apimachinery's SetStatusCondition applied for each new condition over the current list: a new type
- * or a status change stamps `now`; otherwise the old lastTransitionTime stays while reason, message
- * and observedGeneration follow the new condition. Conditions of other types are kept.
- */
-export function mergeConditions(
-  current: readonly Condition[],
-  next: readonly Condition[],
-  now: string,
-): Condition[] {
-  const merged = current.map((condition) => ({ ...condition }));
-  for (const condition of next) {
-    const existing = merged.find((c) => c.type === condition.type);
-    if (!existing) {
-      merged.push({ ...condition, lastTransitionTime: condition.lastTransitionTime || now });
-      continue;
-    }
-    if (existing.status !== condition.status) {
-      existing.status = condition.status;
-      existing.lastTransitionTime = condition.lastTransitionTime || now;
-    }
-    existing.reason = condition.reason;
-    existing.message = condition.message;
-    if (condition.observedGeneration) existing.observedGeneration = condition.observedGeneration;
-    else delete existing.observedGeneration;
-  }
-  return merged;
 }
 
 /**
@@ -242,8 +211,4 @@ function canonical(value: unknown): unknown {
   }
   if (value === null || value === "" || value === 0 || value === false) return undefined;
   return value;
-}
-
-function byteOrder(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -1,31 +1,33 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { Pod } from "../../../src/apis/core.ts";
+import type { Pod } from "../../../../src/apis/core.ts";
 import {
   beginUnsuspend,
-  dropVM,
-  dropVMs,
-  EMPTY_RECLAIM,
-  encodeReclaim,
   finishUnsuspend,
-  isRecorded,
   needsUnsuspendBookkeeping,
-  oweBranchRestores,
-  owesRestore,
-  type ReclaimRecord,
-  readReclaim,
-  reclaimPatchValue,
-  recordBranchTargets,
   recordSuspend,
   wokenRecordedVMs,
-} from "../../../src/cocoonset/reclaim.ts";
+} from "../../../../src/cocoonset/decide/reclaim.ts";
 import {
   ANN_HIBERNATE,
   ANN_LIFECYCLE_OBSERVED_GENERATION,
   ANN_LIFECYCLE_STATE,
   ANN_VM_ID,
   ANN_VM_NAME,
-} from "../../../src/contract/keys.ts";
+} from "../../../../src/contract/keys.ts";
+import {
+  dropVM,
+  dropVMs,
+  EMPTY_RECLAIM,
+  encodeReclaim,
+  isRecorded,
+  oweRestores,
+  owesRestore,
+  type ReclaimRecord,
+  readReclaim,
+  reclaimPatchValue,
+  recordVMs,
+} from "../../../../src/pass/reclaimrecord.ts";
 
 const VM0 = "vk-ns-demo-0";
 const VM1 = "vk-ns-demo-1";
@@ -199,7 +201,7 @@ describe("wokenRecordedVMs", () => {
 describe("branch transitions (issue 19)", () => {
   it("records the targets first, then owes them a restore; the suspended list stays untouched", () => {
     const start = { generation: 1, vms: ["vk-ns-demo-9"], restore: [], suspended: [] };
-    const recorded = recordBranchTargets(start, 2, ["vk-ns-demo-0", "vk-ns-demo-1"]);
+    const recorded = recordVMs(start, 2, ["vk-ns-demo-0", "vk-ns-demo-1"]);
     assert.deepEqual(recorded, {
       generation: 2,
       vms: ["vk-ns-demo-9", "vk-ns-demo-0", "vk-ns-demo-1"],
@@ -207,7 +209,7 @@ describe("branch transitions (issue 19)", () => {
       suspended: [],
     });
     assert.equal(owesRestore(recorded, "vk-ns-demo-0"), false);
-    const owed = oweBranchRestores(recorded, ["vk-ns-demo-0", "vk-ns-demo-1"]);
+    const owed = oweRestores(recorded, ["vk-ns-demo-0", "vk-ns-demo-1"]);
     assert.deepEqual(owed.restore, ["vk-ns-demo-0", "vk-ns-demo-1"]);
     assert.equal(owesRestore(owed, "vk-ns-demo-1"), true);
     assert.equal(

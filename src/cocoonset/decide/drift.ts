@@ -2,7 +2,7 @@
 // builders would make from the current spec? A drifted pod is recreated. Only what shapes the VM
 // or its placement counts; affinity, nodeName, tolerations, labels and the container image don't.
 
-import type { Pod } from "../apis/core.ts";
+import type { Pod } from "../../apis/core.ts";
 import {
   type CocoonSet,
   DEFAULT_NODE_POOL,
@@ -10,18 +10,18 @@ import {
   type Quantity,
   type ResourceRequirements,
   type ToolboxSpec,
-} from "../apis/v1/types.ts";
-import { LABEL_SNAPSHOT_CPU_CLASS } from "../contract/keys.ts";
-import { isPodFailed, podNodePool } from "../contract/pod.ts";
-import { compareQuantities } from "../contract/quantity.ts";
-import { parseVMRuntime } from "../contract/vmruntime.ts";
+} from "../../apis/v1/types.ts";
+import { LABEL_SNAPSHOT_CPU_CLASS } from "../../contract/keys.ts";
+import { isPodFailed, podNodePool } from "../../contract/pod.ts";
+import { compareQuantities } from "../../contract/quantity.ts";
+import { parseVMRuntime } from "../../contract/vmruntime.ts";
 import {
   parseVMSpec,
   type VMSpec,
   vmSpecEqual,
   vmSpecFromAgent,
   vmSpecFromToolbox,
-} from "../contract/vmspec.ts";
+} from "../../contract/vmspec.ts";
 
 const DEFAULT_SERVICE_ACCOUNT = "default";
 const COMPARED_RESOURCES = ["cpu", "memory"] as const;

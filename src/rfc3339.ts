@@ -1,5 +1,6 @@
-// RFC 3339 timestamps as the Go side writes and reads them: annotations the operator stamps
-// (suspending-since, parked-at, idle deadlines, checkpoint times) and those users or the plugin write.
+// RFC 3339 timestamps as the Go side writes and reads them: metav1.Time and MicroTime on the wire
+// (condition and event times, Lease renewals), annotations the operator stamps (suspending-since,
+// parked-at, idle deadlines, checkpoint times) and those users or the plugin write.
 
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|([+-])(\d{2}):(\d{2}))$/;
 
@@ -34,7 +35,7 @@ export function parseRFC3339(text: string | undefined): number | undefined {
   return Date.UTC(year, month - 1, day, hour, minute, second) + fractionMs - offsetMinutes * 60_000;
 }
 
-/** Go's time.RFC3339 in UTC: whole seconds, `Z`. */
+/** Go's time.RFC3339 in UTC: whole seconds, `Z` (metav1.Time on the wire). */
 export function formatRFC3339(ms: number): string {
   return new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
 }
@@ -45,4 +46,9 @@ export function formatRFC3339Nano(ms: number): string {
     const trimmed = fraction.replace(/0+$/, "");
     return trimmed ? `.${trimmed}Z` : "Z";
   });
+}
+
+/** metav1.MicroTime on the wire: RFC 3339 with exactly 6 fractional digits. */
+export function formatMicroTime(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
 }

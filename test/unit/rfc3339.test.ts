@@ -2,7 +2,7 @@
 // status time the operator stamps or reads goes through these three functions.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { formatRFC3339, formatRFC3339Nano, parseRFC3339 } from "../../../src/contract/rfc3339.ts";
+import { formatRFC3339, formatRFC3339Nano, parseRFC3339 } from "../../src/rfc3339.ts";
 
 const T0 = Date.parse("2026-01-01T00:00:00Z");
 

@@ -2,9 +2,9 @@
 // the current entry into Suspending; after 3 minutes there the set reports Failed, and the next pass
 // re-enters Suspending with a fresh deadline (behaviours.md item 28).
 
-import type { CocoonSet } from "../apis/v1/types.ts";
-import { ANN_SUSPENDING_SINCE } from "../contract/keys.ts";
-import { formatRFC3339, parseRFC3339 } from "../contract/rfc3339.ts";
+import type { CocoonSet } from "../../apis/v1/types.ts";
+import { ANN_SUSPENDING_SINCE } from "../../contract/keys.ts";
+import { formatRFC3339, parseRFC3339 } from "../../rfc3339.ts";
 
 export const SUSPEND_TIMEOUT_MS = 3 * 60 * 1000;
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { CocoonSet } from "../../../src/apis/v1/types.ts";
+import type { CocoonSet } from "../../../../src/apis/v1/types.ts";
 import {
   deadLetterValue,
   desiredPodNames,
@@ -16,7 +16,7 @@ import {
   recordDeadLetter,
   recordRebuild,
   smallestWait,
-} from "../../../src/cocoonset/rebuild.ts";
+} from "../../../../src/cocoonset/decide/rebuildrules.ts";
 
 const T0 = Date.parse("2026-05-14T01:00:00Z");
 

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { CocoonSet, ToolboxSpec } from "../../../src/apis/v1/types.ts";
-import { agentDrifted, agentDriftReason, toolboxDrifted } from "../../../src/cocoonset/drift.ts";
-import { buildMainPod, buildSubAgentPod, buildToolboxPod } from "../../../src/cocoonset/pods.ts";
+import type { CocoonSet, ToolboxSpec } from "../../../../src/apis/v1/types.ts";
+import { agentDrifted, agentDriftReason, toolboxDrifted } from "../../../../src/cocoonset/decide/drift.ts";
+import { buildMainPod, buildSubAgentPod, buildToolboxPod } from "../../../../src/cocoonset/decide/pods.ts";
 
 // The upstream fixture: set `demo` in namespace `ns`, UID `test-uid`, generation 0.
 function newCocoonSet(mutate: (cs: CocoonSet) => void = () => {}): CocoonSet {

@@ -3,10 +3,12 @@
 // kept with `dead-letter: "<generation>"` until a spec edit. The count lives on the CocoonSet's
 // `rebuild-history` annotation, keyed by pod name, so it survives the pod delete.
 
-import type { CocoonSet } from "../apis/v1/types.ts";
-import { TRUE } from "../contract/keys.ts";
-import { formatRFC3339Nano, parseRFC3339 } from "../contract/rfc3339.ts";
-import { agentPodName, toolboxPodName } from "../contract/vmname.ts";
+import type { CocoonSet } from "../../apis/v1/types.ts";
+import { type Decoded, decodeJsonAnnotation } from "../../contract/annotationjson.ts";
+import { TRUE } from "../../contract/keys.ts";
+import { byteOrder } from "../../contract/order.ts";
+import { agentPodName, toolboxPodName } from "../../contract/vmname.ts";
+import { formatRFC3339Nano, parseRFC3339 } from "../../rfc3339.ts";
 
 export const MAX_REBUILD_ATTEMPTS = 4;
 
@@ -24,43 +26,27 @@ export interface RebuildEntry {
 /** Keyed by pod name. */
 export type RebuildHistory = Map<string, RebuildEntry>;
 
-export interface Decoded<T> {
-  value: T;
-  /** Set when the annotation was unreadable and read as empty; the caller logs it at warn. */
-  warning?: string;
-}
-
 /**
  * Reads the annotation. Older Go operators keyed entries by slot number ("1"); those keys become the
  * agent pod name `<cs>-<slot>`. Missing, `null` or corrupt text reads as an empty, writable history.
  */
 export function readRebuildHistory(raw: string | undefined, csName: string): Decoded<RebuildHistory> {
-  const history: RebuildHistory = new Map();
-  if (raw === undefined || raw === "") return { value: history };
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw);
-  } catch (err) {
-    return {
-      value: history,
-      warning: `rebuild-history is not JSON, read as empty: ${(err as Error).message}`,
-    };
-  }
-  if (parsed === null) return { value: history };
-  if (typeof parsed !== "object" || Array.isArray(parsed)) {
-    return { value: history, warning: "rebuild-history is not a JSON object, read as empty" };
-  }
-  for (const [key, entry] of Object.entries(parsed)) {
-    const decoded = decodeEntry(entry);
-    if (!decoded) {
-      return {
-        value: new Map(),
-        warning: `rebuild-history entry ${JSON.stringify(key)} is malformed, read as empty`,
-      };
-    }
-    history.set(/^\d+$/.test(key) ? agentPodName(csName, Number(key)) : key, decoded);
-  }
-  return { value: history };
+  return decodeJsonAnnotation(
+    "rebuild-history",
+    raw,
+    () => new Map(),
+    (parsed) => {
+      if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
+        return "is not a JSON object";
+      const history: RebuildHistory = new Map();
+      for (const [key, entry] of Object.entries(parsed)) {
+        const decoded = decodeEntry(entry);
+        if (!decoded) return `entry ${JSON.stringify(key)} is malformed`;
+        history.set(/^\d+$/.test(key) ? agentPodName(csName, Number(key)) : key, decoded);
+      }
+      return history;
+    },
+  );
 }
 
 function decodeEntry(entry: unknown): RebuildEntry | undefined {
@@ -104,10 +90,6 @@ export function encodeRebuildHistory(history: RebuildHistory, desired: ReadonlyS
 
 // encoding/json writes a zero time.Time this way; Go readers need a parseable time.
 const GO_ZERO_TIME = "0001-01-01T00:00:00Z";
-
-function byteOrder(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
-}
 
 /** The wait before the next rebuild, by the number of rebuilds already done. */
 export function rebuildBackoffMs(priorCount: number): number {

@@ -7,18 +7,18 @@ import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
 import type { CocoonSet } from "../../../src/apis/v1/types.ts";
 import { FakeClock } from "../../../src/clock.ts";
-import { CREATE_EXPECTATION_TTL_MS, PodCreateExpectations } from "../../../src/cocoonset/expectations.ts";
-import {
-  type CachedHibernation,
-  type CocoonSetView,
-  CREATE_PENDING_POLL_MS,
-} from "../../../src/cocoonset/pass.ts";
-import { buildMainPod } from "../../../src/cocoonset/pods.ts";
+import { buildMainPod } from "../../../src/cocoonset/decide/pods.ts";
 import { CocoonSetReconciler } from "../../../src/cocoonset/reconciler.ts";
 import { reconcileSubAgents } from "../../../src/cocoonset/steps/subagents.ts";
 import { reconcileToolboxes } from "../../../src/cocoonset/steps/toolboxes.ts";
 import type { Result } from "../../../src/controller/reconciler.ts";
 import { PODS } from "../../../src/controller/resources.ts";
+import { CREATE_EXPECTATION_TTL_MS, PodCreateExpectations } from "../../../src/pass/expectations.ts";
+import {
+  type CachedHibernation,
+  type CocoonSetView,
+  CREATE_PENDING_POLL_MS,
+} from "../../../src/pass/pass.ts";
 import type { FakeView } from "../../support/fakeclient.ts";
 import { IMAGE, ready, type ScalingHarness, scalingHarness, scalingSet } from "../../support/scaling.ts";
 

@@ -1,8 +1,8 @@
 // The pure decisions of step 8, each safety predicate on its own.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { Pod } from "../../../src/apis/core.ts";
-import type { CocoonHibernation, CocoonSet } from "../../../src/apis/v1/types.ts";
+import type { Pod } from "../../../../src/apis/core.ts";
+import type { CocoonHibernation, CocoonSet } from "../../../../src/apis/v1/types.ts";
 import {
   awaitsNodeNoLongerPinned,
   decideMigration,
@@ -18,9 +18,12 @@ import {
   newVMRuns,
   settledWithoutProbe,
   snapshotExistsAndWeQuiesced,
-} from "../../../src/cocoonset/migration.ts";
-import { preferredHostnameAffinity, requiredHostnameAffinity } from "../../../src/cocoonset/pods.ts";
-import { ANN_HIBERNATE, ANN_VM_ID } from "../../../src/contract/keys.ts";
+} from "../../../../src/cocoonset/decide/migrationplan.ts";
+import {
+  preferredHostnameAffinity,
+  requiredHostnameAffinity,
+} from "../../../../src/cocoonset/decide/pods.ts";
+import { ANN_HIBERNATE, ANN_VM_ID } from "../../../../src/contract/keys.ts";
 
 interface PodOptions {
   node?: string;

@@ -3,10 +3,10 @@
 // toolbox removal, slot release), so teardown still covers a set deleted before Status.Agents was
 // patched, slots that left the spec earlier, and pods deleted while suspended (the reclaim record).
 
-import type { Pod } from "../apis/core.ts";
-import type { CocoonSetStatus } from "../apis/v1/types.ts";
-import { vmNameOf } from "../contract/pod.ts";
-import type { ReclaimRecord } from "./reclaim.ts";
+import type { Pod } from "../../apis/core.ts";
+import type { CocoonSetStatus } from "../../apis/v1/types.ts";
+import { vmNameOf } from "../../contract/pod.ts";
+import type { ReclaimRecord } from "../../pass/reclaimrecord.ts";
 
 /** The stored names: split on commas, whitespace trimmed, empties dropped. */
 export function parseDeleteVMNames(raw: string | undefined): string[] {

@@ -3,11 +3,11 @@
 // controller quiesced it, and the snapshot drops only after the new VM runs. Each destructive write
 // has its own predicate below, so the safety condition is stated, and tested, once.
 
-import type { Pod } from "../apis/core.ts";
-import type { CocoonSet } from "../apis/v1/types.ts";
-import { LABEL_HOSTNAME } from "../contract/keys.ts";
-import { isVMLive, readHibernateState } from "../contract/pod.ts";
-import type { CachedHibernation } from "./pass.ts";
+import type { Pod } from "../../apis/core.ts";
+import type { CocoonSet } from "../../apis/v1/types.ts";
+import { LABEL_HOSTNAME } from "../../contract/keys.ts";
+import { isVMLive, readHibernateState } from "../../contract/pod.ts";
+import type { CachedHibernation } from "../../pass/pass.ts";
 
 /** spec.nodeName: the node the main is pinned to, "" when unpinned. */
 export function migrationTarget(cs: CocoonSet): string {

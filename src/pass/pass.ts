@@ -1,19 +1,21 @@
-// What one CocoonSet reconcile pass works with: the set and its classified pods (read once from the
-// cache), the collaborators it writes through, and the small amount of state steps hand to later
-// steps. A step returns CONTINUE or finish(result); the orchestrator stops at the first result.
+// The contract every step of the CocoonSet pass is written against, whichever room it lives in: what a
+// pass works with (the set and its classified pods, read once from the cache; the collaborators it
+// writes through; the little state steps hand to later steps) and what a step returns (CONTINUE, or
+// finish(result), at which the pass stops). Nothing here knows which steps there are: src/cocoonset/
+// lists them in the spec's order, and a feature room builds its own step with a factory that takes
+// the feature's own collaborators.
 
 import type { Pod } from "../apis/core.ts";
 import type { CocoonHibernation, CocoonSet, CocoonSetPhase } from "../apis/v1/types.ts";
-import type { CheckpointReader } from "../checkpoint/catalog.ts";
 import type { Clock } from "../clock.ts";
 import type { Client } from "../controller/client.ts";
 import type { EventRecorder } from "../controller/events.ts";
 import type { Result } from "../controller/reconciler.ts";
 import type { Logger } from "../log.ts";
-import type { CheckpointRegistry, SnapshotManifest, SnapshotRegistry } from "../registry/index.ts";
+import type { SnapshotManifest, SnapshotRegistry } from "../registry/index.ts";
 import type { Classification } from "./classify.ts";
 import type { PodCreateExpectations } from "./expectations.ts";
-import type { SuspendConfirmations } from "./suspendgate.ts";
+import type { SuspendConfirmations } from "./suspendconfirmations.ts";
 
 /** T with every property, nested object and array read-only. */
 export type DeepReadonly<T> = T extends (infer E)[]
@@ -35,7 +37,8 @@ export interface CocoonSetView {
   listHibernations(namespace: string): readonly CachedHibernation[];
 }
 
-export interface CocoonSetDeps {
+/** The collaborators every pass has, one set per controller. */
+export interface PassDeps {
   /** Writes, and the few explicit uncached reads the spec asks for. */
   client: Client;
   view: CocoonSetView;
@@ -44,8 +47,6 @@ export interface CocoonSetDeps {
   events: EventRecorder;
   clock: Clock;
   log: Logger;
-  /** Checkpoints to branch new sets from (issue 19); absent: a from-checkpoint set waits, saying why. */
-  branching?: BranchingDeps;
   /**
    * Pods this process created that the cache has not shown yet (one per controller, shared with the
    * pods informer's handler). Absent: every pass trusts the cache alone.
@@ -58,17 +59,27 @@ export interface CocoonSetDeps {
   suspendConfirmations?: SuspendConfirmations;
 }
 
-export interface BranchingDeps {
-  checkpoints: CheckpointReader;
-  registry: CheckpointRegistry;
-}
+/**
+ * What a step returns: go on to the next step, or end the pass with this result. A step that ends the
+ * pass in a phase of its own (a feature waiting on something) names it, and the pass's status is
+ * written with that phase before the result is returned.
+ */
+export type StepOutcome =
+  | { readonly done: false }
+  | { readonly done: true; readonly result: Result; readonly phase?: CocoonSetPhase };
 
-export type StepOutcome = { readonly done: false } | { readonly done: true; readonly result: Result };
+/** One step of the pass. */
+export type Step = (pass: Pass) => Promise<StepOutcome>;
 
 export const CONTINUE: StepOutcome = { done: false };
 
 export function finish(result: Result = {}): StepOutcome {
   return { done: true, result };
+}
+
+/** Ends the pass with the status written in `phase` (the rest of the status computed as usual). */
+export function finishInPhase(phase: CocoonSetPhase, result: Result = {}): StepOutcome {
+  return { done: true, result, phase };
 }
 
 /** Ends a pass that waits for the cache to show a pod it created (after awaitingCreate said so). */
@@ -88,7 +99,7 @@ export const CREATE_PENDING_POLL_MS = 1_000;
 
 export class Pass {
   readonly cs: CocoonSet;
-  readonly deps: CocoonSetDeps;
+  readonly deps: PassDeps;
   readonly signal: AbortSignal;
   /** Step 4's classification; every later step reads it, none re-lists. */
   pods: Classification;
@@ -103,9 +114,9 @@ export class Pass {
    * stale, so step 14 requeues (within the poll) instead of patching the status.
    */
   awaitingCreates = false;
-  /** The image rule's manifest reads, by VM; null: absent (imagerule.ts readSnapshotOnce). */
+  /** The image rule's manifest reads, by VM; null: absent (src/cocoonset/imagerule.ts readSnapshotOnce). */
   snapshotReads: Map<string, SnapshotManifest | null> | undefined;
-  /** The image rule's last reclaim-record write, which the next one chains on (imagerule.ts). */
+  /** The image rule's last reclaim-record write, which the next one chains on (src/cocoonset/imagerule.ts). */
   reclaimWrite: Promise<unknown> | undefined;
   private hibernations: readonly CachedHibernation[] | undefined;
   /**
@@ -114,7 +125,7 @@ export class Pass {
    */
   private readonly expectedCreates: ReadonlyMap<string, number>;
 
-  constructor(cs: CocoonSet, pods: Classification, deps: CocoonSetDeps, signal: AbortSignal) {
+  constructor(cs: CocoonSet, pods: Classification, deps: PassDeps, signal: AbortSignal) {
     this.cs = cs;
     this.pods = pods;
     this.deps = deps;

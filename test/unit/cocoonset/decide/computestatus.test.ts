@@ -1,9 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { Pod } from "../../../src/apis/core.ts";
-import type { CocoonSet, CocoonSetStatus, Condition } from "../../../src/apis/v1/types.ts";
-import { type Classification, classifyPods } from "../../../src/cocoonset/classify.ts";
-import { computeStatus, mergeConditions, statusEqual } from "../../../src/cocoonset/status.ts";
+import type { Pod } from "../../../../src/apis/core.ts";
+import type { CocoonSet, CocoonSetStatus, Condition } from "../../../../src/apis/v1/types.ts";
+import { computeStatus, statusEqual } from "../../../../src/cocoonset/decide/computestatus.ts";
 import {
   ANN_CONN_TYPE,
   ANN_IP,
@@ -13,7 +12,8 @@ import {
   ANN_VNC_PORT,
   LABEL_ROLE,
   LABEL_SLOT,
-} from "../../../src/contract/keys.ts";
+} from "../../../../src/contract/keys.ts";
+import { type Classification, classifyPods } from "../../../../src/pass/classify.ts";
 
 const NOW = "2026-05-14T01:00:00Z";
 const LATER = "2026-05-14T02:00:00Z";
@@ -327,28 +327,6 @@ describe("conditions", () => {
     const flipped = computeStatus(cs, classify(main(), sub(1)), { now: LATER });
     assert.equal(condition(flipped, "Ready")?.lastTransitionTime, LATER);
     assert.equal(condition(flipped, "Progressing")?.lastTransitionTime, LATER);
-  });
-
-  it("keeps conditions of other types and their order", () => {
-    const other: Condition = {
-      type: "Custom",
-      status: "True",
-      reason: "X",
-      message: "",
-      lastTransitionTime: NOW,
-    };
-    const merged = mergeConditions(
-      [other],
-      [{ type: "Ready", status: "True", reason: "AllAgentsReady", message: "m", lastTransitionTime: "" }],
-      LATER,
-    );
-    assert.deepEqual(
-      merged.map((c) => [c.type, c.lastTransitionTime]),
-      [
-        ["Custom", NOW],
-        ["Ready", LATER],
-      ],
-    );
   });
 });
 

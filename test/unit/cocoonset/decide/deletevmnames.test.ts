@@ -1,15 +1,15 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { Pod } from "../../../src/apis/core.ts";
-import type { CocoonSetStatus } from "../../../src/apis/v1/types.ts";
+import type { Pod } from "../../../../src/apis/core.ts";
+import type { CocoonSetStatus } from "../../../../src/apis/v1/types.ts";
 import {
   mergeDeleteVMNames,
   parseDeleteVMNames,
   statusVMNames,
   vmNamesToStash,
-} from "../../../src/cocoonset/deletevmnames.ts";
-import { EMPTY_RECLAIM } from "../../../src/cocoonset/reclaim.ts";
-import { ANN_VM_NAME } from "../../../src/contract/keys.ts";
+} from "../../../../src/cocoonset/decide/deletevmnames.ts";
+import { ANN_VM_NAME } from "../../../../src/contract/keys.ts";
+import { EMPTY_RECLAIM } from "../../../../src/pass/reclaimrecord.ts";
 
 function pod(vm?: string): Pod {
   return { metadata: { name: "p", annotations: vm ? { [ANN_VM_NAME]: vm } : {} }, spec: { containers: [] } };

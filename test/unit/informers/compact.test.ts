@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
-import { compactCachedPod, stripUnreadPodFields } from "../../../src/cocoonset/view.ts";
+import { compactCachedPod, stripUnreadPodFields } from "../../../src/informers/compact.ts";
 
 it("the pods informer drops only fields nothing reads", () => {
   const pod = {

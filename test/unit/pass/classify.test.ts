@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
-import { classifyPods, parseSlot, presentVMNames } from "../../../src/cocoonset/classify.ts";
 import { ANN_VM_NAME, LABEL_COCOONSET, LABEL_ROLE, LABEL_SLOT } from "../../../src/contract/keys.ts";
+import { classifyPods, parseSlot, presentVMNames } from "../../../src/pass/classify.ts";
 
 const OWNER = { name: "demo", uid: "test-uid" };
 

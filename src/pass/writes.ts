@@ -3,13 +3,13 @@
 // already shows the desired value, so a settled pass makes none.
 
 import type { Pod } from "../apis/core.ts";
-import type { CocoonSet } from "../apis/v1/types.ts";
+import type { CocoonSet, CocoonSetStatus } from "../apis/v1/types.ts";
 import { ANN_HIBERNATE_RECLAIM, TRUE } from "../contract/keys.ts";
 import { annotationsMergePatch } from "../contract/pod.ts";
 import { isNotFound, unlessNotFound } from "../controller/errors.ts";
 import { COCOONSETS, PODS } from "../controller/resources.ts";
 import type { Pass } from "./pass.ts";
-import { encodeReclaim, type ReclaimRecord, readReclaim } from "./reclaim.ts";
+import { encodeReclaim, type ReclaimRecord, readReclaim } from "./reclaimrecord.ts";
 
 type AnnotationChanges = Record<string, string | null>;
 
@@ -49,6 +49,27 @@ export async function patchSetAnnotations(pass: Pass, changes: AnnotationChanges
   // A later Update of the set in the same pass (finalizer removal) must carry the new version.
   pass.cs.metadata.resourceVersion = updated.metadata.resourceVersion;
   return true;
+}
+
+/**
+ * Merge-patches the set's /status and keeps pass.cs in step with what the server returned (`written`
+ * stands in for a reply without a status). Callers patch only what differs: a settled pass writes none.
+ */
+export async function patchSetStatus(
+  pass: Pass,
+  statusPatch: Record<string, unknown>,
+  written?: CocoonSetStatus,
+): Promise<void> {
+  const updated = await pass.deps.client.patch<CocoonSet>(
+    COCOONSETS,
+    pass.namespace,
+    pass.name,
+    { status: statusPatch },
+    { subresource: "status" },
+  );
+  const status = updated.status ?? written;
+  if (status) pass.cs.status = status;
+  pass.cs.metadata.resourceVersion = updated.metadata.resourceVersion;
 }
 
 /** Merge-patches annotations on a pod; no call when the cached pod already has them. */

@@ -1,7 +1,7 @@
 // Pure builders of the placeholder pods a CocoonSet owns (behaviours.md items 106–117). vk-cocoon
 // never runs the container: it builds the VM from the annotations and container[0]'s resources.
 
-import type { NodeAffinity, NodeSelectorTerm, Pod, Toleration } from "../apis/core.ts";
+import type { NodeAffinity, NodeSelectorTerm, Pod, Toleration } from "../../apis/core.ts";
 import {
   API_VERSION,
   type CocoonSet,
@@ -10,7 +10,7 @@ import {
   type Quantity,
   type ResourceRequirements,
   type ToolboxSpec,
-} from "../apis/v1/types.ts";
+} from "../../apis/v1/types.ts";
 import {
   ANN_COCOONSET_GENERATION,
   ANN_RESTORE_FROM_HIBERNATE,
@@ -30,12 +30,12 @@ import {
   type Role,
   TOLERATION_KEY,
   TRUE,
-} from "../contract/keys.ts";
-import { canonicalQuantity, parseQuantity } from "../contract/quantity.ts";
-import { agentPodName, agentVMName, podVMName, toolboxPodName } from "../contract/vmname.ts";
-import { applyVMRuntime } from "../contract/vmruntime.ts";
-import { applyVMSpec, vmSpecFromAgent, vmSpecFromToolbox } from "../contract/vmspec.ts";
-import { deepCopyJson } from "../controller/deepcopy.ts";
+} from "../../contract/keys.ts";
+import { canonicalQuantity, parseQuantity } from "../../contract/quantity.ts";
+import { agentPodName, agentVMName, podVMName, toolboxPodName } from "../../contract/vmname.ts";
+import { applyVMRuntime } from "../../contract/vmruntime.ts";
+import { applyVMSpec, vmSpecFromAgent, vmSpecFromToolbox } from "../../contract/vmspec.ts";
+import { deepCopyJson } from "../../controller/deepcopy.ts";
 
 export interface BuildOptions {
   /** Mark the pod restore-from-hibernate: vk restores the VM from its `:hibernate` snapshot. */

@@ -1,15 +1,15 @@
-// The completion gate of step 6 (behaviours.md items 24–26), as far as it can be decided from the
-// pods alone. A managed VM is hibernated for this suspend when vk-cocoon reports lifecycle
-// `hibernated` at an observed generation ≥ the set's (vk writes both in one patch, so a stale
-// `hibernated` from an earlier cycle or a lagging cache fails it) AND its `:hibernate` manifest is in
-// the registry. The registry is asked only once every pod passes the pod-side checks, and not again for
-// pods it already vouched for (SuspendConfirmations).
+// The completion gate of step 6, as far as it can be decided from the pods alone. A managed VM is
+// hibernated for this suspend when vk-cocoon reports lifecycle `hibernated` at an observed generation
+// ≥ the set's (vk writes both in one patch, so a stale `hibernated` from an earlier cycle or a lagging
+// cache fails it) AND its `:hibernate` manifest is in the registry. The registry is asked only once
+// every pod passes the pod-side checks, and not again for pods it already vouched for
+// (src/pass/suspendconfirmations.ts).
 
-import type { Pod } from "../apis/core.ts";
-import type { CocoonSet } from "../apis/v1/types.ts";
-import { ANN_MANAGED, LIFECYCLE_HIBERNATED, TRUE } from "../contract/keys.ts";
-import { readLifecycle } from "../contract/lifecycle.ts";
-import { isPodTerminal, vmNameOf } from "../contract/pod.ts";
+import type { Pod } from "../../apis/core.ts";
+import { ANN_MANAGED, LIFECYCLE_HIBERNATED, TRUE } from "../../contract/keys.ts";
+import { readLifecycle } from "../../contract/lifecycle.ts";
+import { sortByName } from "../../contract/order.ts";
+import { isPodTerminal, vmNameOf } from "../../contract/pod.ts";
 
 export type PodGate =
   /** Nothing to snapshot: an unmanaged pod (no VM lifecycle) or a Phase=Failed pod (no live VM). */
@@ -74,46 +74,4 @@ export function managedVMNames(pods: Iterable<Pod>): string[] {
     if (vm && pod.metadata.annotations?.[ANN_MANAGED] === TRUE) names.push(vm);
   }
   return names;
-}
-
-/**
- * The suspends the gate confirmed in this process: per set, what it saw when every `:hibernate`
- * manifest was in the registry and Suspended was written (gateFingerprint). A pass that sees the same
- * again — the same set at the same generation, the same pods unchanged — has nothing new to ask the
- * registry, so a settled Suspended set makes no registry call. A new or changed pod, a new
- * generation, or another set under the name is probed afresh; a restart starts empty and probes once.
- */
-export class SuspendConfirmations {
-  readonly #confirmed = new Map<string, string>();
-
-  holds(setKey: string, fingerprint: string): boolean {
-    return this.#confirmed.get(setKey) === fingerprint;
-  }
-
-  confirm(setKey: string, fingerprint: string): void {
-    this.#confirmed.set(setKey, fingerprint);
-  }
-
-  forget(setKey: string): void {
-    this.#confirmed.delete(setKey);
-  }
-}
-
-/**
- * What the gate saw of a set: its uid and generation, and every owned pod's name, uid and
- * resourceVersion (any write to a pod, vk-cocoon's lifecycle reports included, changes it).
- */
-export function gateFingerprint(cs: CocoonSet, pods: Iterable<Pod>): string {
-  const seen = sortByName(pods).map(
-    (pod) => `${pod.metadata.name}/${pod.metadata.uid}/${pod.metadata.resourceVersion}`,
-  );
-  return JSON.stringify([cs.metadata.uid, cs.metadata.generation, seen]);
-}
-
-export function sortByName(pods: Iterable<Pod>): Pod[] {
-  return [...pods].sort((a, b) => byteOrder(a.metadata.name ?? "", b.metadata.name ?? ""));
-}
-
-function byteOrder(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }

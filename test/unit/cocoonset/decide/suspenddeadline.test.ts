@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { CocoonSet, CocoonSetPhase } from "../../../src/apis/v1/types.ts";
+import type { CocoonSet, CocoonSetPhase } from "../../../../src/apis/v1/types.ts";
 import {
   checkSuspendDeadline,
   SUSPEND_TIMEOUT_MS,
   shouldClearSuspendingSince,
   suspendDeadlinePassed,
-} from "../../../src/cocoonset/suspenddeadline.ts";
-import { ANN_SUSPENDING_SINCE } from "../../../src/contract/keys.ts";
+} from "../../../../src/cocoonset/decide/suspenddeadline.ts";
+import { ANN_SUSPENDING_SINCE } from "../../../../src/contract/keys.ts";
 
 const T0 = Date.parse("2026-05-14T01:00:00Z");
 
