@@ -5,11 +5,7 @@
 
 import type { Pod } from "../apis/core.ts";
 import type { CocoonSet } from "../apis/v1/types.ts";
-import {
-  ANN_DELETE_VM_NAMES,
-  ANN_HIBERNATED_ON_NODE,
-  ANN_KEEP_SNAPSHOT_ON_DELETE,
-} from "../contract/keys.ts";
+import { ANN_HIBERNATED_ON_NODE, ANN_KEEP_SNAPSHOT_ON_DELETE } from "../contract/keys.ts";
 import { sortByName } from "../contract/order.ts";
 import {
   isPodFailed,
@@ -20,15 +16,9 @@ import {
 } from "../contract/pod.ts";
 import { slotReleasePodsDeletedTotal } from "../metrics/cocoon.ts";
 import type { Pass } from "../pass/pass.ts";
-import {
-  deletePod,
-  patchPodFlag,
-  patchSetAnnotations,
-  readPodFromServer,
-  reclaimRecord,
-} from "../pass/writes.ts";
-import { mergeDeleteVMNames, vmNamesToStash } from "./decide/deletevmnames.ts";
+import { deletePod, patchPodFlag, patchSetAnnotations, readPodFromServer } from "../pass/writes.ts";
 import { gatePod } from "./decide/suspendgate.ts";
+import { stashVMNames } from "./deletepods.ts";
 
 /**
  * A pod may give up its seat only once the gate saw its VM's `:hibernate` manifest in the registry
@@ -46,11 +36,7 @@ export function mayReleaseSeat(pod: Pod, snapshotted: ReadonlySet<string>): bool
  */
 export async function releaseSeats(pass: Pass, snapshotted: ReadonlySet<string>): Promise<boolean> {
   const pods = sortByName(pass.pods.all.values());
-  const stash = mergeDeleteVMNames(
-    pass.cs.metadata.annotations?.[ANN_DELETE_VM_NAMES],
-    vmNamesToStash(pass.cs.status, pods, reclaimRecord(pass)),
-  );
-  if (stash !== undefined) await patchSetAnnotations(pass, { [ANN_DELETE_VM_NAMES]: stash });
+  await stashVMNames(pass, pods);
   const mainNode = pass.pods.main?.spec.nodeName;
   if (mainNode) await patchSetAnnotations(pass, { [ANN_HIBERNATED_ON_NODE]: mainNode });
 

@@ -5,6 +5,7 @@
 
 import type { Pod } from "../../apis/core.ts";
 import type { CocoonSetStatus } from "../../apis/v1/types.ts";
+import { byteOrder } from "../../contract/order.ts";
 import { vmNameOf } from "../../contract/pod.ts";
 import type { ReclaimRecord } from "../../pass/reclaimrecord.ts";
 
@@ -28,7 +29,7 @@ export function mergeDeleteVMNames(current: string | undefined, more: Iterable<s
     if (trimmed !== "") names.add(trimmed);
   }
   if (names.size === 0) return undefined;
-  const joined = [...names].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).join(",");
+  const joined = [...names].sort(byteOrder).join(",");
   return joined === current ? undefined : joined;
 }
 

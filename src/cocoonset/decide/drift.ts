@@ -12,6 +12,7 @@ import {
   type ToolboxSpec,
 } from "../../apis/v1/types.ts";
 import { LABEL_SNAPSHOT_CPU_CLASS } from "../../contract/keys.ts";
+import { byteOrder } from "../../contract/order.ts";
 import { isPodFailed, podNodePool } from "../../contract/pod.ts";
 import { compareQuantities } from "../../contract/quantity.ts";
 import { parseVMRuntime } from "../../contract/vmruntime.ts";
@@ -84,7 +85,7 @@ function normalized(value: unknown): unknown {
     const entries = Object.entries(value)
       .map(([key, inner]) => [key, normalized(inner)] as const)
       .filter(([, inner]) => inner !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      .sort(([a], [b]) => byteOrder(a, b));
     return Object.fromEntries(entries);
   }
   return value === null || value === "" ? undefined : value;

@@ -4,15 +4,14 @@
 // VM names stashed for teardown's registry GC before the first delete.
 
 import type { Pod } from "../../apis/core.ts";
-import { ANN_DELETE_VM_NAMES, ROLE_SUB_AGENT } from "../../contract/keys.ts";
+import { ROLE_SUB_AGENT } from "../../contract/keys.ts";
 import { isPodFailed, podFailedReason, vmNameOf } from "../../contract/pod.ts";
 import { agentPodName } from "../../contract/vmname.ts";
 import { CONTINUE, type Pass, type StepOutcome } from "../../pass/pass.ts";
-import { deletePod, patchSetAnnotations, reclaimRecord } from "../../pass/writes.ts";
 import { createManagedPod } from "../create.ts";
-import { mergeDeleteVMNames, vmNamesToStash } from "../decide/deletevmnames.ts";
 import { agentDriftReason } from "../decide/drift.ts";
 import { buildSubAgentPod } from "../decide/pods.ts";
+import { deleteAfterStash } from "../deletepods.ts";
 import { isMissingPodParked, spendRebuildBudget } from "../rebuildbudget.ts";
 
 /** A large scale-up must not burst the API server. */
@@ -64,18 +63,7 @@ async function removeExtras(pass: Pass, replicas: number): Promise<void> {
     .sort(([a], [b]) => a - b)
     .map(([, pod]) => pod);
   if (extras.length === 0) return;
-  const stash = mergeDeleteVMNames(
-    pass.cs.metadata.annotations?.[ANN_DELETE_VM_NAMES],
-    vmNamesToStash(pass.cs.status, extras, reclaimRecord(pass)),
-  );
-  if (stash !== undefined) await patchSetAnnotations(pass, { [ANN_DELETE_VM_NAMES]: stash });
-  for (const pod of extras) {
-    await deletePod(pass, pod);
-    pass.deps.log.info(
-      { cocoonset: `${pass.namespace}/${pass.name}`, pod: pod.metadata.name },
-      "deleted sub-agent above replicas",
-    );
-  }
+  await deleteAfterStash(pass, extras, "sub-agent above replicas");
   pass.changed = true;
 }
 

@@ -13,8 +13,8 @@ import type { Result } from "../../controller/reconciler.ts";
 import { COCOONSETS } from "../../controller/resources.ts";
 import { classifyPods } from "../../pass/classify.ts";
 import { Pass, type PassDeps, REQUEUE_POLL_MS } from "../../pass/pass.ts";
-import { deletePod, patchSetAnnotations, reclaimRecord } from "../../pass/writes.ts";
-import { mergeDeleteVMNames, parseDeleteVMNames, vmNamesToStash } from "../decide/deletevmnames.ts";
+import { parseDeleteVMNames } from "../decide/deletevmnames.ts";
+import { deleteAfterStash, stashVMNames } from "../deletepods.ts";
 
 /** One registry tag the teardown probes and deletes when present. */
 export interface TagToCollect {
@@ -52,13 +52,12 @@ export async function teardown(cs: CocoonSet, deps: PassDeps, signal: AbortSigna
 
   const pods = ownedPods();
   const pass = new Pass(cs, classifyPods(pods, { name, uid: cs.metadata.uid ?? "" }), deps, signal);
-  const stash = mergeDeleteVMNames(
-    cs.metadata.annotations?.[ANN_DELETE_VM_NAMES],
-    vmNamesToStash(cs.status, pods, reclaimRecord(pass)),
+  // Every owned pod's VM is stashed; a pod already terminating needs no second delete.
+  await stashVMNames(pass, pods);
+  await deleteAfterStash(
+    pass,
+    pods.filter((pod) => !pod.metadata.deletionTimestamp),
   );
-  if (stash !== undefined) await patchSetAnnotations(pass, { [ANN_DELETE_VM_NAMES]: stash });
-
-  for (const pod of pods) if (!pod.metadata.deletionTimestamp) await deletePod(pass, pod);
   // vk-cocoon pushes snapshots during a pod's grace period: no tag is collected while a pod remains.
   if (ownedPods().length > 0) return { requeueAfterMs: REQUEUE_POLL_MS };
 

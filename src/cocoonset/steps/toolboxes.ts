@@ -5,16 +5,16 @@
 import type { Pod } from "../../apis/core.ts";
 import type { ToolboxSpec } from "../../apis/v1/types.ts";
 import { parseGoIntNumber } from "../../contract/goint.ts";
-import { ANN_DELETE_VM_NAMES, LABEL_ROLE, ROLE_TOOLBOX } from "../../contract/keys.ts";
+import { LABEL_ROLE, ROLE_TOOLBOX } from "../../contract/keys.ts";
+import { byteOrder } from "../../contract/order.ts";
 import { isControlledBy, isPodFailed, podFailedReason } from "../../contract/pod.ts";
 import { toolboxPodName } from "../../contract/vmname.ts";
 import { PODS } from "../../controller/resources.ts";
 import { CONTINUE, type Pass, type StepOutcome } from "../../pass/pass.ts";
-import { deletePod, patchSetAnnotations, reclaimRecord } from "../../pass/writes.ts";
 import { createManagedPod, createPod } from "../create.ts";
-import { mergeDeleteVMNames, vmNamesToStash } from "../decide/deletevmnames.ts";
 import { toolboxDriftReason } from "../decide/drift.ts";
 import { buildToolboxPod } from "../decide/pods.ts";
+import { deleteAfterStash } from "../deletepods.ts";
 import { isMissingPodParked, spendRebuildBudget } from "../rebuildbudget.ts";
 
 export async function reconcileToolboxes(pass: Pass): Promise<StepOutcome> {
@@ -97,20 +97,9 @@ async function createToolbox(pass: Pass, toolbox: ToolboxSpec): Promise<void> {
 async function removeDeparted(pass: Pass, desired: ReadonlySet<string>): Promise<void> {
   const departed = [...pass.pods.toolboxes.entries()]
     .filter(([name]) => !desired.has(name))
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .sort(([a], [b]) => byteOrder(a, b))
     .map(([, pod]) => pod);
   if (departed.length === 0) return;
-  const stash = mergeDeleteVMNames(
-    pass.cs.metadata.annotations?.[ANN_DELETE_VM_NAMES],
-    vmNamesToStash(pass.cs.status, departed, reclaimRecord(pass)),
-  );
-  if (stash !== undefined) await patchSetAnnotations(pass, { [ANN_DELETE_VM_NAMES]: stash });
-  for (const pod of departed) {
-    await deletePod(pass, pod);
-    pass.deps.log.info(
-      { cocoonset: `${pass.namespace}/${pass.name}`, pod: pod.metadata.name },
-      "deleted toolbox no longer in the spec",
-    );
-  }
+  await deleteAfterStash(pass, departed, "toolbox no longer in the spec");
   pass.changed = true;
 }
