@@ -28,7 +28,7 @@ import type { Reconciler, Request, Result } from "../src/controller/reconciler.t
 import { COCOONHIBERNATIONS, COCOONSETS } from "../src/controller/resources.ts";
 import type { SnapshotManifest } from "../src/registry/index.ts";
 import { FakeSnapshotRegistry } from "../test/env/registry-fake.ts";
-import { RecordingEvents } from "../test/support/cocoonset.ts";
+import { RecordingEvents } from "../test/support/events.ts";
 import { FakeClient, FakeView } from "../test/support/fakeclient.ts";
 import { silentLogger } from "../test/support/log.ts";
 import { parseArgs, runBenchmark } from "./lib/lifecycle.ts";

@@ -2,12 +2,12 @@
 // credentials checked against a user list, and RS256 JWTs (x5c header) granting each requested
 // action only when the user is allowed it — so scope handling can be tested against the real
 // registry (ecosystem.md §4).
-import { execFileSync } from "node:child_process";
+
 import { createPrivateKey, randomUUID, sign, X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
-import { join } from "node:path";
+import { type CertificateFiles, selfSignedCertificate } from "./certs.ts";
 
 export interface RepositoryAccess {
   /** An exact repository path, or a prefix ending in "*" ("*" alone matches every repository). */
@@ -46,32 +46,14 @@ export const TOKEN_SERVICE = "test-registry";
 const ISSUER = "test-token-server";
 const TOKEN_SECONDS = 300;
 
-/** A self-signed RSA certificate for 127.0.0.1 and localhost, written into `dir`. */
-function makeCertificate(dir: string): { certFile: string; keyFile: string } {
-  const certFile = join(dir, "token.crt");
-  const keyFile = join(dir, "token.key");
-  execFileSync(
-    "openssl",
-    [
-      "req",
-      "-x509",
-      "-newkey",
-      "rsa:2048",
-      "-nodes",
-      "-days",
-      "2",
-      "-subj",
-      "/CN=127.0.0.1",
-      "-addext",
-      "subjectAltName=IP:127.0.0.1,DNS:localhost",
-      "-keyout",
-      keyFile,
-      "-out",
-      certFile,
-    ],
-    { stdio: "ignore" },
-  );
-  return { certFile, keyFile };
+/** A self-signed RSA certificate (the token signer's) for 127.0.0.1 and localhost, written into `dir`. */
+function makeCertificate(dir: string): CertificateFiles {
+  return selfSignedCertificate(dir, "token", {
+    subject: "/CN=127.0.0.1",
+    altNames: "IP:127.0.0.1,DNS:localhost",
+    rsa: true,
+    days: 2,
+  });
 }
 
 function base64url(data: Buffer | string): string {

@@ -7,31 +7,16 @@ import { FakeClock } from "../../src/clock.ts";
 import { cocoonSetOwnerReference } from "../../src/cocoonset/decide/pods.ts";
 import type { CocoonSetDeps } from "../../src/cocoonset/reconciler.ts";
 import { FINALIZER_COCOONSET, LABEL_COCOONSET, LABEL_ROLE, LABEL_SLOT } from "../../src/contract/keys.ts";
-import type { EventRecorder, EventType, InvolvedObject } from "../../src/controller/events.ts";
 import { COCOONSETS } from "../../src/controller/resources.ts";
 import { PodCreateExpectations } from "../../src/pass/expectations.ts";
 import { FakeSnapshotRegistry } from "../env/registry-fake.ts";
+import { RecordingEvents } from "./events.ts";
 import { FakeClient, FakeView } from "./fakeclient.ts";
 import { silentLogger } from "./log.ts";
 
 export const NS = "ns";
 export const SET = "demo";
 export const SET_UID = "demo-uid";
-
-export interface RecordedEvent {
-  object: string;
-  type: EventType;
-  reason: string;
-  message: string;
-}
-
-export class RecordingEvents implements EventRecorder {
-  readonly events: RecordedEvent[] = [];
-
-  event(obj: InvolvedObject, type: EventType, reason: string, message: string): void {
-    this.events.push({ object: obj.metadata?.name ?? "", type, reason, message });
-  }
-}
 
 /** A CocoonSet "demo" carrying the finalizer; fields of `spec` override the defaults. */
 export function cocoonSet(

@@ -11,7 +11,6 @@
 // cocoonsets and pods, 429 with Retry-After, dropped watch streams and 410 on watch resumes, each with
 // a seeded probability.
 
-import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import https from "node:https";
@@ -19,6 +18,7 @@ import type { AddressInfo, Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Duplex } from "node:stream";
+import { selfSignedCertificate } from "../env/certs.ts";
 import type { ApiConnection } from "../env/kubeapi.ts";
 
 /** mulberry32: a small seeded PRNG, so a failing run can be replayed from its printed seed. */
@@ -262,31 +262,10 @@ export async function startApiProxy(
   },
 ): Promise<ApiProxy> {
   const dir = mkdtempSync(join(tmpdir(), "cocoon-apiproxy-"));
-  const keyFile = join(dir, "key.pem");
-  const certFile = join(dir, "cert.pem");
-  execFileSync(
-    "openssl",
-    [
-      "req",
-      "-x509",
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      "ec_paramgen_curve:prime256v1",
-      "-nodes",
-      "-keyout",
-      keyFile,
-      "-out",
-      certFile,
-      "-days",
-      "1",
-      "-subj",
-      "/CN=127.0.0.1",
-      "-addext",
-      "subjectAltName=IP:127.0.0.1",
-    ],
-    { stdio: "ignore" },
-  );
+  const { certFile, keyFile } = selfSignedCertificate(dir, "proxy", {
+    subject: "/CN=127.0.0.1",
+    altNames: "IP:127.0.0.1",
+  });
   const random = seededRandom(opts.seed);
   const counts: ApiProxyCounts = {
     requests: 0,

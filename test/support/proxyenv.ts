@@ -2,12 +2,14 @@
 // and serving loopback clients only, TCP and TLS forwarders that make a loopback service reachable
 // at this machine's own non-loopback address (Go never proxies loopback targets, so a proxied
 // request needs such an address), and a throwaway CA for the TLS one.
+
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import net, { type AddressInfo } from "node:net";
 import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
 import tls from "node:tls";
+import { selfSignedCertificate } from "../env/certs.ts";
 import { freePort } from "../env/ports.ts";
 import { waitFor } from "../env/testenv.ts";
 
@@ -145,19 +147,7 @@ export function createTestCA(ip: string): TestCA {
   const file = (name: string) => join(dir, name);
   const openssl = (...args: string[]) => execFileSync("openssl", args, { stdio: "ignore" });
   const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
-  openssl(
-    "req",
-    "-x509",
-    ...ec,
-    "-keyout",
-    file("ca.key"),
-    "-out",
-    file("ca.crt"),
-    "-days",
-    "1",
-    "-subj",
-    "/CN=cocoon proxy test CA",
-  );
+  selfSignedCertificate(dir, "ca", { subject: "/CN=cocoon proxy test CA" });
   openssl(
     "req",
     "-new",

@@ -1,4 +1,4 @@
-// The CocoonCheckpoint reconciler (issue 19) over the fake API client and an in-memory registry.
+// The CocoonCheckpoint reconciler (docs/checkpoints.md) over the fake API client and an in-memory registry.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { CocoonSet } from "../../../src/apis/v1/types.ts";
@@ -9,7 +9,8 @@ import { FakeClock } from "../../../src/clock.ts";
 import { COCOONCHECKPOINTS, COCOONSETS } from "../../../src/controller/resources.ts";
 import { checkpointBytesTotal, checkpointsTotal } from "../../../src/metrics/checkpoint.ts";
 import { FakeCheckpointRegistry } from "../../support/checkpointregistry.ts";
-import { cocoonSet, NS, RecordingEvents, SET } from "../../support/cocoonset.ts";
+import { cocoonSet, NS, SET } from "../../support/cocoonset.ts";
+import { RecordingEvents } from "../../support/events.ts";
 import { FakeClient } from "../../support/fakeclient.ts";
 import { silentLogger } from "../../support/log.ts";
 

@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import https from "node:https";
@@ -21,6 +20,7 @@ import {
   TOKEN_FILE_REFRESH_MS,
 } from "../../../src/controller/kubeconfig.ts";
 import { COCOONSETS } from "../../../src/controller/resources.ts";
+import { selfSignedCertificate } from "../../env/certs.ts";
 
 const dirs: string[] = [];
 function tempDir(): string {
@@ -495,38 +495,14 @@ describe("KubeClient with the kubeconfig", () => {
 
   it("verifies the server against the kubeconfig CA and presents the client certificate", async () => {
     const dir = tempDir();
-    const cert = (name: string, subject: string, san?: string) => {
-      execFileSync(
-        "openssl",
-        [
-          "req",
-          "-x509",
-          "-newkey",
-          "ec",
-          "-pkeyopt",
-          "ec_paramgen_curve:prime256v1",
-          "-nodes",
-          "-keyout",
-          join(dir, `${name}.key`),
-          "-out",
-          join(dir, `${name}.pem`),
-          "-days",
-          "1",
-          "-subj",
-          subject,
-          ...(san ? ["-addext", san] : []),
-        ],
-        { stdio: "ignore" },
-      );
-    };
-    cert("server", "/CN=apiserver", "subjectAltName=DNS:apiserver.test");
-    cert("client", "/CN=cocoon-operator");
+    selfSignedCertificate(dir, "server", { subject: "/CN=apiserver", altNames: "DNS:apiserver.test" });
+    selfSignedCertificate(dir, "client", { subject: "/CN=cocoon-operator" });
     const subjects: string[] = [];
     const server = https.createServer(
       {
         key: readFileSync(join(dir, "server.key")),
-        cert: readFileSync(join(dir, "server.pem")),
-        ca: readFileSync(join(dir, "client.pem")),
+        cert: readFileSync(join(dir, "server.crt")),
+        ca: readFileSync(join(dir, "client.crt")),
         requestCert: true,
         rejectUnauthorized: true,
       },
@@ -543,10 +519,10 @@ describe("KubeClient with the kubeconfig", () => {
       single(
         {
           server: `https://127.0.0.1:${port}`,
-          "certificate-authority": "server.pem",
+          "certificate-authority": "server.crt",
           "tls-server-name": "apiserver.test",
         },
-        { "client-certificate": "client.pem", "client-key": "client.key" },
+        { "client-certificate": "client.crt", "client-key": "client.key" },
       ),
     );
     const client = new KubeClient({ kubeConfig: restConfigFromKubeconfig(readKubeconfigFile(path)) });

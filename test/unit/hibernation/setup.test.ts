@@ -1,4 +1,4 @@
-// setupHibernationController: the worker-count guard (H29), the index guard, and the event wiring
+// setupHibernationController: the worker-count guard, the index guard, and the event wiring
 // (CR events by key, pod events to every CR targeting the pod, the pod predicate).
 
 import assert from "node:assert/strict";
@@ -17,8 +17,9 @@ import {
 } from "../../../src/hibernation/setup.ts";
 import { hibernationIndexers } from "../../../src/informers/informers.ts";
 import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
+import { RecordingEvents } from "../../support/events.ts";
 import { PodApi } from "./podapi.ts";
-import { hibernationFixture, podFixture, RecordingEvents, settle } from "./support.ts";
+import { hibernationFixture, podFixture, settle } from "./support.ts";
 
 /** An informer over an in-memory store; the test adds, updates and deletes objects by hand. */
 class MemoryInformer<T extends { metadata: { name?: string; namespace?: string } }> implements Informer<T> {
@@ -116,7 +117,7 @@ async function drain(controller: Controller): Promise<string[]> {
 }
 
 describe("setupHibernationController", () => {
-  test("H29: concurrency 0 or -1 is a setup error", () => {
+  test("concurrency 0 or -1 is a setup error", () => {
     for (const concurrency of [0, -1]) {
       assert.throws(
         () => setupHibernationController(new Manager(), options({ concurrency }).options),

@@ -20,7 +20,6 @@ import {
   ANN_VM_NAME,
   FINALIZER_COCOONHIBERNATION,
 } from "../../../src/contract/keys.ts";
-import type { EventRecorder, EventType, InvolvedObject } from "../../../src/controller/events.ts";
 import type { Result } from "../../../src/controller/reconciler.ts";
 import { COCOONHIBERNATIONS, PODS } from "../../../src/controller/resources.ts";
 import { HibernationReconciler } from "../../../src/hibernation/reconciler.ts";
@@ -28,6 +27,7 @@ import type { HibernationView } from "../../../src/hibernation/view.ts";
 import type { SnapshotRegistry } from "../../../src/registry/index.ts";
 import { formatRFC3339 } from "../../../src/rfc3339.ts";
 import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
+import { RecordingEvents } from "../../support/events.ts";
 import { FakeClient } from "../../support/fakeclient.ts";
 
 export const NS = "ns";
@@ -119,25 +119,6 @@ export function hibernationFixture(opts: HibernationOptions = {}): CocoonHiberna
     spec: { podRef: { name: opts.podRef ?? POD }, desire: (opts.desire ?? "Hibernate") as "Hibernate" },
     ...(Object.keys(status).length > 0 ? { status } : {}),
   };
-}
-
-export interface RecordedEvent {
-  object: string;
-  type: EventType;
-  reason: string;
-  message: string;
-}
-
-export class RecordingEvents implements EventRecorder {
-  readonly events: RecordedEvent[] = [];
-
-  event(obj: InvolvedObject, type: EventType, reason: string, message: string): void {
-    this.events.push({ object: obj.metadata?.name ?? "", type, reason, message });
-  }
-
-  reasons(): string[] {
-    return this.events.map((e) => e.reason);
-  }
 }
 
 /** The cache view over a FakeClient's store: reads are never recorded as calls. */
