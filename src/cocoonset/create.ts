@@ -2,7 +2,7 @@
 // is reported, not thrown: the pod of the same name is usually the old one still terminating, and
 // each caller decides what that means (wait, ignore, or check for a collision). A pod this process
 // created that the cache does not show yet is "pending": no registry read, no call, and the pass is
-// marked as waiting for it (expectations.ts). A successful create is recorded as expected.
+// marked as waiting for it (src/pass/expectations.ts). A successful create is recorded as expected.
 
 import type { Pod } from "../apis/core.ts";
 import { ANN_IMAGE, type Role } from "../contract/keys.ts";

@@ -1,4 +1,4 @@
-// Wires the CocoonHibernation reconciler into a manager (behaviours.md items 122–123): the
+// Wires the CocoonHibernation reconciler into a manager (docs/architecture.md): the
 // controller "cocoonhibernation" reconciles every CR event, and every event of a pod a CR names
 // (podwatch.ts watches those pods, and only those) maps to the CRs in the pod's namespace whose
 // spec.podRef.name names it, so a pod arriving after its CR, or vk-cocoon's annotations moving on,
@@ -23,7 +23,7 @@ export const HIBERNATION_CONTROLLER = "cocoonhibernation";
 export interface HibernationControllerOptions {
   /** Writes, and the reads and the watch of the pods CRs name (podwatch.ts). */
   client: Client & WatchClient;
-  /** The CR informer must be created with `indexers: hibernationIndexers` (view.ts). */
+  /** The CR informer must be created with `indexers: hibernationIndexers` (src/informers/informers.ts). */
   informers: HibernationInformers;
   /** Watch one namespace only, as the informers do; default every namespace. */
   namespace?: string;

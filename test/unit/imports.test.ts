@@ -17,14 +17,22 @@ function importsOf(file: string): string[] {
   );
 }
 
-/** Every source file reachable from `entry`. */
-function importClosure(entry: string): Set<string> {
+/** The files a source file loads at run time: its imports less those of types only. */
+function valueImportsOf(file: string): string[] {
+  const text = readFileSync(file, "utf8");
+  return [
+    ...text.matchAll(/(?:^import\s+(?!type\b)[^;]*?from\s+|import\s*\(\s*)"(\.{1,2}\/[^"]+\.ts)"/gms),
+  ].map((m) => resolve(dirname(file), m[1] as string));
+}
+
+/** Every source file reachable from `entry` through `edges` (default: every import). */
+function importClosure(entry: string, edges: (file: string) => string[] = importsOf): Set<string> {
   const seen = new Set<string>();
   const pending = [entry];
   for (let file = pending.pop(); file !== undefined; file = pending.pop()) {
     if (seen.has(file)) continue;
     seen.add(file);
-    pending.push(...importsOf(file));
+    pending.push(...edges(file));
   }
   return seen;
 }
@@ -135,6 +143,47 @@ describe("the rooms of src/", () => {
     for (const room of ["cocoonset/", "checkpoint/", "idle/", "hibernation/", "plugin/", "operator.ts"]) {
       assert.ok(!below.includes(room), `pass/ imports ${room}: ${edges.get("pass/")?.get(room)?.join("; ")}`);
     }
+  });
+});
+
+describe("the pure decisions", () => {
+  const pure = [
+    ...globSync("src/cocoonset/decide/*.ts", { cwd: repoRoot }),
+    "src/hibernation/decide.ts",
+    "src/hibernation/status.ts",
+    "src/idle/policy.ts",
+    "src/idle/deadlines.ts",
+    "src/idle/duration.ts",
+  ];
+
+  it("load no module that talks to the API server or the registry, nor any pass step or write", () => {
+    const io = (f: string) =>
+      f.startsWith("src/registry/") ||
+      f.startsWith("src/net/") ||
+      (f.startsWith("src/controller/") && f !== "src/controller/deepcopy.ts") ||
+      f === "src/pass/writes.ts" ||
+      (f.startsWith("src/cocoonset/") && !f.startsWith("src/cocoonset/decide/"));
+    for (const file of pure) {
+      const loaded = [...importClosure(resolve(repoRoot, file), valueImportsOf)].map((f) =>
+        relative(repoRoot, f),
+      );
+      assert.deepEqual(loaded.filter(io), [], `${file} loads I/O modules`);
+    }
+  });
+
+  it("the check sees a value import through a chain, and not a type-only one", () => {
+    const steps = [...importClosure(resolve(srcRoot, "cocoonset/steps/status.ts"), valueImportsOf)];
+    assert.ok(
+      steps.includes(resolve(srcRoot, "pass/writes.ts")),
+      "steps/status.ts writes through pass/writes.ts",
+    );
+    const plan = [...importClosure(resolve(srcRoot, "cocoonset/decide/migrationplan.ts"), valueImportsOf)];
+    assert.ok(!plan.includes(resolve(srcRoot, "pass/pass.ts")), "a type import is not loaded");
+    assert.ok(
+      importsOf(resolve(srcRoot, "cocoonset/decide/migrationplan.ts")).includes(
+        resolve(srcRoot, "pass/pass.ts"),
+      ),
+    );
   });
 });
 

@@ -103,7 +103,7 @@ type GateOutcome =
 /**
  * The gate: pod-side checks for every pod first, then one manifest probe per VM, in name order —
  * unless `mayRemember` and this process already confirmed the same set at the same generation with
- * the same pods unchanged (suspendgate.ts, SuspendConfirmations).
+ * the same pods unchanged (src/pass/suspendconfirmations.ts).
  */
 async function runSuspendGate(pass: Pass, mayRemember: boolean): Promise<GateOutcome> {
   const plan = planSuspendGate(pass.pods.all.values(), pass.generation);
