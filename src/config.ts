@@ -1,4 +1,4 @@
-// The operator's command line and environment (behaviours.md §4), read the way the Go operator reads
+// The operator's command line and environment (docs/configuration.md), read the way the Go operator reads
 // them: every flag's default comes from its environment variable, so a flag given on the command line
 // overrides the variable; flags follow Go's `flag` package syntax. Pure: no I/O, no process access.
 

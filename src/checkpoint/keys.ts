@@ -1,4 +1,4 @@
-// The names checkpoints and branching add to the contract (issue 19, decisions.md #9–#10). All are
+// The names checkpoints and branching add to the contract (docs/checkpoints.md). All are
 // new: the annotations sit under cocoonset.cocoonstack.io/ beside the Go operator's, which ignores them.
 
 /** On a new CocoonSet: branch it from the named CocoonCheckpoint in its namespace, before its first pod. */
@@ -21,7 +21,7 @@ export const CONDITION_BRANCHED = "Branched";
 
 const CHECKPOINT_TAG_PREFIX = "ckpt-";
 
-/** `ckpt-<checkpoint name>`: the tag in each member VM's repository (decisions.md #10). */
+/** `ckpt-<checkpoint name>`: the tag in each member VM's own repository, so a copy moves no blob. */
 export function checkpointTag(checkpointName: string): string {
   return `${CHECKPOINT_TAG_PREFIX}${checkpointName}`;
 }

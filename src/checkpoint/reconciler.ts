@@ -1,4 +1,4 @@
-// The CocoonCheckpoint reconciler (issue 19). A checkpoint waits (Pending) until its set is Suspended
+// The CocoonCheckpoint reconciler. A checkpoint waits (Pending) until its set is Suspended
 // at its current generation, fixes its member list (Copying), copies each member's `:hibernate`
 // manifest to `<vm>:ckpt-<name>` in the same repository (a manifest PUT: the blobs are already there),
 // and goes Ready. Deleting it deletes those tags, probe first; the finalizer stays until every one

@@ -1,4 +1,4 @@
-// Wires checkpoints into the operator (issue 19): the CocoonCheckpoint controller, the CocoonSet
+// Wires checkpoints into the operator (docs/checkpoints.md): the CocoonCheckpoint controller, the CocoonSet
 // controller's watch on checkpoints (a set waiting to branch wakes when its checkpoint moves), and
 // the probe that leaves all of it out when the cluster does not serve the kind.
 

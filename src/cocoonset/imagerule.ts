@@ -2,8 +2,8 @@
 // create (main in steps 6 and 11, the wake of step 9, the migration recreate of step 8, a sub-agent in
 // step 12, a toolbox in step 13). vk-cocoon refuses to create a pod over a `:hibernate` tag recorded
 // from another image, and refuses a fork-from pod over any tag; this read decides, before the create,
-// whether the tag is restored from, or dropped so the pod boots fresh (decisions #3; items 77–78,
-// 82–83, 124–128). Static toolboxes are unmanaged: vk never reads a tag for them, so they skip this.
+// whether the tag is restored from, or dropped so the pod boots fresh (docs/cocoonset.md). Static
+// toolboxes are unmanaged: vk never reads a tag for them, so they skip this.
 
 import { ROLE_SUB_AGENT, type Role, TAG_HIBERNATE } from "../contract/keys.ts";
 import type { CachedHibernation, Pass } from "../pass/pass.ts";

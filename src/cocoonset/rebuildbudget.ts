@@ -1,4 +1,4 @@
-// The writes of the rebuild budget (decisions #4) around the pure rules of rebuild.ts: a pod that needs
+// The writes of the rebuild budget around the pure rules of decide/rebuildrules.ts: a pod that needs
 // a rebuild (drifted, or a terminal sub-agent or toolbox) is deleted for recreate with backoff, the
 // history persisted FIRST so a failed delete cannot bypass the gate; once the budget is spent the pod
 // is kept and dead-lettered at the set's generation, until a spec edit.

@@ -34,7 +34,7 @@ export interface CocoonSetControllerOptions {
   /** Sets reconciled in parallel (COCOONSET_CONCURRENCY); below 1 is a setup error. */
   concurrency?: number;
   log?: Logger;
-  /** Checkpoints new sets branch from (issue 19); absent when the kind is not served. */
+  /** Checkpoints new sets branch from (docs/checkpoints.md); absent when the kind is not served. */
   branching?: BranchingDeps;
   /** Created-pod expectations; default a fresh one for this controller. */
   expectations?: PodCreateExpectations;
@@ -80,7 +80,10 @@ export function setupCocoonSetController(manager: Manager, options: CocoonSetCon
   return controller;
 }
 
-/** decisions #7, plus an edit of the idle policy's annotations (src/idle/policy.ts). */
+/**
+ * A new generation or a status change (each status patch brings one more pass, which corrects a status
+ * computed from a stale view of the pods), plus an edit of the idle policy's annotations (docs/idle.md).
+ */
 export const cocoonSetChange: Predicate<CocoonSet> = {
   update: (oldSet, newSet) =>
     (generationChangedOrStatusChanged.update?.(oldSet, newSet) ?? true) ||

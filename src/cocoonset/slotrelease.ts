@@ -1,7 +1,7 @@
 // hibernatePolicy=release: once the suspend gate has confirmed every snapshot, the pods are deleted
-// so their scheduling seats free (behaviours.md items 29–35), and the wake of step 9 recreates the
-// main from its snapshot, preferring the node it hibernated on (items 61–68). The predicates here
-// state when a pod may die and when a snapshot may go; the steps call nothing destructive without them.
+// so their scheduling seats free (step 6), and the wake of step 9 recreates the main from its
+// snapshot, preferring the node it hibernated on. The predicates here state when a pod may die and
+// when a snapshot may go; the steps call nothing destructive without them.
 
 import type { Pod } from "../apis/core.ts";
 import type { CocoonSet } from "../apis/v1/types.ts";

@@ -1,4 +1,4 @@
-// Every label, annotation, finalizer and tag of the cocoon contract (contract.md §2), with the exact
+// Every label, annotation, finalizer and tag of the cocoon contract, with the exact
 // strings the Go operator, cocoon-common and vk-cocoon use.
 
 // Pod labels written by the operator.
@@ -76,7 +76,7 @@ export const LIFECYCLE_HIBERNATING = "hibernating";
 export const LIFECYCLE_HIBERNATED = "hibernated";
 export const LIFECYCLE_FAILED = "failed";
 
-/** Boolean annotations are true only for the exact string "true" (contract.md §2). */
+/** Boolean annotations are true only for the exact string "true": "True", "1" and "yes" are false. */
 export const TRUE = "true";
 
 /** The placeholder container every cocoon pod carries; vk-cocoon never pulls it. */

@@ -1,6 +1,6 @@
-// The lifecycle triple vk-cocoon writes and the generation stamp the operator writes (contract.md
-// §3.6). vk writes state and observed generation together, so "state X at generation ≥ G" is a
-// skew-free completion signal for an operation requested at CocoonSet generation G.
+// The lifecycle triple vk-cocoon writes and the generation stamp the operator writes. vk writes state
+// and observed generation together, so "state X at generation ≥ G" is a skew-free completion signal
+// for an operation requested at CocoonSet generation G.
 
 import type { Pod } from "../apis/core.ts";
 import { parseGoIntNumber } from "./goint.ts";

@@ -1,5 +1,5 @@
-// Read-only helpers over a pod's status, annotations and ownership (contract.md §3.5, §3.7, §3.8),
-// plus the merge-patch body shape every annotation write uses (§5.1).
+// Read-only helpers over a pod's status, annotations and ownership, plus the merge-patch body shape
+// every annotation write uses.
 
 import type { Pod, Toleration } from "../apis/core.ts";
 import type { OwnerReference } from "../apis/v1/types.ts";

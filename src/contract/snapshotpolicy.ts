@@ -1,4 +1,4 @@
-// Whether vk-cocoon pushes a routine `:latest` snapshot of a VM at pod delete (contract.md §3.11);
+// Whether vk-cocoon pushes a routine `:latest` snapshot of a VM at pod delete;
 // the operator uses the same decision when it garbage-collects `:latest` tags.
 
 import { ROLE_MAIN, type Role } from "./keys.ts";

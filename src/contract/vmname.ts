@@ -1,4 +1,4 @@
-// Deterministic VM and pod names (contract.md §3.1–3.2): plain concatenation, no hashing or
+// Deterministic VM and pod names: plain concatenation, no hashing or
 // truncation. The role of a pod comes from its owner plus the slot parse, never a suffix split.
 
 import type { Pod } from "../apis/core.ts";
@@ -53,7 +53,7 @@ export function inferRoleFromSlot(slot: number): Role {
   return slot === 0 ? ROLE_MAIN : ROLE_SUB_AGENT;
 }
 
-/** The role of a pod's VM: owner CocoonSet name + slot parse (contract.md §3.2). */
+/** The role of a pod's VM: owner CocoonSet name + slot parse. */
 export function roleForPod(pod: Pick<Pod, "metadata">, vmName: string): Role {
   const cocoonSet = cocoonSetOwnerName(pod);
   return inferRoleFromSlot(extractAgentSlot(pod.metadata.namespace ?? "", cocoonSet, vmName));

@@ -1,4 +1,4 @@
-// vk-cocoon's runtime write-back (contract.md §3.4); the operator writes it itself for static toolboxes.
+// vk-cocoon's runtime write-back; the operator writes it itself for static toolboxes.
 
 import { parseGoIntNumber } from "./goint.ts";
 import { ANN_IP, ANN_VM_ID, ANN_VNC_PORT } from "./keys.ts";

@@ -1,4 +1,4 @@
-// The VMSpec annotation contract (contract.md §3.3): 14 pod annotations from which vk-cocoon builds
+// The VMSpec annotation contract: 14 pod annotations from which vk-cocoon builds
 // the VM. Drift checks compare ParseVMSpec(pod) with the spec-derived VMSpec field by field, so the
 // values (defaults, canonical storage string) must match the Go operator's exactly.
 

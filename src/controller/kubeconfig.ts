@@ -1,5 +1,5 @@
-// Kubeconfig loading and API-server auth, as client-go's clientcmd and rest packages do it (this
-// replaced @kubernetes/client-node, whose import alone cost ~80 MiB of RSS).
+// Kubeconfig loading and API-server auth, as client-go's clientcmd and rest packages do it (not
+// @kubernetes/client-node, whose import alone costs ~80 MiB of RSS).
 //
 // Files: a KUBECONFIG path list is merged as kubectl merges it (per name the first file wins,
 // current-context comes from the first file that sets it, missing files are skipped); relative paths

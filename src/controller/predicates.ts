@@ -1,5 +1,5 @@
-// Generic event predicates (behaviours.md items 120–121, decisions.md #7). They read only standard
-// object metadata and status, so they serve any resource with that shape.
+// Generic event predicates. They read only standard object metadata and status, so they serve any
+// resource with that shape.
 import { isDeepStrictEqual } from "../builtins.ts";
 import type { Predicate } from "./controller.ts";
 

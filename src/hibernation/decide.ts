@@ -1,5 +1,5 @@
 // What a hibernate or wake pass should do, decided from the CR, the pod and (for hibernate) the
-// registry probe, without touching the API or the registry (behaviours.md items 135–139).
+// registry probe, without touching the API or the registry (docs/hibernation.md, steps 6–8).
 
 import type { Pod } from "../apis/core.ts";
 import type { CocoonHibernation, HibernationDesire } from "../apis/v1/types.ts";

@@ -1,4 +1,4 @@
-// The CocoonHibernation reconciler (behaviours.md items 130–143): drives one pod's VM to hibernated
+// The CocoonHibernation reconciler (docs/hibernation.md): drives one pod's VM to hibernated
 // or back to running by toggling the pod's hibernate annotation, and confirms the result from
 // vk-cocoon's lifecycle annotations and the VM's :hibernate tag. Decisions live in decide.ts and
 // status.ts; this file reads the cache, writes, and emits.

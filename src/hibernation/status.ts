@@ -1,7 +1,7 @@
 // The CocoonHibernation status as pure functions of the current object and the clock: the Ready
 // condition per phase, the phase deadlines measured from Ready.lastTransitionTime, and the three
 // status writes (setPhase, markFailed, markPending) with their "nothing changed, no patch" rules
-// (behaviours.md items 133, 138–141).
+// (docs/hibernation.md).
 
 import { setStatusCondition } from "../apis/status.ts";
 import type {

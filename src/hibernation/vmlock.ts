@@ -1,4 +1,4 @@
-// Serialises the CocoonHibernation passes that touch one VM (behaviours.md item 134). Two CRs can
+// Serialises the CocoonHibernation passes that touch one VM (docs/hibernation.md, step 5). Two CRs can
 // name the same pod (the one-CR-per-pod rule lives in a webhook that may be missing), and with more
 // than one worker their opposing desires would race the pod's hibernate annotation and the VM's
 // :hibernate tag. Striping bounds the table while VM names come and go; a collision only costs two

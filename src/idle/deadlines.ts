@@ -1,4 +1,4 @@
-// When a CocoonSet with an idle or expiry policy is due, and what the status says about it (issue 20).
+// When a CocoonSet with an idle or expiry policy is due, and what the status says about it (docs/idle.md).
 // Pure: the set as last read, the clock's now, no I/O.
 //
 // The set is idle since the latest of three times, each durable across operator restarts:

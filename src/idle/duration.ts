@@ -1,5 +1,5 @@
 // Go's time.ParseDuration and Duration.String, to the nanosecond: the suspend-after-idle annotation
-// takes a Go duration (issue 20), so "1h30m", "1.5h", "300ms", "1µs" and "-0" mean here exactly what
+// takes a Go duration, so "1h30m", "1.5h", "300ms", "1µs" and "-0" mean here exactly what
 // they mean to a Go program, and an event names a duration the way Go prints it. Integer arithmetic
 // is BigInt (Go's uint64); the one float64 step of Go (a fraction times its unit) is a JS number.
 

@@ -1,5 +1,5 @@
-// The idle-suspend and expiry policy of a CocoonSet, read from its annotations (issue 20; decisions
-// #9: per-set policies are annotations, the CRDs stay as they are). Pure: a bad value becomes a
+// The idle-suspend and expiry policy of a CocoonSet, read from its annotations (docs/idle.md): a
+// per-set policy is an annotation, so the CRD specs stay as they are. Pure: a bad value becomes a
 // problem message, and the part of the policy it belongs to is ignored (never a suspend, never a
 // delete on a typo).
 
@@ -21,8 +21,8 @@ export const ANN_EXPIRE_ACTION = "cocoonset.cocoonstack.io/expire-action";
 export const ANN_PARKED_AT = "cocoonset.cocoonstack.io/parked-at";
 
 /**
- * The annotations that set the policy. A change to one of them passes the CocoonSet watch (decisions
- * #7 drops other annotation-only patches), so `kubectl annotate` on a running set arms it at once.
+ * The annotations that set the policy. A change to one of them passes the CocoonSet watch (which
+ * drops every other annotation-only patch), so `kubectl annotate` on a running set arms it at once.
  * last-activity is not among them: a touch only postpones, and the pass already armed for the old
  * deadline reads it.
  */

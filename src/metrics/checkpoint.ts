@@ -1,6 +1,6 @@
-// The cocoon_operator_checkpoint_* collectors (issue 19), beside those of cocoon.ts. Labels are the
-// namespace and the source set, never the checkpoint's own name (one series per checkpoint would grow
-// without bound).
+// The cocoon_operator_checkpoint_* collectors (docs/checkpoints.md), beside those of cocoon.ts.
+// Labels are the namespace and the source set, never the checkpoint's own name (one series per
+// checkpoint would grow without bound).
 
 import { metricsRegistry } from "../controller/metrics.ts";
 import { Counter, Histogram } from "../controller/prom.ts";

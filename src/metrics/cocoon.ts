@@ -1,4 +1,4 @@
-// The cocoon_operator_* collectors both reconcilers write to (behaviours.md §4), registered on the
+// The cocoon_operator_* collectors both reconcilers write to (docs/observability.md), registered on the
 // process registry next to the controller-runtime metrics. Object names are never labels beyond
 // namespace and cocoonset, as upstream.
 

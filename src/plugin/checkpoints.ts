@@ -1,6 +1,6 @@
-// CocoonCheckpoints as the plugin reads and judges them (issue 19): one by name with a message when
-// it is missing or its kind is not served, a set's checkpoints, and the --wait goal of `checkpoint`,
-// Ready, judged together with the source set so a set that fails to suspend ends the wait.
+// CocoonCheckpoints as the plugin reads and judges them (docs/checkpoints.md): one by name with a
+// message when it is missing or its kind is not served, a set's checkpoints, and the --wait goal of
+// `checkpoint`, Ready, judged together with the source set so a set that fails to suspend ends the wait.
 
 import type { CocoonSet } from "../apis/v1/types.ts";
 import type { CheckpointMember, CocoonCheckpoint } from "../apis/v1alpha1/types.ts";

@@ -1,6 +1,6 @@
 // A VM's snapshots as the registry holds them: every tag under `<registry base>/<vm>`, with the
 // manifest's size (config plus layers) and creation time (org.opencontainers.image.created, which
-// vk-cocoon always writes, contract.md §4.6).
+// vk-cocoon always writes).
 
 import { BASE_IMAGE_ANNOTATION, ManifestNotFoundError, type RegistryClient } from "../registry/index.ts";
 import { PluginError } from "./errors.ts";

@@ -1,6 +1,6 @@
 // The registry operations the operator needs: probe, read and delete a manifest under
-// `<OCI_REGISTRY>/<repo>`, with the HTTP behaviour of go-containerregistry's remote.* calls
-// (contract.md §4.2), plus a tag-delete fallback for registries that refuse DELETE by tag.
+// `<OCI_REGISTRY>/<repo>`, with the HTTP behaviour of go-containerregistry's remote.* calls,
+// plus a tag-delete fallback for registries that refuse DELETE by tag.
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { type Env, proxyFromEnvironment } from "../net/proxy.ts";
@@ -26,7 +26,7 @@ export const MANIFEST_ACCEPT = [
   "application/vnd.docker.distribution.manifest.list.v2+json",
 ].join(",");
 
-/** The manifest annotation holding the image a snapshot was taken from (contract.md §4.7). */
+/** The manifest annotation vk-cocoon records a snapshot's image in; the snapshot image rule reads it. */
 export const BASE_IMAGE_ANNOTATION = "cocoonstack.snapshot.baseimage";
 
 export const DEFAULT_TIMEOUT_MS = 30_000;
@@ -117,7 +117,7 @@ export interface ManifestCopy {
 }
 
 /**
- * The writes checkpoints and branching make (decisions.md #10): manifest PUTs of existing content and
+ * The writes checkpoints and branching make (docs/checkpoints.md): manifest PUTs of existing content and
  * blob copies between repositories. Nothing here builds a snapshot of its own.
  */
 export interface CheckpointRegistry extends SnapshotRegistry {

@@ -1,5 +1,5 @@
 // Reference formation as go-containerregistry's name.ParseReference does it for
-// `<OCI_REGISTRY>/<vm>:<tag>` (contract.md §4.1).
+// `<OCI_REGISTRY>/<vm>:<tag>`.
 
 export interface RegistryBase {
   /** host[:port] as used in URLs and docker config keys, e.g. "127.0.0.1:5000", "[::1]:5000". */

@@ -53,7 +53,7 @@ export interface TransportOptions {
   proxy?: ProxySelector;
 }
 
-/** Go's transport keeps up to 32 idle connections per host (contract.md §4.4). */
+/** Go's transport keeps up to 32 idle connections per host. */
 const MAX_SOCKETS_PER_HOST = 32;
 
 function bodyAllowed(method: string, status: number): boolean {

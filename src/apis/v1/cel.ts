@@ -1,6 +1,7 @@
-// CEL rules that carry the cocoon-webhook checks needing no List into the CRDs (decisions.md #8,
-// behaviours.md §5). The API server applies schema defaults before it evaluates these, but every
-// rule still spells the default out so it stays correct for objects stored before a default existed.
+// CEL rules that carry the cocoon-webhook checks needing no List into the CRDs, so a cluster without
+// the webhook refuses the same specs (docs/migrating.md). The API server applies schema defaults
+// before it evaluates these, but every rule still spells the default out so it stays correct for
+// objects stored before a default existed.
 import type { ValidationRule } from "./openapi.ts";
 import { DEFAULT_AGENT_MODE, DEFAULT_BACKEND, DEFAULT_OS, DEFAULT_TOOLBOX_MODE } from "./types.ts";
 

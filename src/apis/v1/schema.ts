@@ -1,5 +1,5 @@
 // The CocoonSet and CocoonHibernation CRDs: the single source of truth for
-// config/crd/bases/*.yaml (scripts/gen-crds.ts). A superset of the upstream CRDs (contract.md §1):
+// config/crd/bases/*.yaml (scripts/gen-crds.ts). A superset of the upstream CRDs:
 // every upstream field, default and rule, plus the webhook checks expressible in CEL (cel.ts).
 import {
   agentRules,
@@ -337,7 +337,7 @@ export const cocoonSetCRD: CustomResourceDefinition = crd(
     type: "object",
     properties: { ...typeMetaProperties, spec: cocoonSetSpecSchema, status: cocoonSetStatusSchema },
   },
-  // Issue 20: when the idle policy will suspend the set.
+  // After Age, so the upstream columns keep their places: when the idle policy will suspend the set.
   [{ jsonPath: ".status.idleSuspendAt", name: "Idle-Suspend", type: "string" }],
 );
 

@@ -1,4 +1,4 @@
-// CocoonSet and CocoonHibernation, group cocoonset.cocoonstack.io/v1 (contract.md §1).
+// CocoonSet and CocoonHibernation, group cocoonset.cocoonstack.io/v1.
 // Field names and optionality follow the Go types: an absent field is the Go zero value.
 
 export const GROUP = "cocoonset.cocoonstack.io";
@@ -43,7 +43,7 @@ export interface Condition {
   message: string;
 }
 
-// ---- enums (contract.md §1.8): IsValid = exact membership, empty is invalid ----
+// ---- enums: IsValid = exact membership, empty is invalid ----
 
 export const AGENT_MODES = ["clone", "run"] as const;
 export type AgentMode = (typeof AGENT_MODES)[number];

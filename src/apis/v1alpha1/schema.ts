@@ -1,4 +1,4 @@
-// The CocoonCheckpoint CRD (issue 19): the source of config/crd/bases/
+// The CocoonCheckpoint CRD (docs/checkpoints.md): the source of config/crd/bases/
 // cocoonset.cocoonstack.io_cocooncheckpoints.yaml, generated with the v1 CRDs by scripts/gen-crds.ts.
 // CEL carries what needs no lookup: the name must make a valid registry tag `ckpt-<name>`, and the
 // spec cannot move to another set once written. Whether the set exists is the controller's to report.

@@ -1,4 +1,4 @@
-// CocoonCheckpoint, group cocoonset.cocoonstack.io/v1alpha1 (issue 19, decisions.md #9–#10): a named,
+// CocoonCheckpoint, group cocoonset.cocoonstack.io/v1alpha1 (docs/checkpoints.md): a named,
 // durable copy of a suspended CocoonSet's snapshots, and the source new sets branch from. Its own CRD:
 // the v1 kinds are untouched, and the Go operator ignores it.
 

@@ -70,7 +70,7 @@ export function computeStatus(
   if (generation !== 0) status.observedGeneration = generation;
   if (agents.length > 0) status.agents = agents;
   if (toolboxes.length > 0) status.toolboxes = toolboxes;
-  // Issue 20: when the idle or expiry policy will act, computed by the policy's own room.
+  // When the idle or expiry policy will act (docs/idle.md), computed by the policy's own room.
   Object.assign(
     status,
     idleStatusFields(cs, readIdlePolicy(cs.metadata.annotations), phase, Date.parse(opts.now)),

@@ -1,4 +1,4 @@
-// The `delete-vm-names` CocoonSet annotation (behaviours.md items 3–5): every VM whose registry tags
+// The `delete-vm-names` CocoonSet annotation: every VM whose registry tags
 // teardown must GC, sorted and comma-joined. It is stashed before any pod delete (teardown, scale-down,
 // toolbox removal, slot release), so teardown still covers a set deleted before Status.Agents was
 // patched, slots that left the spec earlier, and pods deleted while suspended (the reclaim record).

@@ -1,4 +1,4 @@
-// Pure drift checks (behaviours.md items 112, 113, 118): does a live pod still match what the
+// Pure drift checks (steps 7 and 11–13): does a live pod still match what the
 // builders would make from the current spec? A drifted pod is recreated. Only what shapes the VM
 // or its placement counts; affinity, nodeName, tolerations, labels and the container image don't.
 

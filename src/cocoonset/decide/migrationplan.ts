@@ -1,4 +1,4 @@
-// Pure decisions of the cross-node migration of the main (step 8; behaviours.md items 43–60). Live
+// Pure decisions of the cross-node migration of the main (step 8). Live
 // state is never lost: the old main dies only after its :hibernate snapshot exists AND this
 // controller quiesced it, and the snapshot drops only after the new VM runs. Each destructive write
 // has its own predicate below, so the safety condition is stated, and tested, once.
@@ -24,7 +24,7 @@ function isScheduled(pod: Pod): boolean {
 }
 
 /**
- * Item 58: the main still waits for a node under a required hostname affinity that spec.nodeName no
+ * The main still waits for a node under a required hostname affinity that spec.nodeName no
  * longer names (a re-pin away from a full node, or a removed pin). It has no VM yet, so deleting it
  * loses nothing; read from the pod alone, so a settled pass costs no call.
  */
@@ -41,13 +41,13 @@ export function awaitsNodeNoLongerPinned(main: Pod, target: string): boolean {
   );
 }
 
-/** Item 43 (with a registry): a pin, or a migration in flight that a removed pin must still finish. */
+/** The step engages (given a registry) on a pin, or on a migration a removed pin must still finish. */
 export function migrationEngaged(target: string, migrating: boolean): boolean {
   return target !== "" || migrating;
 }
 
 /**
- * Item 44, widened to every case in which no snapshot could make the step act: outside a migration,
+ * Every case in which no snapshot could make the step act: outside a migration,
  * a main that is not quiesced and sits on its target (live or still coming up) or is still unscheduled
  * is the normal flow's. Safe to skip the probe because Migrating is persisted before any side effect.
  */
@@ -70,7 +70,7 @@ export function hibernationOwnsPod(hibernations: readonly CachedHibernation[], p
 }
 
 /**
- * Items 45–46: the pod belongs to the hibernation reconciler, which owns it (above) or tracks it
+ * The pod belongs to the hibernation reconciler, which owns it (above) or tracks it
  * without having settled Active (a wake in flight, or a failed wake retrying that still needs the
  * snapshot). The migration hands back rather than race it.
  */
@@ -81,7 +81,10 @@ export function hibernationClaimsPod(hibernations: readonly CachedHibernation[],
   );
 }
 
-/** A scheduled main on a node other than the pin. An unscheduled pod is never "off target" (item 56). */
+/**
+ * A scheduled main on a node other than the pin. An unscheduled one has no VM to move, so it is never
+ * "off target": awaitsNodeNoLongerPinned handles one waiting under an outdated pin.
+ */
 export function mainOffTarget(main: Pod | undefined, target: string): boolean {
   return main !== undefined && target !== "" && isScheduled(main) && main.spec.nodeName !== target;
 }

@@ -1,4 +1,4 @@
-// Pure builders of the placeholder pods a CocoonSet owns (behaviours.md items 106–117). vk-cocoon
+// Pure builders of the placeholder pods a CocoonSet owns (docs/cocoonset.md). vk-cocoon
 // never runs the container: it builds the VM from the annotations and container[0]'s resources.
 
 import type { NodeAffinity, NodeSelectorTerm, Pod, Toleration } from "../../apis/core.ts";

@@ -1,4 +1,4 @@
-// The rebuild budget of steps 7, 11, 12 and 13 (decisions.md #4): a drifted pod, or a terminal
+// The rebuild budget of steps 7, 11, 12 and 13: a drifted pod, or a terminal
 // sub-agent or toolbox, is deleted for recreate with backoff 0 / 1 / 5 / 30 s, at most 4 times, then
 // kept with `dead-letter: "<generation>"` until a spec edit. The count lives on the CocoonSet's
 // `rebuild-history` annotation, keyed by pod name, so it survives the pod delete.

@@ -1,6 +1,6 @@
-// The suspend deadline of step 6 (decisions.md #2): `suspending-since` holds the RFC 3339 UTC time of
-// the current entry into Suspending; after 3 minutes there the set reports Failed, and the next pass
-// re-enters Suspending with a fresh deadline (behaviours.md item 28).
+// The suspend deadline of step 6: `suspending-since` holds the RFC 3339 UTC time of the current entry
+// into Suspending; after 3 minutes there the set reports Failed, and the next pass re-enters
+// Suspending with a fresh deadline, so a VM that cannot hibernate surfaces every 3 minutes.
 
 import type { CocoonSet } from "../../apis/v1/types.ts";
 import { ANN_SUSPENDING_SINCE } from "../../contract/keys.ts";

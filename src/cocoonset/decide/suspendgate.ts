@@ -19,8 +19,8 @@ export type PodGate =
   | { readonly verdict: "probe"; readonly vm: string };
 
 /**
- * One pod against the gate. A pod that only reports lifecycle `failed` is waited on, not skipped
- * (decisions #5): its VM may still be live, and the 3-minute deadline surfaces it.
+ * One pod against the gate. A pod that only reports lifecycle `failed` is waited on, not skipped:
+ * its VM may still be live, and the 3-minute deadline surfaces it.
  */
 export function gatePod(pod: Pod, generation: number): PodGate {
   if (pod.metadata.annotations?.[ANN_MANAGED] !== TRUE) return { verdict: "skip" };

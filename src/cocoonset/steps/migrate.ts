@@ -46,7 +46,7 @@ export const EVENT_MIGRATE_NO_CAPACITY = "MigrateNoCapacity";
 export async function reconcileMigration(pass: Pass): Promise<StepOutcome> {
   const main = pass.pods.main;
   const target = migrationTarget(pass.cs);
-  // Item 58 runs first, whatever the pin, phase or registry.
+  // A main waiting under an affinity the pin no longer names goes first, whatever the phase or registry.
   if (main && awaitsNodeNoLongerPinned(main, target)) return recreateUnderCurrentPin(pass, main, target);
 
   const registry = pass.deps.registry;
@@ -121,8 +121,9 @@ export async function reconcileMigration(pass: Pass): Promise<StepOutcome> {
 }
 
 /**
- * Item 58: the main has no VM yet, so deleting it loses nothing; the next pass recreates it under the
- * current pin (this step from the snapshot when one exists, else step 9 or 11).
+ * The main waits under an affinity the pin no longer names and has no VM yet, so deleting it loses
+ * nothing; the next pass recreates it under the current pin (this step from the snapshot when one
+ * exists, else step 9 or 11).
  */
 async function recreateUnderCurrentPin(pass: Pass, main: Pod, target: string): Promise<StepOutcome> {
   // "No VM yet" is only true of the pod as the API server holds it: a cache that has not seen the
@@ -168,7 +169,7 @@ async function recreateFromSnapshot(pass: Pass, vmName: string): Promise<StepOut
   return markMigrating(pass);
 }
 
-/** Item 57: the scheduler has no seat for the restored main on its target. */
+/** The scheduler has no seat for the restored main on its target. */
 function reportNoCapacity(pass: Pass, main: Pod): void {
   const message = unschedulableMessage(main);
   if (message === undefined) return;

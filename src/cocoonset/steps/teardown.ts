@@ -1,6 +1,6 @@
 // Step 2: a set being deleted loses its pods first, then its snapshot tags, then its finalizer.
 // The VM names to GC are stashed on the set before the first pod delete, so the cleanup survives a
-// restart mid-teardown and covers VMs the status never listed (behaviours.md items 2–14).
+// restart mid-teardown and covers VMs the status never listed.
 
 import type { Pod } from "../../apis/core.ts";
 import type { CocoonSet } from "../../apis/v1/types.ts";

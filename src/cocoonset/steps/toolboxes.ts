@@ -1,6 +1,7 @@
-// Step 13: one pod `<cs>-<tb>` per toolbox of the spec; removed toolboxes go (decisions #6, items
-// 94–99). Names are validated before any write, so a spec that slipped past the webhook leaves no
-// partial state. A write marks the pass changed: step 14 then requeues at once instead of patching.
+// Step 13: one pod `<cs>-<tb>` per toolbox of the spec; removed toolboxes go, their VM names stashed
+// first for teardown's GC. Names are validated before any write, so a spec that slipped past the
+// webhook leaves no partial state. A write marks the pass changed: step 14 then requeues at once
+// instead of patching.
 
 import type { Pod } from "../../apis/core.ts";
 import type { ToolboxSpec } from "../../apis/v1/types.ts";

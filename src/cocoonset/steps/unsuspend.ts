@@ -1,7 +1,6 @@
 // Step 10: spec.suspend=false wakes the pods and settles the reclaim record once, then, on every pass,
-// drops the `:hibernate` tag of each recorded VM that runs again (behaviours.md items 69–80). A tag
-// goes only once its VM is live and ready at the record's generation: until then a wake or a restore
-// may still read it.
+// drops the `:hibernate` tag of each recorded VM that runs again. A tag goes only once its VM is live
+// and ready at the record's generation: until then a wake or a restore may still read it.
 
 import type { Pod } from "../../apis/core.ts";
 import { ANN_HIBERNATE, TAG_HIBERNATE } from "../../contract/keys.ts";
