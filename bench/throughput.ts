@@ -1,5 +1,5 @@
 // Benchmark 2: reconcile throughput, the shape of the upstream BenchmarkReconcileThroughput
-// (behaviours.md §3). 24 sets bench-0..23, each with the finalizer, no pods and a Hibernated
+// (BENCHMARKS.md, section 2). 24 sets bench-0..23, each with the finalizer, no pods and a Hibernated
 // CocoonHibernation h-<set> on <set>-0; a fake client and cache view; a registry whose every probe
 // (hasManifest / getSnapshot) sleeps 5 ms and finds no tag (a timer for all but the last millisecond,
 // then setImmediate turns: see sleepPrecisely). One op = a fresh fixture (not timed), then

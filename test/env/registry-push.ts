@@ -1,6 +1,6 @@
 // Pushes a small snapshot-shaped OCI manifest for tests: a config blob and one layer blob through
 // the blob upload session (POST, then PUT with the digest), then the manifest PUT as 2-space
-// indented JSON, like vk-cocoon's pusher (contract.md §4.6). Handles the test registry's auth modes.
+// indented JSON, like vk-cocoon's pusher. Handles the test registry's auth modes.
 import { createHash, randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { parseChallenge } from "../../src/registry/challenge.ts";

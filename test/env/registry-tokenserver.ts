@@ -1,7 +1,7 @@
 // A docker distribution token server for tests: HTTPS with a self-signed certificate, Basic
 // credentials checked against a user list, and RS256 JWTs (x5c header) granting each requested
 // action only when the user is allowed it — so scope handling can be tested against the real
-// registry (ecosystem.md §4).
+// registry.
 
 import { createPrivateKey, randomUUID, sign, X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";

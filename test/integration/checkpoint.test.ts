@@ -1,4 +1,4 @@
-// Checkpoints and branching (issue 19) end to end, on the real API server and registry with the
+// Checkpoints and branching (docs/checkpoints.md) end to end, on the real API server and registry with the
 // vk-cocoon simulator: checkpoint a suspended set of a main, two sub-agents and a toolbox; branch three
 // new sets from it, each VM restoring from its slot's checkpointed snapshot (the simulator journal says
 // which); the copied tags go once the branches run, the checkpoint's own tags stay until it is deleted.

@@ -1,14 +1,14 @@
-// Failed VMs end to end, as vk-cocoon reports them (vk-cocoon.md §2.2 and §2.4), and how the
+// Failed VMs end to end, as vk-cocoon reports them (an eviction, or lifecycle `failed`), and how the
 // operator brings each slot back. The simulator's VM journal shows how each came back.
 // - Eviction: the VM is gone; vk deletes the pod with a uid precondition, then notifies phase Failed
 //   with the agent container terminated. The Failed phase only ever shows on a pod already being
-//   deleted, which the operator does not classify (item 17): an evicted sub-agent, toolbox or main is
-//   a missing pod, recreated by steps 11–13 the way a first create is (a sub-agent forks from the
-//   live main, a toolbox boots its image, a main clones its image).
+//   deleted, which the operator does not classify (step 4 skips pods being deleted): an evicted
+//   sub-agent, toolbox or main is a missing pod, recreated by steps 11–13 the way a first create is
+//   (a sub-agent forks from the live main, a toolbox boots its image, a main clones its image).
 // - A VM vk marks failed (lifecycle `failed`, the pod Running and not Ready): a failed sub-agent or
-//   toolbox is rebuilt within the budget (item 89, SubAgentRebuilding); a failed main that matches
-//   its spec parks the set in Failed and is kept (step 7, PodLifecycleFailed, items 36–37); once the
-//   user replaces it, the set runs again.
+//   toolbox is rebuilt within the rebuild budget (SubAgentRebuilding); a failed main that matches
+//   its spec parks the set in Failed and is kept (step 7, PodLifecycleFailed); once the user
+//   replaces it, the set runs again.
 
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";

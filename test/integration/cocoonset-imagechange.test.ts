@@ -2,7 +2,7 @@
 // registry traffic journalled by the registry proxy: the retained main's `:hibernate` snapshot was
 // pushed from the old image, so the snapshot image rule gives it up (the spec's exception to "a
 // snapshot goes only after its VM runs again"). Step 10 clears the old pod's hibernate annotation
-// (item 70: every owned pod but a CocoonHibernation's target), so vk-cocoon starts waking the old VM;
+// (every owned pod's but a CocoonHibernation's target's), so vk-cocoon starts waking the old VM;
 // step 11 deletes the drifted main, and the next pass, finding the main terminating, runs the image
 // rule before its create attempt and deletes the manifest by the digest its GET read. A wake still
 // pulling then fails (WakePullFailed … manifest not found): the refusal chaos seeds 1407079737 and

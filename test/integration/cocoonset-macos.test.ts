@@ -1,5 +1,5 @@
-// A macOS main end to end (behaviours.md items 26, 28 and 41): vk-cocoon refuses to hibernate a macOS
-// guest (HibernateUnsupported, lifecycle failed, the guest keeps running, vk-cocoon.md §2.4), so a
+// A macOS main end to end (steps 6 and 7 of docs/cocoonset.md): vk-cocoon refuses to hibernate a macOS
+// guest (HibernateUnsupported, lifecycle failed, the guest keeps running), so a
 // suspend can never be confirmed. Each 3-minute deadline (reached by pushing the operator's clock)
 // reports SuspendTimedOut and phase Failed, and the next pass re-arms a fresh deadline. On unsuspend
 // step 7 clears the refused hibernate request, vk lifts the failure, and the set reports

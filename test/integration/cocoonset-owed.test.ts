@@ -1,9 +1,10 @@
-// Owed restores end to end (steps 6, 10, 12 and 13; behaviours.md items 71–80) on the real API
+// Owed restores end to end (steps 6, 10, 12 and 13 of docs/cocoonset.md) on the real API
 // server, scheduler and registry with the vk-cocoon simulator. A sub-agent and a toolbox deleted while
 // a retained set is suspended come back on unsuspend restored from their snapshots — neither booted
 // fresh nor refused as fork-from pods over their tags — and the slots that leave the spec and return
-// keep or leave the reclaim record as item 80 says. The simulator's VM journal is the witness of how
-// each VM came up.
+// keep or leave the reclaim record: an owed slot stays recorded and is restored when it returns; a
+// returning sub-agent slot that is not owed has its tag dropped before its pod is created. The
+// simulator's VM journal is the witness of how each VM came up.
 
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -128,7 +129,7 @@ describe("owed restores on unsuspend", () => {
   });
 });
 
-describe("departed and returning slots (item 80)", () => {
+describe("departed and returning slots", () => {
   it("keeps an owed slot that left the spec recorded, and restores it when it returns", {
     timeout: 240_000,
   }, async () => {

@@ -1,7 +1,7 @@
 // The whole operator (both controllers, its own caches) against a real kube-apiserver, the registry
-// and the vk-cocoon simulator, for the CocoonHibernation paths issue 15 found different from the Go
-// operator: a standalone pod that no CocoonSet owns is hibernated and woken through a CR (item 2),
-// and a Wake CR settled Active leaves the set's pod alone when the set suspends it (item 1).
+// and the vk-cocoon simulator, for the CocoonHibernation paths where it differs from the Go operator:
+// a standalone pod that no CocoonSet owns is hibernated and woken through a CR, and a Wake CR settled
+// Active leaves the set's pod alone when the set suspends it.
 
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";

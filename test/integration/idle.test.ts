@@ -1,4 +1,4 @@
-// Idle suspend and expiry end to end (issue 20) on the real API server, scheduler and registry with
+// Idle suspend and expiry (docs/idle.md) end to end on the real API server, scheduler and registry with
 // the vk-cocoon simulator, in seconds: a Running set parks itself after its suspend-after-idle (its
 // VM hibernated, its snapshot pushed), a last-activity touch — an annotation-only patch, which wakes
 // no watch — postpones that, an expired set is deleted through the finalizer, a bad value is a

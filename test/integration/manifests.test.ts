@@ -1,8 +1,9 @@
 // The install manifests: config/default and config/overlays/sa-key render with kubectl's kustomize
-// into the objects behaviours.md §4 describes; the RBAC grants exactly the API calls src/ makes (a
-// new call without a rule fails here); and the real authorizer lets the service account make each
-// of them once the rendered RBAC is applied. OCI_REGISTRY lives in a kustomize-edited env file, so
-// `kubectl apply -k` never resets it; the CRDs use nothing newer than the stated minimum Kubernetes.
+// into the objects docs/installation.md describes (one hardened Deployment, its metrics Service,
+// RBAC, the CRDs); the RBAC grants exactly the API calls src/ makes (a new call without a rule fails
+// here); and the real authorizer lets the service account make each of them once the rendered RBAC
+// is applied. OCI_REGISTRY lives in a kustomize-edited env file, so `kubectl apply -k` never resets
+// it; the CRDs use nothing newer than the stated minimum Kubernetes.
 
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -216,7 +217,7 @@ describe("install manifests", () => {
     }
   });
 
-  it("the Deployment matches behaviours.md §4, hardened", () => {
+  it("the Deployment runs one non-root, read-only, capability-free manager with its probes, ports and resources", () => {
     const deploy = find(defaults, "Deployment", "cocoon-operator");
     const labels = {
       "app.kubernetes.io/name": "cocoon-operator",

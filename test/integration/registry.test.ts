@@ -305,7 +305,7 @@ describe("registry that is down", () => {
   });
 });
 
-// Checkpoints and branching (issue 19): manifest PUT within a repository, blob copies across them.
+// Checkpoints and branching (docs/checkpoints.md): manifest PUT within a repository, blob copies across them.
 
 /** A registry without cross-repository mounts: it ignores mount= and opens an ordinary upload (202). */
 function withoutMount(transport: FetchLike): FetchLike {

@@ -2,9 +2,9 @@
 // to Running by the in-process operator on the real control plane, registry and vk-cocoon simulator,
 // then, once the operator is quiet, passes through the CocoonSet reconciler over the operator's own
 // cached view make no API request, no registry request and list no CocoonHibernation. A set carrying
-// an idle policy costs the same: its pass only asks to be run again at its deadline (issue 20). So does a
+// an idle policy costs the same: its pass only asks to be run again at its deadline. So does a
 // set settled in Phase=Suspended (retain): its gate confirmed every `:hibernate` tag once, and the same
-// pods at the same generation are not probed again (issue 17).
+// pods at the same generation are not probed again.
 // bench/settled.ts measures the same at scale (test/support/settledpass.ts is their shared machinery).
 
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-// Bad input (issue 12). Specs the CRD's CEL rules reject are covered, message by message, in
+// Bad input. Specs the CRD's CEL rules reject are covered, message by message, in
 // test/integration/crd-validation.test.ts (cases in test/fixtures/cel-cases.ts); not repeated here.
 // This file: a set whose operator annotations are corrupt (rebuild-history, hibernate-reclaim,
 // delete-vm-names, suspending-since, and a pod's generation stamp) is read as empty with a warning,

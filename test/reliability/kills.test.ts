@@ -1,4 +1,4 @@
-// Random kills (issue 12): at least 50 SIGKILLs of the operator process at random moments while
+// Random kills: at least 50 SIGKILLs of the operator process at random moments while
 // suspend/unsuspend (with a toolbox), release + wake, migration, teardown, CocoonHibernation
 // hibernate/wake (with a flip mid-transition) and image-change cycles run on the simulator; the
 // invariant checker fails on the first violation with the history that led to it; then every set

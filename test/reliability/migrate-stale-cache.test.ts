@@ -6,7 +6,7 @@
 // back to the node the main runs on (its quiesce for the first target already pushed), a cached main
 // from before that quiesce looked like "the new VM runs on its target", and the snapshot was dropped
 // with the VM hibernated, so vk-cocoon's wake found no tag (CHAOS_SEED=2050015511). Every drop of a
-// snapshot tag now re-checks its predicate on the pod as the API server holds it. A third: item 58's
+// snapshot tag now re-checks its predicate on the pod as the API server holds it. A third: step 8's
 // "a main still unscheduled under a pin spec.nodeName no longer names has no VM, delete it" read a
 // cache that had not seen the binding, and a running VM was deleted without a hibernate (api-faults,
 // a CI run); the delete now re-checks on the server too, as does the delete of the quiesced old main
@@ -122,7 +122,7 @@ it("drops the snapshot once the main runs on its target in the API too", async (
   assert.equal(await registry.hasManifest(VM, "hibernate"), false, "the restored VM runs: the tag goes");
 });
 
-it("item 58 never deletes a main the cache shows unscheduled but the API server has running", async () => {
+it("never deletes a main under an old pin that the cache shows unscheduled but the API server has running", async () => {
   const { pass, registry, client } = setupRepin();
   await reconcileMigration(pass);
   assert.deepEqual(

@@ -1,4 +1,4 @@
-// Registry faults (issue 12): the operator reaches the registry through a proxy that answers 5xx,
+// Registry faults: the operator reaches the registry through a proxy that answers 5xx,
 // holds requests past the client's timeout, answers 401 with a challenge no client can satisfy, or
 // refuses connections — each kind in turn, during each phase: pod creation (the snapshot image rule's
 // manifest read), suspend (the :hibernate probe), unsuspend (the tag drop), migration (the probe before

@@ -1,4 +1,4 @@
-// Wake under faults (issue 12, WakeTimedOut on the real environment): the operator in-process with a
+// Wake under faults (WakeTimedOut on the real environment): the operator in-process with a
 // pushable clock, its registry calls through the fault proxy, and the vk-cocoon simulator. A CocoonSet's
 // main pod is hibernated through a CocoonHibernation, then asked to wake while vk-cocoon cannot wake the
 // VM (first refuseWake, then its registry down) and the operator's registry answers 5xx, then refuses

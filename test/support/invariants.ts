@@ -201,10 +201,10 @@ export class InvariantChecker {
   }
 
   /**
-   * The old pod's wake that lost the race to the image rule (spec step 10 with the "Snapshot image
-   * rule"; test/integration/cocoonset-imagechange.test.ts). After an image edit while suspended, step
-   * 10 clears the hibernate annotation of every owned pod but a CocoonHibernation's target (behaviours
-   * item 70), the drifted old main included, so vk starts waking it; step 11 deletes that main for
+   * The old pod's wake that lost the race to the image rule (step 10 with "The snapshot image rule"
+   * in docs/cocoonset.md; test/integration/cocoonset-imagechange.test.ts). After an image edit while
+   * suspended, step 10 clears the hibernate annotation of every owned pod but a CocoonHibernation's
+   * target, the drifted old main included, so vk starts waking it; step 11 deletes that main for
    * rebuild, and the next pass finds it terminating, runs the image rule before its create attempt
    * (AlreadyExists) and deletes the snapshot by digest: the image rule says it can never be restored.
    * A wake still pulling then fails "manifest not found". Only that refusal is allowed: of a VM whose

@@ -1,4 +1,4 @@
-// The compiled build (issue 17, item 1): tsconfig.build.json emits one JavaScript module per source
+// The compiled build: tsconfig.build.json emits one JavaScript module per source
 // module, the emitted modules import JavaScript only, and the image's entry point runs on Node with
 // type stripping switched off.
 

@@ -1,4 +1,5 @@
-// The operator's flags and environment (behaviours.md §4), M1 and M2, and Go flag-package syntax.
+// The operator's flags and environment (docs/configuration.md), OCI_REGISTRY and the integer
+// variables, and Go flag-package syntax.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import {
@@ -45,7 +46,7 @@ describe("defaults", () => {
   });
 });
 
-describe("M1: OCI_REGISTRY", () => {
+describe("OCI_REGISTRY", () => {
   it("a set OCI_REGISTRY yields a registry client for that base", () => {
     const { config } = loadConfig([], { OCI_REGISTRY: "example.com/proj/repo" });
     assert.equal(config.registryBase, "example.com/proj/repo");
@@ -64,7 +65,7 @@ describe("M1: OCI_REGISTRY", () => {
   });
 });
 
-describe("M2: integer environment variables", () => {
+describe("integer environment variables", () => {
   for (const [flag, variable] of [
     ["cocoonSetConcurrency", "COCOONSET_CONCURRENCY"],
     ["hibernationConcurrency", "HIBERNATION_CONCURRENCY"],

@@ -1,9 +1,8 @@
 // Where a restored VM's snapshot came from, and the registry import it goes through. A `:hibernate`
 // manifest may have been pushed under another VM's name and copied into this VM's repository
-// (checkpoint branching, decisions.md #10). vk-cocoon restores it like any other: without a local
+// (checkpoint branching, docs/checkpoints.md). vk-cocoon restores it like any other: without a local
 // snapshot carrying its snapshotId, the registry pull imports it as `<vm>-hibernate-import` and clones
-// that into `<vm>` (vk-cocoon.md §2 "Registry addressing and format", the paragraph on copied
-// manifests; upstream provider/cocoon/update.go, hibernateImportSuffix). Nothing compares the
+// that into `<vm>` (upstream provider/cocoon/update.go, hibernateImportSuffix). Nothing compares the
 // snapshot's own VM name with the pod's. The import reads every blob from this VM's repository, so a
 // repository missing one (a half-done copy) fails the pull as it would for vk.
 

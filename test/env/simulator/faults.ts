@@ -30,7 +30,7 @@ export class Faults {
   /**
    * vk-cocoon evicts the live VM of this name: the VM is gone (crashed, removed behind vk's back, or a
    * restart failed), so vk deletes the pod and reports it Failed with this terminated reason
-   * (vk-cocoon.md §2.2 "Eviction"; `handleVMGone` / `evictPod` in provider/cocoon/provider.go).
+   * (`handleVMGone` / `evictPod` in vk-cocoon's provider/cocoon/provider.go).
    * Applies to the live VM now, or to the next one of that name. One-shot.
    */
   evict(vmName: string, reason: EvictionReason = "VMGone"): void {

@@ -1,4 +1,5 @@
-// Registers a virtual node the way virtual-kubelet + vk-cocoon do (vk-cocoon.md §4, testenv.md §6).
+// Registers a virtual node the way virtual-kubelet + vk-cocoon do: the virtual-kubelet and cocoon
+// labels (pool, CPU class), the provider taint, and a status with its conditions and capacity.
 
 import {
   LABEL_HOSTNAME,

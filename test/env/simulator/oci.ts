@@ -1,6 +1,6 @@
 // A minimal OCI Distribution client for the simulator: what vk-cocoon does against the registry
 // (evidence GET, blob upload, manifest PUT, the rollback DELETE). Anonymous only; plain http for
-// loopback and private hosts, as go-containerregistry allows (contract.md §4.1).
+// loopback and private hosts, as go-containerregistry allows.
 
 import { createHash } from "node:crypto";
 

@@ -1,4 +1,4 @@
-// Builds and pushes a small but real cocoon snapshot artifact (contract.md §4.6): a config blob
+// Builds and pushes a small but real cocoon snapshot artifact: a config blob
 // carrying the snapshotId, two tiny file layers, and the manifest annotations vk-cocoon sets.
 
 import { randomUUID } from "node:crypto";

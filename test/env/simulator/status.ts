@@ -1,4 +1,4 @@
-// The pod statuses vk-cocoon publishes through virtual-kubelet (vk-cocoon.md §2.2), as /status
+// The pod statuses vk-cocoon publishes through virtual-kubelet, as /status
 // merge patches: null removes a field.
 
 import type { Pod } from "../../../src/apis/core.ts";
@@ -69,7 +69,7 @@ export function succeededStatus(pod: Pod, now: string): StatusPatch {
 
 /**
  * vk-cocoon's eviction notify: phase Failed, the agent container terminated with exit code 1 and the
- * eviction reason (vk-cocoon.md §2.2 "Eviction"); Ready goes False with it.
+ * eviction reason; Ready goes False with it.
  */
 export function evictedStatus(pod: Pod, reason: string, message: string, now: string): StatusPatch {
   return terminalStatus(pod, "Failed", { exitCode: 1, reason, message }, now);

@@ -1,5 +1,5 @@
 // One pod on a simulated node: vk-cocoon's CreatePod / UpdatePod / DeletePod for it, serialized, plus
-// virtual-kubelet's ProviderFailed handling and rate-limited retry (vk-cocoon.md §2–§3).
+// virtual-kubelet's ProviderFailed handling and rate-limited retry.
 
 import { randomUUID } from "node:crypto";
 import type { Pod } from "../../../src/apis/core.ts";
@@ -293,7 +293,12 @@ export class PodWorker {
     await this.publishRunning(false);
   }
 
-  /** The hibernate-evidence check and bring-up priority of a managed CreatePod (vk-cocoon.md §3). */
+  /**
+   * The hibernate-evidence check and bring-up priority of a managed CreatePod: a restore-flagged pod
+   * restores `:hibernate`; otherwise an existing `:hibernate` tag is restored (or refused next to an
+   * explicit clone source) and an unreadable one refuses a fresh boot; then clone-from-dir, fork-from,
+   * run mode and clone mode, in that order.
+   */
   private async resolveBringUp(): Promise<{
     source: VmSource;
     fromLocalCache?: boolean;
@@ -362,7 +367,7 @@ export class PodWorker {
 
   /**
    * Clone mode reads the snapshot named by the image (`repo[:tag]`, tag latest) and refuses it when
-   * another hypervisor took it (assertSnapshotBackend in provider/cocoon/create.go; vk-cocoon.md §1,
+   * another hypervisor took it (assertSnapshotBackend in provider/cocoon/create.go; the pod's
    * `vm.cocoonstack.io/backend`). A source the registry does not hold boots as before.
    */
   private async checkCloneSourceBackend(): Promise<void> {
@@ -383,7 +388,7 @@ export class PodWorker {
   /**
    * A snapshot taken by one hypervisor never clones onto another: the pod's backend (when set) must
    * equal the config blob's hypervisor (assertSnapshotBackend in provider/cocoon/create.go; the
-   * restore of a `:hibernate` tag goes through the same clone, vk-cocoon.md §3).
+   * restore of a `:hibernate` tag goes through the same clone).
    */
   private async checkSnapshotBackend(
     manifest: FetchedManifest,

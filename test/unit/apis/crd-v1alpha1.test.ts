@@ -1,5 +1,5 @@
-// The CocoonCheckpoint CRD (issue 19): generated from src/apis/v1alpha1 like the v1 CRDs, in its own
-// file, served as v1alpha1 only; the v1 CRDs stay exactly the reference superset they were.
+// The CocoonCheckpoint CRD (docs/checkpoints.md): generated from src/apis/v1alpha1 like the v1 CRDs,
+// in its own file, served as v1alpha1 only; the v1 CRDs stay exactly the reference superset they were.
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";

@@ -60,7 +60,7 @@ const expectedExtras: Record<string, string[]> = {
     `${toolboxItem}.x-kubernetes-validations[firecracker does not support clone mode, use mode=run instead]`,
     `${toolboxItem}.x-kubernetes-validations[image must be repo[:tag] when mode is clone (no registry port or digest)]`,
     `${schemaPrefix}.properties.spec.x-kubernetes-validations[toolbox backend must match spec.agent.backend (static toolboxes excepted)]`,
-    // Issue 20: the idle and expiry policy's status fields and their printer column.
+    // The idle and expiry policy's status fields and their printer column (docs/idle.md).
     ...["expireAt", "idleClockStart", "idleSuspendAt"].flatMap((field) =>
       ["description", "format", "type"].map((key) => `${statusPath}.properties.${field}.${key}`),
     ),

@@ -1,4 +1,4 @@
-// The branch step (issue 19) inside a full CocoonSet pass, over the fake client and an in-memory
+// The branch step (docs/checkpoints.md) inside a full CocoonSet pass, over the fake client and an in-memory
 // registry: copies first, the reclaim record next, the condition last, and only then the first pod.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";

@@ -1,4 +1,4 @@
-// Step 7 (a failed main): behaviours.md items 36–42 and the upstream scenarios T14–T18.
+// Step 7 (a failed main; docs/cocoonset.md, "7. Failed main").
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
@@ -165,8 +165,8 @@ async function failedObserved(phase: string): Promise<number> {
   return metric.values.find((v) => v.labels.phase === phase)?.value ?? 0;
 }
 
-describe("step 7: what counts as a failed main (item 36)", () => {
-  it("T14: healthy → none; lifecycle failed → PodLifecycleFailed; phase Failed → MainAgentFailed; both → PodLifecycleFailed", () => {
+describe("step 7: what counts as a failed main", () => {
+  it("healthy → none; lifecycle failed → PodLifecycleFailed; phase Failed → MainAgentFailed; both → PodLifecycleFailed", () => {
     assert.equal(podFailedReason(mainPod()), "");
     assert.equal(podFailedReason(mainPod({ lifecycleFailed: "x" })), "PodLifecycleFailed");
     assert.equal(podFailedReason(mainPod({ podFailed: true })), "MainAgentFailed");
@@ -174,8 +174,8 @@ describe("step 7: what counts as a failed main (item 36)", () => {
   });
 });
 
-describe("step 7: a failed main that matches its spec (items 37, 38)", () => {
-  it("T15: full reconcile, lifecycle failed 'hibernate push failed' → Phase=Failed, Warning PodLifecycleFailed, metric{phase=Pending}, no requeue", async () => {
+describe("step 7: a failed main that matches its spec", () => {
+  it("full reconcile, lifecycle failed 'hibernate push failed' → Phase=Failed, Warning PodLifecycleFailed, metric{phase=Pending}, no requeue", async () => {
     const h = new Harness(cocoonSet(), [mainPod({ lifecycleFailed: "hibernate push failed" })]);
     const before = await failedObserved("Pending");
     assert.deepEqual(await h.reconcile(), {});
@@ -216,8 +216,8 @@ describe("step 7: a failed main that matches its spec (items 37, 38)", () => {
   });
 });
 
-describe("step 7: a failed main that drifted takes the rebuild budget (item 39)", () => {
-  it("T16: full reconcile with a changed image → history written FIRST, then demo-0 deleted; not Failed", async () => {
+describe("step 7: a failed main that drifted takes the rebuild budget", () => {
+  it("full reconcile with a changed image → history written FIRST, then demo-0 deleted; not Failed", async () => {
     const h = new Harness(cocoonSet({ image: "ghcr.io/cocoonstack/cocoon/ubuntu:26.04" }), [
       mainPod({ lifecycleFailed: "hibernate push failed" }),
     ]);
@@ -262,7 +262,7 @@ describe("step 7: a failed main that drifted takes the rebuild budget (item 39)"
   });
 });
 
-describe("step 7: recovery (item 40)", () => {
+describe("step 7: recovery", () => {
   it("Phase=Failed and the main Ready again → Normal RecoveredFromFailure, the pass continues", async () => {
     const h = new Harness(cocoonSet({ phase: "Failed" }), [mainPod({ ready: true })]);
     assert.deepEqual(await h.step(), HANDED_BACK);
@@ -283,7 +283,7 @@ describe("step 7: recovery (item 40)", () => {
   });
 });
 
-describe("step 7: a leftover hibernate annotation (items 41, 42)", () => {
+describe("step 7: a leftover hibernate annotation", () => {
   it("unsuspended, failed main and a sub both annotated → both cleared BEFORE the Failed status", async () => {
     const h = new Harness(cocoonSet({ replicas: 1 }), [
       mainPod({ lifecycleFailed: "HibernateUnsupported", hibernate: true }),
@@ -335,7 +335,7 @@ describe("step 7: a leftover hibernate annotation (items 41, 42)", () => {
   });
 });
 
-describe("step 7: sub-agents and toolboxes are not this step's (T17, T18)", () => {
+describe("step 7: sub-agents and toolboxes are not this step's", () => {
   it("a failed sub-agent with a healthy main → hands back untouched (step 12 rebuilds it)", async () => {
     const sub = subPod(false);
     sub.metadata.annotations = { ...sub.metadata.annotations, [ANN_LIFECYCLE_STATE]: "failed" };
@@ -344,7 +344,7 @@ describe("step 7: sub-agents and toolboxes are not this step's (T17, T18)", () =
     assert.deepEqual(h.writes(), []);
   });
 
-  it("T17: full reconcile, sub Running with lifecycle failed → deleted (rebuild budget)", async () => {
+  it("full reconcile, sub Running with lifecycle failed → deleted (rebuild budget)", async () => {
     const sub = subPod(false);
     sub.metadata.annotations = { ...sub.metadata.annotations, [ANN_LIFECYCLE_STATE]: "failed" };
     const h = new Harness(cocoonSet({ replicas: 1, phase: "Running" }), [mainPod({ ready: true }), sub]);
@@ -353,7 +353,7 @@ describe("step 7: sub-agents and toolboxes are not this step's (T17, T18)", () =
     assert.ok(!h.writes().includes("delete pods demo-0"));
   });
 
-  it("T18: full reconcile, toolbox with Pod.Phase=Failed → deleted (rebuild budget)", async () => {
+  it("full reconcile, toolbox with Pod.Phase=Failed → deleted (rebuild budget)", async () => {
     const cs = cocoonSet({ phase: "Running" });
     cs.spec.toolboxes = [{ name: "tb", image: IMAGE }];
     const toolbox = buildToolboxPod(cs, { name: "tb", image: IMAGE });

@@ -1,4 +1,4 @@
-// Step 3: the finalizer is added before anything else, and that pass does nothing more (item 15).
+// Step 3: the finalizer is added before anything else, and that pass does nothing more.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";

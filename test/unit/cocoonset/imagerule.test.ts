@@ -90,7 +90,7 @@ describe("snapshotVerdict", () => {
   });
 });
 
-describe("restoredByHibernation (T90)", () => {
+describe("restoredByHibernation", () => {
   it("counts CocoonHibernations in phase Hibernated or Waking for the pod, not Active or Hibernating", () => {
     assert.equal(restoredByHibernation([hibernation("demo-0", "Hibernated")], "demo-0"), true);
     assert.equal(restoredByHibernation([hibernation("demo-0", "Waking")], "demo-0"), true);
@@ -101,7 +101,7 @@ describe("restoredByHibernation (T90)", () => {
 });
 
 describe("prepareSnapshotForCreate", () => {
-  it("T89 without a registry reads nothing and boots fresh", async () => {
+  it("without a registry reads nothing and boots fresh", async () => {
     const h = scalingHarness(scalingSet(), () => [], { withRegistry: false });
     h.registry.put(MAIN_VM, "hibernate", IMAGE);
     const result = await prepareSnapshotForCreate(h.pass(), { ...mainRequest, wantRestore: true });
@@ -109,7 +109,7 @@ describe("prepareSnapshotForCreate", () => {
     assert.deepEqual(h.registry.calls, []);
   });
 
-  it("T88 intent and a present tag restore; intent and no tag boot fresh; one manifest read each", async () => {
+  it("intent and a present tag restore; intent and no tag boot fresh; one manifest read each", async () => {
     const h = scalingHarness(scalingSet());
     assert.deepEqual(await prepareSnapshotForCreate(h.pass(), { ...mainRequest, wantRestore: true }), {
       restore: false,
@@ -124,7 +124,7 @@ describe("prepareSnapshotForCreate", () => {
     assert.deepEqual(h.registry.callsOf("deleteManifest"), []);
   });
 
-  it("T88 a registry error fails the create: thrown, nothing deleted or written", async () => {
+  it("a registry error fails the create: thrown, nothing deleted or written", async () => {
     const h = scalingHarness(scalingSet());
     h.registry.put(MAIN_VM, "hibernate", OTHER_IMAGE);
     h.registry.failOn = () => FakeSnapshotRegistry.error(503);
@@ -181,7 +181,7 @@ describe("prepareSnapshotForCreate", () => {
     assert.deepEqual(h.client.writes(), []);
   });
 
-  it("item 78: a sub-agent neither owed a restore nor restored by a CocoonHibernation drops its tag first", async () => {
+  it("a sub-agent neither owed a restore nor restored by a CocoonHibernation drops its tag first", async () => {
     const h = scalingHarness(withRecord({ generation: 1, vms: [SUB_VM] }));
     h.registry.put(SUB_VM, "hibernate", IMAGE);
     assert.deepEqual(await prepareSnapshotForCreate(h.pass(), subRequest), { restore: false, dropped: true });
@@ -189,7 +189,7 @@ describe("prepareSnapshotForCreate", () => {
     assert.equal(h.set().metadata.annotations?.[ANN_HIBERNATE_RECLAIM], undefined);
   });
 
-  it("item 78: a sub-agent owed a restore, or restored by a CocoonHibernation, keeps its tag and restores", async () => {
+  it("a sub-agent owed a restore, or restored by a CocoonHibernation, keeps its tag and restores", async () => {
     const owed = scalingHarness(withRecord({ generation: 1, vms: [SUB_VM], restore: [SUB_VM] }));
     owed.registry.put(SUB_VM, "hibernate", IMAGE);
     assert.deepEqual(await prepareSnapshotForCreate(owed.pass(), subRequest), {

@@ -106,7 +106,7 @@ describe("destructive writes over a lagging cache lose no live state", () => {
     assertAlive(h, "demo-0");
   });
 
-  it("item 58 (step 8) keeps a main the cache shows unscheduled that the server has bound and booted", async () => {
+  it("step 8 keeps a main the cache shows unscheduled under an old pin that the server has bound and booted", async () => {
     const h = scalingHarness(scalingSet({ nodeName: "node-b" }, 1), (cs) => {
       const main = mainBuiltUnderPin(cs, "node-a");
       main.status = { phase: "Pending", conditions: [{ type: "PodScheduled", status: "False" }] };

@@ -66,7 +66,7 @@ describe("step 11: main agent", () => {
     assert.deepEqual(outcome, { done: true, result: { requeueAfterMs: 5_000 } });
   });
 
-  it("items 82–83: restore-marks the main a Hibernated CocoonHibernation names, when its tag exists", async () => {
+  it("restore-marks the main a Hibernated CocoonHibernation names, when its tag exists", async () => {
     const h = scalingHarness(scalingSet());
     h.client.seed(COCOONHIBERNATIONS, hibernated("demo-0"));
     h.registry.put(MAIN_VM, "hibernate", IMAGE);
@@ -75,7 +75,7 @@ describe("step 11: main agent", () => {
     assert.deepEqual(h.registry.callsOf("deleteManifest"), []);
   });
 
-  it("item 83: restore-marks a main the reclaim record owes a restore", async () => {
+  it("restore-marks a main the reclaim record owes a restore", async () => {
     const cs = scalingSet();
     cs.metadata.annotations = {
       [ANN_HIBERNATE_RECLAIM]: JSON.stringify({ generation: 1, vms: [MAIN_VM], restore: [MAIN_VM] }),
@@ -118,7 +118,7 @@ describe("step 11: main agent", () => {
     assert.equal(h.set().status?.phase, "Failed");
   });
 
-  it("item 81: a drifted main is deleted for rebuild within the budget, history first", async () => {
+  it("a drifted main is deleted for rebuild within the budget, history first", async () => {
     const h = scalingHarness(scalingSet(), (cs) => [
       ready(buildMainPod({ ...cs, spec: { ...cs.spec, agent: { ...cs.spec.agent, image: OTHER_IMAGE } } })),
     ]);
@@ -131,7 +131,7 @@ describe("step 11: main agent", () => {
     assert.equal(h.events.events[0]?.message, "demo-0 attempt 1/4");
   });
 
-  it("item 85: a main not Ready reports Pending and polls in 5 s; nothing else scales", async () => {
+  it("a main not Ready reports Pending and polls in 5 s; nothing else scales", async () => {
     const h = scalingHarness(scalingSet({ agent: { image: IMAGE, replicas: 2 } }), (cs) => [
       buildMainPod(cs),
     ]);
@@ -153,7 +153,7 @@ describe("step 11: main agent", () => {
 });
 
 describe("whole passes through steps 11–13", () => {
-  it("T92 a steady set lists no CocoonHibernations, reads no manifest and deletes nothing", async () => {
+  it("a steady set lists no CocoonHibernations, reads no manifest and deletes nothing", async () => {
     const h = scalingHarness(
       scalingSet({ agent: { image: IMAGE, replicas: 1 }, toolboxes: [{ name: "tb", image: IMAGE }] }),
       (cs) => [
@@ -168,7 +168,7 @@ describe("whole passes through steps 11–13", () => {
     assert.deepEqual(podWrites(h), []);
   });
 
-  it("T93 replicas 2 and a toolbox with only the main Ready: exactly one CocoonHibernation list", async () => {
+  it("replicas 2 and a toolbox with only the main Ready: exactly one CocoonHibernation list", async () => {
     const h = scalingHarness(
       scalingSet({ agent: { image: IMAGE, replicas: 2 }, toolboxes: [{ name: "tb", image: IMAGE }] }),
       (cs) => [ready(buildMainPod(cs))],

@@ -1,6 +1,6 @@
-// One manifest read per create attempt (issue 15, item 4): a whole reconcile pass in which the wake of
-// step 9 or the migration recreate of step 8 hands the main over to step 11 reads `<vm>:hibernate`
-// once, and the migration's own probe of a missing main is that read.
+// One manifest read per create attempt (docs/cocoonset.md, "The snapshot image rule"): a whole
+// reconcile pass in which the wake of step 9 or the migration recreate of step 8 hands the main over
+// to step 11 reads `<vm>:hibernate` once, and the migration's own probe of a missing main is that read.
 
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";

@@ -1,5 +1,5 @@
-// Step 8 (cross-node migration of the main): behaviours.md items 43–60 and the upstream scenarios
-// T69–T83, run against the in-memory API and registry, plus the write orders that keep live state.
+// Step 8 (cross-node migration of the main; docs/cocoonset.md, "8. Cross-node migration"), run
+// against the in-memory API and registry, plus the write orders that keep live state.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
@@ -220,15 +220,15 @@ function failingRegistry(h: Harness): void {
   h.registry.failOn = () => FakeSnapshotRegistry.error(503);
 }
 
-describe("step 8: off and fast paths (items 43, 44)", () => {
-  it("T69: no nodeName and not Migrating → hands back with no registry call", async () => {
+describe("step 8: off and fast paths", () => {
+  it("no nodeName and not Migrating → hands back with no registry call", async () => {
     const h = new Harness(cocoonSet(), [mainPod({ node: "node-a", live: true })]);
     h.pushTag();
     assert.deepEqual(await h.run(), HANDED_BACK);
     assert.deepEqual(h.journal, []);
   });
 
-  it("T70: main live on its target → hands back with no registry call", async () => {
+  it("main live on its target → hands back with no registry call", async () => {
     const h = new Harness(cocoonSet({ nodeName: "node-b" }), [
       mainPod({ node: "node-b", live: true, builtFor: "node-b" }),
     ]);
@@ -236,7 +236,7 @@ describe("step 8: off and fast paths (items 43, 44)", () => {
     assert.deepEqual(h.journal, []);
   });
 
-  it("T82: a settled pinned set with a failing registry → hands back, no error", async () => {
+  it("a settled pinned set with a failing registry → hands back, no error", async () => {
     const h = new Harness(cocoonSet({ nodeName: "node-b" }), [
       mainPod({ node: "node-b", live: true, builtFor: "node-b" }),
     ]);
@@ -245,7 +245,7 @@ describe("step 8: off and fast paths (items 43, 44)", () => {
     assert.deepEqual(h.journal, []);
   });
 
-  it("item 43: no registry → off even when the main runs off its pin", async () => {
+  it("no registry → off even when the main runs off its pin", async () => {
     const h = new Harness(cocoonSet({ nodeName: "node-b" }), [mainPod({ node: "node-a", live: true })]);
     h.withRegistry = false;
     assert.deepEqual(await h.run(), HANDED_BACK);
@@ -253,7 +253,7 @@ describe("step 8: off and fast paths (items 43, 44)", () => {
     assert.equal(h.pod()?.metadata.annotations?.[ANN_HIBERNATE], undefined);
   });
 
-  it("T83: main on its target not live, no annotation, tag present, phase unset → hands back, nothing deleted", async () => {
+  it("main on its target not live, no annotation, tag present, phase unset → hands back, nothing deleted", async () => {
     const h = new Harness(cocoonSet({ nodeName: "node-b" }), [
       mainPod({ node: "node-b", builtFor: "node-b" }),
     ]);
@@ -271,8 +271,8 @@ describe("step 8: off and fast paths (items 43, 44)", () => {
   });
 });
 
-describe("step 8: CocoonHibernation hand-back (items 45, 46)", () => {
-  it("T80: quiesced on its target and owned by a desire=Hibernate CR → hands back before any probe, annotation kept", async () => {
+describe("step 8: CocoonHibernation hand-back", () => {
+  it("quiesced on its target and owned by a desire=Hibernate CR → hands back before any probe, annotation kept", async () => {
     const h = new Harness(
       cocoonSet({ nodeName: "node-b" }),
       [mainPod({ node: "node-b", hibernate: true, builtFor: "node-b" })],
@@ -296,7 +296,7 @@ describe("step 8: CocoonHibernation hand-back (items 45, 46)", () => {
   });
 
   for (const phase of ["Waking", "Failed", "Hibernated"]) {
-    it(`item 46: a desire=Wake CR in phase ${phase} (not settled Active) → hands back, the migration waits`, async () => {
+    it(`a desire=Wake CR in phase ${phase} (not settled Active) → hands back, the migration waits`, async () => {
       const h = new Harness(
         cocoonSet({ nodeName: "node-b" }),
         [mainPod({ node: "node-a", live: true })],
@@ -327,8 +327,8 @@ describe("step 8: CocoonHibernation hand-back (items 45, 46)", () => {
   });
 });
 
-describe("step 8: probe (item 47)", () => {
-  it("T77: wrong node and the probe fails → the step owns the pass and returns the error", async () => {
+describe("step 8: probe", () => {
+  it("wrong node and the probe fails → the step owns the pass and returns the error", async () => {
     const h = new Harness(cocoonSet({ nodeName: "node-b" }), [mainPod({ node: "node-a", live: true })]);
     failingRegistry(h);
     await assert.rejects(h.run(), /injected failure/);
@@ -337,8 +337,8 @@ describe("step 8: probe (item 47)", () => {
   });
 });
 
-describe("step 8: starting a migration (item 48)", () => {
-  it("T71: main live on node-a, target node-b, no tag → Migrating persisted, THEN hibernate=true; requeue 5 s", async () => {
+describe("step 8: starting a migration", () => {
+  it("main live on node-a, target node-b, no tag → Migrating persisted, THEN hibernate=true; requeue 5 s", async () => {
     const h = new Harness(cocoonSet({ nodeName: "node-b" }), [mainPod({ node: "node-a", live: true })]);
     assert.deepEqual(await h.run(), POLL);
     assert.deepEqual(h.journal, [`hasManifest ${TAG}`, "patch cocoonsets/status demo", "patch pods demo-0"]);
@@ -378,8 +378,8 @@ describe("step 8: starting a migration (item 48)", () => {
   });
 });
 
-describe("step 8: a leftover tag (item 49)", () => {
-  it("T78: main live on node-a, not quiesced, tag present → tag deleted, pod survives, Migrating", async () => {
+describe("step 8: a leftover tag", () => {
+  it("main live on node-a, not quiesced, tag present → tag deleted, pod survives, Migrating", async () => {
     const h = new Harness(cocoonSet({ nodeName: "node-b" }), [mainPod({ node: "node-a", live: true })]);
     h.pushTag();
     assert.deepEqual(await h.run(), POLL);
@@ -399,8 +399,8 @@ describe("step 8: a leftover tag (item 49)", () => {
   });
 });
 
-describe("step 8: retiring the old main (items 50, 51)", () => {
-  it("T72: quiesced main on node-a, tag present → keep-snapshot flag, THEN delete; no tag deletes; Migrating", async () => {
+describe("step 8: retiring the old main", () => {
+  it("quiesced main on node-a, tag present → keep-snapshot flag, THEN delete; no tag deletes; Migrating", async () => {
     const h = new Harness(cocoonSet({ nodeName: "node-b" }), [
       mainPod({ node: "node-a", live: true, hibernate: true }),
     ]);
@@ -421,7 +421,7 @@ describe("step 8: retiring the old main (items 50, 51)", () => {
     assert.equal(h.phase(), "Migrating");
   });
 
-  it("item 51: the keep-snapshot flag is best-effort — a failed patch still deletes the old main", async () => {
+  it("the keep-snapshot flag is best-effort — a failed patch still deletes the old main", async () => {
     const h = new Harness(cocoonSet({ nodeName: "node-b" }), [
       mainPod({ node: "node-a", live: true, hibernate: true }),
     ]);
@@ -432,8 +432,8 @@ describe("step 8: retiring the old main (items 50, 51)", () => {
   });
 });
 
-describe("step 8: recreating on the target (items 52, 56, 59)", () => {
-  it("T73: no main, tag present → restore-flagged main with one required hostname term for node-b; Migrating", async () => {
+describe("step 8: recreating on the target", () => {
+  it("no main, tag present → restore-flagged main with one required hostname term for node-b; Migrating", async () => {
     const h = new Harness(cocoonSet({ nodeName: "node-b" }));
     h.pushTag();
     assert.deepEqual(await h.run(), POLL);
@@ -449,7 +449,7 @@ describe("step 8: recreating on the target (items 52, 56, 59)", () => {
     assert.equal(h.phase(), "Migrating");
   });
 
-  it("T81: nodeName unset while Migrating, no main, tag present → restore pod with no affinity", async () => {
+  it("nodeName unset while Migrating, no main, tag present → restore pod with no affinity", async () => {
     const h = new Harness(cocoonSet({ phase: "Migrating" }));
     h.pushTag();
     assert.deepEqual(await h.run(), POLL);
@@ -458,7 +458,7 @@ describe("step 8: recreating on the target (items 52, 56, 59)", () => {
     assert.equal(pod?.spec.affinity, undefined);
   });
 
-  it("item 52: the old main still terminating (AlreadyExists) → requeue in 5 s, no status write", async () => {
+  it("the old main still terminating (AlreadyExists) → requeue in 5 s, no status write", async () => {
     const old = mainPod({ node: "node-a", hibernate: true });
     old.metadata.deletionTimestamp = "2026-01-01T00:00:00Z";
     const h = new Harness(cocoonSet({ nodeName: "node-b", phase: "Migrating" }), [old]);
@@ -468,7 +468,7 @@ describe("step 8: recreating on the target (items 52, 56, 59)", () => {
     assert.equal(h.pod()?.spec.nodeName, "node-a");
   });
 
-  it("item 59: the image rule drops a snapshot from another image → no pod created; left to step 11", async () => {
+  it("the image rule drops a snapshot from another image → no pod created; left to step 11", async () => {
     const h = new Harness(cocoonSet({ nodeName: "node-b", phase: "Migrating" }));
     h.pushTag("ghcr.io/cocoonstack/cocoon/ubuntu:22.04");
     assert.deepEqual(await h.run(), HANDED_BACK);
@@ -477,7 +477,7 @@ describe("step 8: recreating on the target (items 52, 56, 59)", () => {
     assert.ok(!h.apiWrites().includes("create pods demo-0"));
   });
 
-  it("T76: Migrating, restore main not yet scheduled → the pod survives; Migrating; poll", async () => {
+  it("Migrating, restore main not yet scheduled → the pod survives; Migrating; poll", async () => {
     const h = new Harness(cocoonSet({ nodeName: "node-b", phase: "Migrating" }), [
       mainPod({ builtFor: "node-b", restore: true }),
     ]);
@@ -489,8 +489,8 @@ describe("step 8: recreating on the target (items 52, 56, 59)", () => {
   });
 });
 
-describe("step 8: waiting for the restore (items 53, 54, 57)", () => {
-  it("T74: Migrating, main on node-b without a VM id → handled, nothing deleted", async () => {
+describe("step 8: waiting for the restore", () => {
+  it("Migrating, main on node-b without a VM id → handled, nothing deleted", async () => {
     const h = new Harness(cocoonSet({ nodeName: "node-b", phase: "Migrating" }), [
       mainPod({ node: "node-b", builtFor: "node-b", restore: true }),
     ]);
@@ -501,7 +501,7 @@ describe("step 8: waiting for the restore (items 53, 54, 57)", () => {
     assert.deepEqual(h.events, []);
   });
 
-  it("item 57: the restored main is Unschedulable → Warning MigrateNoCapacity with the scheduler's message; metric; still Migrating", async () => {
+  it("the restored main is Unschedulable → Warning MigrateNoCapacity with the scheduler's message; metric; still Migrating", async () => {
     const message = "0/3 nodes are available: 1 Insufficient memory.";
     const h = new Harness(cocoonSet({ nodeName: "node-b", phase: "Migrating" }), [
       mainPod({ builtFor: "node-b", restore: true, unschedulable: message }),
@@ -515,7 +515,7 @@ describe("step 8: waiting for the restore (items 53, 54, 57)", () => {
     assert.ok(h.pod());
   });
 
-  it("item 54: a not-live main with a tag outside Migrating is not this step's → hands back after the probe, no writes", async () => {
+  it("a not-live main with a tag outside Migrating is not this step's → hands back after the probe, no writes", async () => {
     const h = new Harness(cocoonSet({ nodeName: "node-b", phase: "Running" }), [
       mainPod({ builtFor: "node-b", restore: true, hibernate: true }),
     ]);
@@ -524,7 +524,7 @@ describe("step 8: waiting for the restore (items 53, 54, 57)", () => {
     assert.deepEqual(h.journal, [`hasManifest ${TAG}`]);
   });
 
-  it("T79: main quiesced on node-b without a VM id, tag present, phase unset → hands back to step 10; no deletes", async () => {
+  it("main quiesced on node-b without a VM id, tag present, phase unset → hands back to step 10; no deletes", async () => {
     const h = new Harness(cocoonSet({ nodeName: "node-b" }), [
       mainPod({ node: "node-b", builtFor: "node-b", hibernate: true }),
     ]);
@@ -535,7 +535,7 @@ describe("step 8: waiting for the restore (items 53, 54, 57)", () => {
     assert.ok(h.registry.has(VM, "hibernate"));
   });
 
-  it("item 53: quiesced on its target while Migrating (a re-target back) → wakes in place; Migrating", async () => {
+  it("quiesced on its target while Migrating (a re-target back) → wakes in place; Migrating", async () => {
     const h = new Harness(cocoonSet({ nodeName: "node-a", phase: "Migrating" }), [
       mainPod({ node: "node-a", live: true, hibernate: true }),
     ]);
@@ -558,8 +558,8 @@ describe("step 8: waiting for the restore (items 53, 54, 57)", () => {
   });
 });
 
-describe("step 8: finishing (item 55)", () => {
-  it("T75: Migrating, main live on node-b → tag deleted; Migrating; poll (the next pass settles)", async () => {
+describe("step 8: finishing", () => {
+  it("Migrating, main live on node-b → tag deleted; Migrating; poll (the next pass settles)", async () => {
     const h = new Harness(cocoonSet({ nodeName: "node-b", phase: "Migrating" }), [
       mainPod({ node: "node-b", live: true, builtFor: "node-b", restore: true }),
     ]);
@@ -583,7 +583,7 @@ describe("step 8: finishing (item 55)", () => {
   });
 });
 
-describe("step 8: a main waiting for a node it is no longer pinned to (item 58)", () => {
+describe("step 8: a main waiting for a node it is no longer pinned to", () => {
   it("re-pinned from node-b to node-c → deleted, requeued; no registry call", async () => {
     const h = new Harness(cocoonSet({ nodeName: "node-c", phase: "Migrating" }), [
       mainPod({ builtFor: "node-b", restore: true, unschedulable: "0/3 nodes are available" }),
@@ -636,7 +636,7 @@ describe("step 8: a main waiting for a node it is no longer pinned to (item 58)"
   });
 });
 
-describe("step 8: live state is never lost across a whole migration (item 60)", () => {
+describe("step 8: live state is never lost across a whole migration", () => {
   it("quiesce → snapshot → delete old → restore on target → live → drop tag → settled, each write in order", async () => {
     const h = new Harness(cocoonSet({ nodeName: "node-b" }), [mainPod({ node: "node-a", live: true })]);
 

@@ -88,7 +88,7 @@ describe("CocoonSetReconciler on a settled set", () => {
   });
 });
 
-describe("CocoonSetReconciler on a settled set branched from a checkpoint (issue 19)", () => {
+describe("CocoonSetReconciler on a settled set branched from a checkpoint", () => {
   it("makes zero API and registry calls and reads no checkpoint", async () => {
     const h = harness();
     const { cs, pods } = settledFixture();

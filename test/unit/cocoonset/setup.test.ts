@@ -1,4 +1,4 @@
-// Controller setup: a worker count below 1 is a setup error (T25), before anything runs.
+// Controller setup: a worker count below 1 is a setup error, before anything runs.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { setupCocoonSetController } from "../../../src/cocoonset/setup.ts";

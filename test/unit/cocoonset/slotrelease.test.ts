@@ -97,7 +97,7 @@ describe("slot release predicates", () => {
 });
 
 describe("step 6: suspend with hibernatePolicy release", () => {
-  it("T45: no registry → error, nothing released", async () => {
+  it("no registry → error, nothing released", async () => {
     const h = scalingHarness(releaseSet("Suspending"), (cs) => [hibernated(buildMainPod(cs), 1)], {
       withRegistry: false,
     });
@@ -105,21 +105,21 @@ describe("step 6: suspend with hibernatePolicy release", () => {
     assert.deepEqual(h.client.writes(), []);
   });
 
-  it("T46: no pods → Suspended at once", async () => {
+  it("no pods → Suspended at once", async () => {
     const h = scalingHarness(releaseSet("Suspending"));
     assert.deepEqual(await run(h), { done: true, result: {} });
     assert.equal(h.set().status?.phase, "Suspended");
     assert.deepEqual(h.registry.calls, []);
   });
 
-  it("T47: hibernated main on node-a without a tag → the pod survives, Suspending", async () => {
+  it("hibernated main on node-a without a tag → the pod survives, Suspending", async () => {
     const h = scalingHarness(releaseSet("Suspending"), (cs) => [hibernated(buildMainPod(cs), 1, "node-a")]);
     assert.deepEqual(await run(h), { done: true, result: { requeueAfterMs: 5000 } });
     assert.deepEqual(h.deleted(), []);
     assert.equal(h.set().status?.phase, "Suspending");
   });
 
-  it("T48: tag present → stash, hint, flag, delete; Suspended in the same pass; no registry deletes", async () => {
+  it("tag present → stash, hint, flag, delete; Suspended in the same pass; no registry deletes", async () => {
     const h = scalingHarness(releaseSet("Suspending"), (cs) => [hibernated(buildMainPod(cs), 1, "node-a")]);
     h.registry.put(VM0, "hibernate", IMAGE);
     const before = await counterValue(slotReleasePodsDeletedTotal, LABELS);
@@ -143,7 +143,7 @@ describe("step 6: suspend with hibernatePolicy release", () => {
     assert.deepEqual(h.registry.callsOf("deleteIfPresent"), []);
   });
 
-  it("T49 under decisions #5: a main reporting lifecycle failed is kept and the set stays Suspending", async () => {
+  it("a main reporting only lifecycle failed may still run its VM: it is kept and the set stays Suspending", async () => {
     const h = scalingHarness(releaseSet("Suspending"), (cs) => [
       annotate(ready(buildMainPod(cs), "node-a"), { [ANN_LIFECYCLE_STATE]: LIFECYCLE_FAILED }),
     ]);
@@ -160,7 +160,7 @@ describe("step 6: suspend with hibernatePolicy release", () => {
     assert.equal(h.set().status?.phase, "Suspended");
   });
 
-  it("T50: at delete time the API copy of the pod already carries keep-snapshot-on-delete", async () => {
+  it("at delete time the API copy of the pod already carries keep-snapshot-on-delete", async () => {
     const h = scalingHarness(releaseSet("Suspending"), (cs) => [hibernated(buildMainPod(cs), 1, "node-a")]);
     h.registry.put(VM0, "hibernate", IMAGE);
     let flagAtDelete: string | undefined;
@@ -177,7 +177,7 @@ describe("step 6: suspend with hibernatePolicy release", () => {
     assert.equal(flagAtDelete, "true");
   });
 
-  it("T51: a failed flag patch is only logged; the pod is still deleted", async () => {
+  it("a failed flag patch is only logged; the pod is still deleted", async () => {
     const h = scalingHarness(releaseSet("Suspending"), (cs) => [
       // Annotated already, so the only pod patch of the pass is the flag.
       hibernated(buildMainPod(cs), 1, "node-a"),

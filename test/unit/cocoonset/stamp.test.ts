@@ -1,4 +1,5 @@
-// Step 5: the set's generation is stamped on every owned pod that lacks it (item 19; T96–T97).
+// Step 5: the set's generation is stamped on every owned pod that lacks it, in name order;
+// a pod already stamped with the generation costs no call.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
@@ -21,7 +22,7 @@ function passOver(h: Harness, generation: number, podsOf: (cs: CocoonSet) => Pod
 const stamp = (generation: string) => ({ annotations: { [ANN_COCOONSET_GENERATION]: generation } });
 
 describe("stampGeneration", () => {
-  it("stamps generation 7 on a pod without a stamp and on one stamped 5, in name order (T96)", async () => {
+  it("stamps generation 7 on a pod without a stamp and on one stamped 5, in name order", async () => {
     const h = harness();
     const pass = passOver(h, 7, (cs) => [
       setPod(cs, "demo-1", "sub-agent", "1", stamp("5")),
@@ -69,7 +70,7 @@ describe("stampGeneration", () => {
     await assert.rejects(stampGeneration(pass), /refused/);
   });
 
-  it("makes no call for a pod already stamped with the generation (T97)", async () => {
+  it("makes no call for a pod already stamped with the generation", async () => {
     const h = harness();
     const pass = passOver(h, 3, (cs) => [setPod(cs, "demo-0", "main", "0", stamp("3"))]);
     await stampGeneration(pass);

@@ -1,4 +1,5 @@
-// Step 14: /status from the classification, patched only when it differs (items 99–105).
+// Step 14: /status from the classification, patched only when it differs (docs/cocoonset.md,
+// "14. Status").
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
@@ -90,7 +91,7 @@ describe("patchStatus", () => {
     assert.equal(storedSet(h.client)?.status?.phase, "Suspended");
   });
 
-  it("requeues at once and skips the patch when steps 12–13 wrote (item 99)", async () => {
+  it("requeues at once and skips the patch when steps 12–13 wrote", async () => {
     const h = harness();
     const pass = passOver(h, cocoonSet(), mainOnly);
     pass.changed = true;
@@ -99,7 +100,7 @@ describe("patchStatus", () => {
     assert.deepEqual(h.client.calls, []);
   });
 
-  it("requeues after the smallest pending rebuild backoff (item 104)", async () => {
+  it("requeues after the smallest pending rebuild backoff", async () => {
     const h = harness();
     const pass = passOver(h, settledSet(), mainOnly);
     pass.requeueWithin(30_000);

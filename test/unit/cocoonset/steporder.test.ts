@@ -100,7 +100,7 @@ describe("step order through CocoonSetReconciler.reconcile", () => {
     assert.deepEqual(podPatches, ["patch pods/demo-0 generation=2", "patch pods/demo-0 hibernate=true"]);
   });
 
-  it("6 before 7 (item 27): a main that fails while the set is suspended stays on the suspend path", async () => {
+  it("6 before 7: a main that fails while the set is suspended stays on the suspend path", async () => {
     const h = scalingHarness(scalingSet({ suspend: true }, 1), (cs) => [
       lifecycleFailed(ready(buildMainPod(cs))),
     ]);

@@ -82,7 +82,7 @@ describe("step 12: sub-agents", () => {
     assert.equal(pass.changed, false);
   });
 
-  it("T12 a sub-agent in phase Failed is deleted for rebuild", async () => {
+  it("a sub-agent in phase Failed is deleted for rebuild", async () => {
     const h = withSubs(set(1), [1], phaseFailed);
     const pass = h.pass();
     await reconcileSubAgents(pass);
@@ -90,7 +90,7 @@ describe("step 12: sub-agents", () => {
     assert.equal(pass.changed, true);
   });
 
-  it("T17 a Running sub-agent with lifecycle failed is deleted for rebuild", async () => {
+  it("a Running sub-agent with lifecycle failed is deleted for rebuild", async () => {
     const h = withSubs(set(1), [1], lifecycleFailed);
     await reconcileSubAgents(h.pass());
     assert.deepEqual(h.deleted(), ["demo-1"]);
@@ -110,7 +110,7 @@ describe("step 12: sub-agents", () => {
     assert.equal(h.events.events[0]?.reason, "SubAgentRebuilding");
   });
 
-  it("T13 a dead-lettered sub-agent is kept at the same generation; a spec edit lifts it with a fresh budget", async () => {
+  it("a dead-lettered sub-agent is kept at the same generation; a spec edit lifts it with a fresh budget", async () => {
     const history = JSON.stringify({
       "demo-1": { count: 4, lastDeleted: "2026-01-01T00:00:00Z", deadLetter: 1 },
     });
@@ -130,7 +130,7 @@ describe("step 12: sub-agents", () => {
     assert.equal(historyOf(lifted).get("demo-1")?.count, 1);
   });
 
-  it('T13 the older dead-letter value "true" holds while the pod matches its spec', async () => {
+  it('the older dead-letter value "true" holds while the pod matches its spec', async () => {
     const h = withSubs(
       set(1, {
         [ANN_REBUILD_HISTORY]: JSON.stringify({ "1": { count: 4, lastDeleted: "2026-01-01T00:00:00Z" } }),
@@ -179,7 +179,7 @@ describe("step 12: sub-agents", () => {
     assert.deepEqual(h.registry.callsOf("deleteManifest"), []);
   });
 
-  it("item 78: a slot nobody restores has its tag dropped (and leaves the record) before the create", async () => {
+  it("a slot nobody restores has its tag dropped (and leaves the record) before the create", async () => {
     const reclaim = JSON.stringify({ generation: 1, vms: ["vk-ns-demo-1"] });
     const h = withSubs(set(1, { [ANN_HIBERNATE_RECLAIM]: reclaim }), []);
     const digest = h.registry.put("vk-ns-demo-1", "hibernate", IMAGE);

@@ -111,7 +111,7 @@ describe("the suspend gate, pod side", () => {
     assert.deepEqual(gatePod(phaseFailed(mainPod(cs)), 3), { verdict: "skip" });
   });
 
-  it("waits on a Running pod that only reports lifecycle failed: its VM may be live (decisions #5)", () => {
+  it("waits on a Running pod that only reports lifecycle failed: its VM may be live", () => {
     const pod = annotate(mainPod(cs), {
       [ANN_LIFECYCLE_STATE]: LIFECYCLE_FAILED,
       [ANN_LIFECYCLE_STATE_MESSAGE]: "HibernateUnsupported",
@@ -219,7 +219,7 @@ describe("step 6: suspend (retain)", () => {
     );
   });
 
-  it("T7: main and sub hibernated, only the main's tag → Suspending; the sub's tag lands → Suspended", async () => {
+  it("main and sub hibernated, only the main's tag → Suspending; the sub's tag lands → Suspended", async () => {
     const h = scalingHarness(suspendedSet({ phase: "Suspending" }), (cs) => [
       hibernated(mainPod(cs), 0),
       hibernated(subPod(cs), 0),
@@ -234,7 +234,7 @@ describe("step 6: suspend (retain)", () => {
     assert.equal(phase(h), "Suspended");
   });
 
-  it("T8: a static toolbox without a tag does not hold the suspend once the main passes", async () => {
+  it("a static toolbox without a tag does not hold the suspend once the main passes", async () => {
     const h = scalingHarness(suspendedSet({ replicas: 0, toolboxes: true, phase: "Suspending" }), (cs) => {
       const tb = cs.spec.toolboxes?.[0];
       return [hibernated(mainPod(cs), 0), ...(tb ? [buildToolboxPod(cs, tb)] : [])];
@@ -247,7 +247,7 @@ describe("step 6: suspend (retain)", () => {
     assert.equal(h.pod("demo-tb")?.metadata.annotations?.[ANN_HIBERNATE], "true");
   });
 
-  it("T9: a probe error writes Suspending (arming the deadline), then fails the pass", async () => {
+  it("a probe error writes Suspending (arming the deadline), then fails the pass", async () => {
     const h = scalingHarness(suspendedSet({ phase: "Running" }), (cs) => [hibernated(mainPod(cs), 0)]);
     h.registry.failOn = () => FakeSnapshotRegistry.error(503);
     await assert.rejects(run(h), /injected failure/);
@@ -255,7 +255,7 @@ describe("step 6: suspend (retain)", () => {
     assert.equal(h.set().metadata.annotations?.[ANN_SUSPENDING_SINCE], "2026-01-01T00:00:00Z");
   });
 
-  it("T10: tag without lifecycle → not done; hibernated at 0 → done; set at generation 5 → not done", async () => {
+  it("tag without lifecycle → not done; hibernated at 0 → done; set at generation 5 → not done", async () => {
     const h = scalingHarness(suspendedSet({ replicas: 0, phase: "Suspending" }), (cs) => [
       annotate(mainPod(cs), { [ANN_HIBERNATE]: "true" }),
     ]);
@@ -278,7 +278,7 @@ describe("step 6: suspend (retain)", () => {
     assert.equal(h5.set().status?.phase, "Suspending");
   });
 
-  it("T11: a Phase=Failed sub without a tag is skipped by the gate", async () => {
+  it("a Phase=Failed sub without a tag is skipped by the gate", async () => {
     const h = scalingHarness(suspendedSet({ phase: "Suspending" }), (cs) => [
       hibernated(mainPod(cs), 0),
       phaseFailed(subPod(cs)),
@@ -288,7 +288,7 @@ describe("step 6: suspend (retain)", () => {
     assert.equal(phase(h), "Suspended");
   });
 
-  it("a Running sub that only reports lifecycle failed keeps the set Suspending (decisions #5)", async () => {
+  it("a Running sub that only reports lifecycle failed keeps the set Suspending: its VM may be live", async () => {
     const h = scalingHarness(suspendedSet({ phase: "Suspending" }), (cs) => [
       hibernated(mainPod(cs), 0),
       annotate(subPod(cs), { [ANN_LIFECYCLE_STATE]: LIFECYCLE_FAILED }),

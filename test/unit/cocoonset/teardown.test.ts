@@ -1,4 +1,4 @@
-// Step 2, teardown of a set being deleted (behaviours.md items 2–14; upstream T19–T22).
+// Step 2, teardown of a set being deleted (docs/cocoonset.md, "2. Teardown").
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
@@ -68,7 +68,7 @@ function reconcile(h: Harness) {
 const vm = (suffix: string) => `vk-${NS}-${SET}-${suffix}`;
 
 describe("teardown pod deletion", () => {
-  it("deletes owned pods and leaves a pod that only carries the label (T19)", async () => {
+  it("deletes owned pods and leaves a pod that only carries the label", async () => {
     const h = harness();
     const cs = seedSet(h.client, deletingSet());
     h.client.seed(PODS, setPod(cs, "demo-0", "main", "0"));
@@ -84,7 +84,7 @@ describe("teardown pod deletion", () => {
     );
   });
 
-  it("stashes the VM names before the first pod delete, then GCs and drops the finalizer (T21)", async () => {
+  it("stashes the VM names before the first pod delete, then GCs and drops the finalizer", async () => {
     const h = harness();
     const cs = seedSet(h.client, deletingSet());
     h.client.seed(PODS, setPod(cs, "demo-0", "main", "0"));
@@ -156,7 +156,7 @@ describe("teardown pod deletion", () => {
   });
 });
 
-describe("teardown registry GC per snapshot policy (T20, T22)", () => {
+describe("teardown registry GC per snapshot policy", () => {
   const cases: { name: string; policy: string; slots: string[]; expected: string[] }[] = [
     { name: "never", policy: "never", slots: ["0"], expected: ["0:hibernate", "0:latest"] },
     { name: "always", policy: "always", slots: ["0"], expected: ["0:hibernate"] },
@@ -173,7 +173,7 @@ describe("teardown registry GC per snapshot policy (T20, T22)", () => {
       expected: ["0:hibernate", "db-0:hibernate", "db-0:latest"],
     },
     {
-      name: "default policy (T22)",
+      name: "default policy (as always)",
       policy: "",
       slots: ["0", "1", "tb"],
       expected: ["0:hibernate", "1:hibernate", "tb:hibernate"],

@@ -43,14 +43,14 @@ function writes(h: ScalingHarness): string[] {
 }
 
 describe("step 13: toolboxes", () => {
-  it('T3 a toolbox named "0" is an error before any write, even with demo-0 present', async () => {
+  it('a toolbox named "0" is an error before any write, even with demo-0 present', async () => {
     const h = withPods(set([{ name: "0", image: IMAGE }]));
     await assert.rejects(reconcileToolboxes(h.pass()), /must not be an integer/);
     assert.deepEqual(h.client.calls, []);
     assert.deepEqual(h.registry.calls, []);
   });
 
-  it("T4 an integer name and T5 a duplicate name are errors before any write", async () => {
+  it("an integer name and a duplicate name are errors before any write", async () => {
     const integer = withPods(set([TB, { name: "1", image: IMAGE }]));
     await assert.rejects(reconcileToolboxes(integer.pass()), /must not be an integer/);
     assert.deepEqual(integer.client.calls, []);
@@ -81,7 +81,7 @@ describe("step 13: toolboxes", () => {
     assert.deepEqual(h.registry.calls, []);
   });
 
-  it("T91 a toolbox a Hibernated CocoonHibernation names is restore-marked when its tag exists", async () => {
+  it("a toolbox a Hibernated CocoonHibernation names is restore-marked when its tag exists", async () => {
     const h = withPods(set([TB]));
     const ch: CocoonHibernation = {
       apiVersion: "cocoonset.cocoonstack.io/v1",
@@ -104,7 +104,7 @@ describe("step 13: toolboxes", () => {
     assert.equal(h.pod("demo-tb")?.metadata.annotations?.[ANN_RESTORE_FROM_HIBERNATE], undefined);
   });
 
-  it("T6 AlreadyExists for a toolbox the cache missed: an uncached GET finds it ours, no error", async () => {
+  it("AlreadyExists for a toolbox the cache missed: an uncached GET finds it ours, no error", async () => {
     const h = withPods(set([TB]));
     const stored = h.set();
     // Created by an earlier pass; the cache has not caught up.
@@ -140,7 +140,7 @@ describe("step 13: toolboxes", () => {
     assert.deepEqual(h.client.writes(), []);
   });
 
-  it("T18 a toolbox in phase Failed is deleted for rebuild, history first", async () => {
+  it("a toolbox in phase Failed is deleted for rebuild, history first", async () => {
     const h = withPods(set([TB]), (stored) => [phaseFailed(ready(buildToolboxPod(stored, TB)))]);
     await reconcileToolboxes(h.pass());
     assert.deepEqual(writes(h), ["patch cocoonsets/demo", "delete pods/demo-tb"]);

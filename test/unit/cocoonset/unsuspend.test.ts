@@ -78,7 +78,7 @@ function hibernateFlag(h: ScalingHarness, name: string): string | undefined {
 }
 
 describe("step 10: clearing the hibernate annotations", () => {
-  it("T1: annotated main and sub are cleared; the unannotated toolbox is untouched", async () => {
+  it("annotated main and sub are cleared; the unannotated toolbox is untouched", async () => {
     const h = scalingHarness(unsuspendedSet(undefined, true), (cs) => {
       const tb = cs.spec.toolboxes?.[0];
       return [
@@ -113,7 +113,7 @@ describe("step 10: clearing the hibernate annotations", () => {
     assert.equal(hibernateFlag(h, "demo-1"), undefined);
   });
 
-  it("T2: no annotation and no suspended list → no call at all, not even the CocoonHibernation list", async () => {
+  it("no annotation and no suspended list → no call at all, not even the CocoonHibernation list", async () => {
     const h = scalingHarness(unsuspendedSet(), (cs) => [ready(buildMainPod(cs)), ready(sub(cs, 1))]);
     const calls = timeline(h);
     assert.deepEqual(await run(h), CONTINUED);
@@ -121,7 +121,7 @@ describe("step 10: clearing the hibernate annotations", () => {
     assert.equal(h.view.hibernationLists, 0);
   });
 
-  it("T23: a pod a desire=Hibernate CocoonHibernation names keeps its annotation", async () => {
+  it("a pod a desire=Hibernate CocoonHibernation names keeps its annotation", async () => {
     const h = scalingHarness(unsuspendedSet(), (cs) => [
       annotate(buildMainPod(cs), { [ANN_HIBERNATE]: "true" }),
       annotate(sub(cs, 1), { [ANN_HIBERNATE]: "true" }),
@@ -148,7 +148,7 @@ describe("step 10: clearing the hibernate annotations", () => {
     assert.equal(hibernateFlag(h, "demo-0"), "true");
   });
 
-  it("T24: a desire=Wake CocoonHibernation still in phase Hibernating keeps it too", async () => {
+  it("a desire=Wake CocoonHibernation still in phase Hibernating keeps it too", async () => {
     const h = scalingHarness(unsuspendedSet(), (cs) => [
       annotate(buildMainPod(cs), { [ANN_HIBERNATE]: "true" }),
     ]);

@@ -62,7 +62,7 @@ const HANDED_BACK = { done: false };
 const POLL = { done: true, result: { requeueAfterMs: 5000 } };
 
 describe("step 9: wake with no main", () => {
-  it("T52: Suspended + hint + tag → Waking first, then a restore main preferring the hint node", async () => {
+  it("Suspended + hint + tag → Waking first, then a restore main preferring the hint node", async () => {
     const h = scalingHarness(wakeSet("Suspended", HINT, { snapshotCompatibilityClass: "n2" }));
     h.registry.put(VM0, "hibernate", IMAGE);
     const calls = timeline(h);
@@ -91,7 +91,7 @@ describe("step 9: wake with no main", () => {
     assert.deepEqual(h.registry.callsOf("deleteManifest"), []);
   });
 
-  it("T53: a spec.nodeName pin makes the hostname term required", async () => {
+  it("a spec.nodeName pin makes the hostname term required", async () => {
     const h = scalingHarness(wakeSet("Suspended", HINT, { nodeName: "node-b" }));
     h.registry.put(VM0, "hibernate", IMAGE);
     await run(h);
@@ -102,7 +102,7 @@ describe("step 9: wake with no main", () => {
     assert.equal(affinity?.preferredDuringSchedulingIgnoredDuringExecution, undefined);
   });
 
-  it("T54: Suspending + hint, no pods → restore pod created, Waking", async () => {
+  it("Suspending + hint, no pods → restore pod created, Waking", async () => {
     const h = scalingHarness(wakeSet("Suspending", HINT));
     h.registry.put(VM0, "hibernate", IMAGE);
     assert.deepEqual(await run(h), POLL);
@@ -110,14 +110,14 @@ describe("step 9: wake with no main", () => {
     assert.equal(h.set().status?.phase, "Waking");
   });
 
-  it("T55: Suspending without a hint does not engage, even with a failing registry", async () => {
+  it("Suspending without a hint does not engage, even with a failing registry", async () => {
     const h = scalingHarness(wakeSet("Suspending"));
     h.registry.failOn = () => FakeSnapshotRegistry.error(500);
     assert.deepEqual(await run(h), HANDED_BACK);
     assert.deepEqual(h.registry.calls, []);
   });
 
-  it("T59: Suspended without a tag → hands back, clearing the hint so the main boots fresh", async () => {
+  it("Suspended without a tag → hands back, clearing the hint so the main boots fresh", async () => {
     const h = scalingHarness(wakeSet("Suspended", HINT));
     const calls = timeline(h);
     assert.deepEqual(await run(h), HANDED_BACK);
@@ -128,7 +128,7 @@ describe("step 9: wake with no main", () => {
     assert.deepEqual(h.created(), []);
   });
 
-  it("T60: Suspended with a refused probe → the pass fails, nothing created", async () => {
+  it("Suspended with a refused probe → the pass fails, nothing created", async () => {
     const h = scalingHarness(wakeSet("Suspended", HINT));
     h.registry.failOn = () => FakeSnapshotRegistry.error(500);
     await assert.rejects(run(h), /injected failure/);
@@ -173,7 +173,7 @@ describe("step 9: wake with no main", () => {
 
 describe("step 9: a main in the cache while Suspended/Suspending with a hint", () => {
   for (const phase of ["Suspended", "Suspending"] as const) {
-    it(`${phase === "Suspended" ? "T56" : "T57"}: a stale cached main the API no longer has → wait; next pass restores`, async () => {
+    it(`${phase}: a stale cached main the API no longer has → wait; next pass restores`, async () => {
       const h = scalingHarness(wakeSet(phase, HINT), (cs) => [hibernated(buildMainPod(cs), 1)]);
       h.registry.put(VM0, "hibernate", IMAGE);
       const stale = h.pass();
@@ -188,7 +188,7 @@ describe("step 9: a main in the cache while Suspended/Suspending with a hint", (
     });
   }
 
-  it("T58: Suspending + hint, main really alive → hands back", async () => {
+  it("Suspending + hint, main really alive → hands back", async () => {
     const h = scalingHarness(wakeSet("Suspending", HINT), (cs) => [ready(buildMainPod(cs), "node-a")]);
     assert.deepEqual(await run(h), HANDED_BACK);
     assert.deepEqual(h.client.writes(), []);
@@ -208,7 +208,7 @@ describe("step 9: a main in the cache while Suspended/Suspending with a hint", (
     assert.deepEqual(calls, []);
   });
 
-  it("T67: Suspended, no hint, hibernated main present (retain) → hands back", async () => {
+  it("Suspended, no hint, hibernated main present (retain) → hands back", async () => {
     const h = scalingHarness(wakeSet("Suspended"), (cs) => [hibernated(buildMainPod(cs), 1)]);
     const calls = timeline(h);
     assert.deepEqual(await run(h), HANDED_BACK);
@@ -217,7 +217,7 @@ describe("step 9: a main in the cache while Suspended/Suspending with a hint", (
 });
 
 describe("step 9: Waking", () => {
-  it("T61: main unscheduled without a VM → handled, no deletes", async () => {
+  it("main unscheduled without a VM → handled, no deletes", async () => {
     const h = scalingHarness(wakeSet("Waking", HINT), (cs) => [restoreMain(cs)]);
     h.registry.put(VM0, "hibernate", IMAGE);
     assert.deepEqual(await run(h), POLL);
@@ -244,7 +244,7 @@ describe("step 9: Waking", () => {
     assert.ok(h.registry.has(VM0, "hibernate"));
   });
 
-  it("T62: main live on node-c → tag deleted after the VM runs, hint removed, scored pool", async () => {
+  it("main live on node-c → tag deleted after the VM runs, hint removed, scored pool", async () => {
     const h = scalingHarness(wakeSet("Waking", HINT), (cs) => [ready(restoreMain(cs), "node-c")]);
     h.registry.put(VM0, "hibernate", IMAGE);
     const pool = await counterValue(slotReleaseWakeTotal, { ...LABELS, placement: "pool" });
@@ -272,7 +272,7 @@ describe("step 9: Waking", () => {
     assert.deepEqual(h.registry.callsOf("deleteManifest"), []);
   });
 
-  it("T68: landing on the hint node scores hint-node once; a hint-less re-entry never scores again", async () => {
+  it("landing on the hint node scores hint-node once; a hint-less re-entry never scores again", async () => {
     const h = scalingHarness(wakeSet("Waking", HINT), (cs) => [ready(restoreMain(cs), "node-a")]);
     h.registry.put(VM0, "hibernate", IMAGE);
     const hintNode = await counterValue(slotReleaseWakeTotal, { ...LABELS, placement: "hint-node" });
@@ -330,7 +330,7 @@ describe("step 9: Waking", () => {
 });
 
 describe("step 9: an unfinished wake whose Waking was overwritten", () => {
-  it("T64: Pending + hint + restore-marked live main → tag deleted, hint cleared", async () => {
+  it("Pending + hint + restore-marked live main → tag deleted, hint cleared", async () => {
     const h = scalingHarness(wakeSet("Pending", HINT), (cs) => [ready(restoreMain(cs), "node-a")]);
     h.registry.put(VM0, "hibernate", IMAGE);
     assert.deepEqual(await run(h), { done: true, result: { requeue: true } });
@@ -338,20 +338,20 @@ describe("step 9: an unfinished wake whose Waking was overwritten", () => {
     assert.equal(h.set().metadata.annotations?.[ANN_HIBERNATED_ON_NODE], undefined);
   });
 
-  it("T65: the same main not live yet → handled, no delete", async () => {
+  it("the same main not live yet → handled, no delete", async () => {
     const h = scalingHarness(wakeSet("Pending", HINT), (cs) => [restoreMain(cs)]);
     h.registry.put(VM0, "hibernate", IMAGE);
     assert.deepEqual(await run(h), POLL);
     assert.deepEqual(h.registry.callsOf("deleteIfPresent"), []);
   });
 
-  it("T63: Running with a failing registry → hands back", async () => {
+  it("Running with a failing registry → hands back", async () => {
     const h = scalingHarness(wakeSet("Running"), (cs) => [ready(buildMainPod(cs), "node-a")]);
     h.registry.failOn = () => FakeSnapshotRegistry.error(500);
     assert.deepEqual(await run(h), HANDED_BACK);
   });
 
-  it("T66: Running, no hint, restore-marked live main, failing registry → hands back", async () => {
+  it("Running, no hint, restore-marked live main, failing registry → hands back", async () => {
     const h = scalingHarness(wakeSet("Running"), (cs) => [ready(restoreMain(cs), "node-a")]);
     h.registry.failOn = () => FakeSnapshotRegistry.error(500);
     assert.deepEqual(await run(h), HANDED_BACK);

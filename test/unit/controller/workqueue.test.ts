@@ -128,7 +128,7 @@ describe("WorkQueue", () => {
     assert.deepEqual(order, ["now", "early", "middle", "late"]);
   });
 
-  it("addRateLimited backs off per item 5 ms, 10 ms, 20 ms … and forget() resets", async () => {
+  it("addRateLimited backs off per item: 5 ms, 10 ms, 20 ms … and forget() resets", async () => {
     const clock = new FakeClock();
     const queue = newQueue(clock);
     queue.addRateLimited("a");

@@ -1,4 +1,4 @@
-// H26–H28: CRs that reach one VM never run their passes concurrently, and the striped lock itself.
+// CRs that reach one VM never run their passes concurrently, and the striped lock itself.
 // Each test holds the first pass inside a gated call and checks that the second pass has made no
 // call past its lock meanwhile; without the lock it would have written by then.
 
@@ -72,7 +72,7 @@ class GatedUpdateClient extends FakeClient {
 }
 
 describe("per-VM serialisation", () => {
-  test("H26: a Hibernate CR and a Wake CR on one live pod never overlap", async () => {
+  test("a Hibernate CR and a Wake CR on one live pod never overlap", async () => {
     const registry = new GatedRegistry();
     const h = new Harness({ registry });
     h.seedPod({ running: true, vmID: "vmid-1", lifecycle: { state: "ready" } });
@@ -93,7 +93,7 @@ describe("per-VM serialisation", () => {
     assert.equal(h.hibernation("a")?.status?.phase, "Hibernating");
   });
 
-  test("H27: a deleting CR and a live CR on the same VM are serialised", async () => {
+  test("a deleting CR and a live CR on the same VM are serialised", async () => {
     const client = new GatedUpdateClient();
     const h = new Harness({ client });
     h.seedPod();
@@ -116,7 +116,7 @@ describe("per-VM serialisation", () => {
     assert.equal(h.hibernation("b")?.status?.phase, "Hibernating");
   });
 
-  test("H28: a deleting CR locks its status.vmName, not its podRef", async () => {
+  test("a deleting CR locks its status.vmName, not its podRef", async () => {
     const registry = new GatedRegistry();
     const h = new Harness({ registry });
     h.seedPod({ name: "demo-0" });

@@ -1,4 +1,4 @@
-// NamedPods (issue 15, item 2): the pods CocoonHibernations name are read by name and kept current by
+// NamedPods: the pods CocoonHibernations name are read by name and kept current by
 // one filtered watch; nothing else of the cluster is held. PodApi plays the API server.
 
 import assert from "node:assert/strict";

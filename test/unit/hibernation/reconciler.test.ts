@@ -1,5 +1,5 @@
-// The Go operator's hibernation/reconciler_test.go scenarios H2–H28 (behaviours.md §2), plus the
-// events, histograms and no-op rules around them. Time is the harness's FakeClock.
+// The CocoonHibernation pass (docs/hibernation.md): the scenarios of the Go operator's
+// hibernation/reconciler_test.go, plus the events, histograms and no-op rules around them. Time is the harness's FakeClock.
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
@@ -27,7 +27,7 @@ async function histogramCount(
 }
 
 describe("finalizer and spec checks", () => {
-  test("H2: a CR without the finalizer gets it by Update, requeues, and keeps its status empty", async () => {
+  test("a CR without the finalizer gets it by Update, requeues, and keeps its status empty", async () => {
     const h = new Harness();
     h.seedHibernation({ finalizer: false });
     h.seedPod();
@@ -79,7 +79,7 @@ describe("finalizer and spec checks", () => {
 });
 
 describe("pending while the pod or its VM name is missing", () => {
-  test("H24: pod missing → Pending with its message, requeue in 5 s", async () => {
+  test("pod missing → Pending with its message, requeue in 5 s", async () => {
     const h = new Harness();
     h.seedHibernation();
 
@@ -91,7 +91,7 @@ describe("pending while the pod or its VM name is missing", () => {
     );
   });
 
-  test("H25: pod without a VM name → Pending with its message, requeue in 5 s", async () => {
+  test("pod without a VM name → Pending with its message, requeue in 5 s", async () => {
     const h = new Harness();
     h.seedHibernation();
     h.seedPod({ vmName: null });
@@ -113,7 +113,7 @@ describe("pending while the pod or its VM name is missing", () => {
     assert.equal(h.statusPatches(), 1);
   });
 
-  test("H16: the same Pending message at a newer generation is patched with the new observedGeneration", async () => {
+  test("the same Pending message at a newer generation is patched with the new observedGeneration", async () => {
     const h = new Harness();
     h.seedHibernation({
       phase: "Pending",
@@ -134,7 +134,7 @@ describe("pending while the pod or its VM name is missing", () => {
       ["pod missing", (_h: Harness) => {}],
       ["pod without a VM name", (h: Harness) => h.seedPod({ vmName: null })],
     ] as const) {
-      test(`H17: ${phase} is kept through a ${gap} (restore intent), requeue in 5 s`, async () => {
+      test(`${phase} is kept through a ${gap} (restore intent), requeue in 5 s`, async () => {
         const h = new Harness();
         h.seedHibernation({ phase, vmName: VM, readySince: h.ago(MINUTE), observedGeneration: 1 });
         seedPod(h);
@@ -148,7 +148,7 @@ describe("pending while the pod or its VM name is missing", () => {
 });
 
 describe("hibernate", () => {
-  test("H8: annotated, no lifecycle, no tag → Hibernating, requeue in 5 s, no probe yet", async () => {
+  test("annotated, no lifecycle, no tag → Hibernating, requeue in 5 s, no probe yet", async () => {
     const h = new Harness();
     h.seedHibernation();
     h.seedPod({ hibernate: true });
@@ -171,7 +171,7 @@ describe("hibernate", () => {
     assert.deepEqual(h.podPatches(), [{ metadata: { annotations: { [ANN_HIBERNATE]: "true" } } }]);
   });
 
-  test("H7: a probe error before the deadline is returned, wrapped, with no result", async () => {
+  test("a probe error before the deadline is returned, wrapped, with no result", async () => {
     const h = new Harness();
     h.seedHibernation();
     h.seedPod({ hibernate: true, lifecycle: { state: "hibernated" } });
@@ -185,7 +185,7 @@ describe("hibernate", () => {
     });
   });
 
-  test("H18: a tag without lifecycle hibernated stays Hibernating; once vk reports hibernated → Hibernated", async () => {
+  test("a tag without lifecycle hibernated stays Hibernating; once vk reports hibernated → Hibernated", async () => {
     const h = new Harness();
     h.seedHibernation();
     h.seedPod({ hibernate: true });
@@ -200,7 +200,7 @@ describe("hibernate", () => {
     assert.deepEqual(h.registry.callsOf("hasManifest"), [TAG]);
   });
 
-  test("H20: lifecycle obsGen below the pod's stamp stays Hibernating; at the stamp → Hibernated", async () => {
+  test("lifecycle obsGen below the pod's stamp stays Hibernating; at the stamp → Hibernated", async () => {
     const h = new Harness();
     h.seedHibernation();
     h.seedPod({ hibernate: true, stamp: 3, lifecycle: { state: "hibernated", observedGeneration: 2 } });
@@ -256,7 +256,7 @@ describe("hibernate", () => {
     );
   });
 
-  test("H13: Hibernating for more than 3 min → Failed with Warning HibernateTimedOut", async () => {
+  test("Hibernating for more than 3 min → Failed with Warning HibernateTimedOut", async () => {
     const h = new Harness();
     h.seedHibernation({ phase: "Hibernating", vmName: VM, readySince: h.ago(6 * MINUTE) });
     h.seedPod({ hibernate: true });
@@ -303,7 +303,7 @@ describe("hibernate", () => {
     assert.equal(h.hibernation()?.status?.phase, "Failed");
   });
 
-  test("H14: Failed with desire Hibernate → RetryRequested, Hibernating with a fresh Ready clock", async () => {
+  test("Failed with desire Hibernate → RetryRequested, Hibernating with a fresh Ready clock", async () => {
     const h = new Harness();
     h.seedHibernation({ phase: "Failed", vmName: VM, readySince: h.ago(10 * MINUTE) });
     h.seedPod({ hibernate: true });
@@ -322,7 +322,7 @@ describe("hibernate", () => {
     ]);
   });
 
-  test("H15: the same phase at a newer generation patches observedGeneration", async () => {
+  test("the same phase at a newer generation patches observedGeneration", async () => {
     const h = new Harness();
     h.seedHibernation({
       phase: "Hibernated",
@@ -355,7 +355,7 @@ describe("hibernate", () => {
 describe("wake", () => {
   const livePod = { running: true, vmID: "vmid-live", lifecycle: { state: "ready" } };
 
-  test("H12: Waking with a running container, VMID vmid-live and lifecycle ready → Active, annotation cleared, tag dropped", async () => {
+  test("Waking with a running container, VMID vmid-live and lifecycle ready → Active, annotation cleared, tag dropped", async () => {
     const h = new Harness();
     h.seedHibernation({ desire: "Wake", phase: "Waking", vmName: VM, readySince: h.ago(MINUTE) });
     h.seedPod({ ...livePod, hibernate: true });
@@ -434,7 +434,7 @@ describe("wake", () => {
     assert.deepEqual(h.registry.callsOf("deleteManifest"), [], "every drop probes first");
   });
 
-  test("H10: Waking for 10 min with the VM not live → Failed with Warning WakeTimedOut", async () => {
+  test("Waking for 10 min with the VM not live → Failed with Warning WakeTimedOut", async () => {
     const h = new Harness();
     h.seedHibernation({ desire: "Wake", phase: "Waking", vmName: VM, readySince: h.ago(10 * MINUTE) });
     h.seedPod({ lifecycle: { state: "hibernated" } });
@@ -452,7 +452,7 @@ describe("wake", () => {
     assert.deepEqual(h.registry.calls, []);
   });
 
-  test("H11: Failed with a stale Ready clock and desire Wake → Waking with a fresh clock; a second pass stays Waking", async () => {
+  test("Failed with a stale Ready clock and desire Wake → Waking with a fresh clock; a second pass stays Waking", async () => {
     const h = new Harness();
     h.seedHibernation({ desire: "Wake", phase: "Failed", vmName: VM, readySince: h.ago(10 * MINUTE) });
     h.seedPod({ lifecycle: { state: "hibernated" } });
@@ -468,7 +468,7 @@ describe("wake", () => {
     assert.equal(h.hibernation()?.status?.phase, "Waking", "the old deadline must not trip again");
   });
 
-  test("H6: desire Wake while Hibernating past the deadline with a failing probe → Failed, no error", async () => {
+  test("desire Wake while Hibernating past the deadline with a failing probe → Failed, no error", async () => {
     const h = new Harness();
     h.seedHibernation({ desire: "Wake", phase: "Hibernating", vmName: VM, readySince: h.ago(6 * MINUTE) });
     h.seedPod({ hibernate: true, lifecycle: { state: "hibernated" } });
@@ -479,7 +479,7 @@ describe("wake", () => {
   });
 });
 
-describe("a settled wake (item 1 of issue 15)", () => {
+describe("a settled wake leaves the pod to its CocoonSet", () => {
   const settledOpts = {
     desire: "Wake",
     phase: "Active" as const,
@@ -570,7 +570,7 @@ describe("phase exits within one second", () => {
 });
 
 describe("reverse desires finish the running transition first", () => {
-  test("H21: desire Hibernate while Waking, VM not live, tag present → stays Waking, no delete", async () => {
+  test("desire Hibernate while Waking, VM not live, tag present → stays Waking, no delete", async () => {
     const h = new Harness();
     h.seedHibernation({ desire: "Hibernate", phase: "Waking", vmName: VM, readySince: h.ago(MINUTE) });
     h.seedPod({ lifecycle: { state: "hibernated" } });
@@ -582,7 +582,7 @@ describe("reverse desires finish the running transition first", () => {
     assert.deepEqual(h.podPatches(), [], "the hibernate annotation waits for the wake to end");
   });
 
-  test("H22: desire Wake while Hibernating on a stale running pod, no tag → stays Hibernating, no delete", async () => {
+  test("desire Wake while Hibernating on a stale running pod, no tag → stays Hibernating, no delete", async () => {
     const h = new Harness();
     h.seedHibernation({ desire: "Wake", phase: "Hibernating", vmName: VM, readySince: h.ago(MINUTE) });
     h.seedPod({ running: true, vmID: "vmid-old", hibernate: true, lifecycle: { state: "ready" } });
@@ -608,7 +608,7 @@ describe("reverse desires finish the running transition first", () => {
 });
 
 describe("deletion", () => {
-  test("H3: deleting with status.vmName drops the tag and removes the finalizer", async () => {
+  test("deleting with status.vmName drops the tag and removes the finalizer", async () => {
     const h = new Harness();
     h.seedHibernation({ deleting: true, vmName: VM, phase: "Hibernated" });
     h.registry.put(VM, "hibernate");
@@ -618,7 +618,7 @@ describe("deletion", () => {
     assert.equal(h.hibernation(), undefined, "the finalizer was the last one, so the CR is gone");
   });
 
-  test("H4: a failing tag delete still removes the finalizer", async () => {
+  test("a failing tag delete still removes the finalizer", async () => {
     const h = new Harness();
     h.seedHibernation({ deleting: true, vmName: VM });
     h.registry.failOn = () => FakeSnapshotRegistry.error(500);
@@ -628,7 +628,7 @@ describe("deletion", () => {
     assert.equal(h.hibernation(), undefined);
   });
 
-  test("H5: without status.vmName no tag delete is attempted", async () => {
+  test("without status.vmName no tag delete is attempted", async () => {
     const h = new Harness();
     h.seedHibernation({ deleting: true });
 
@@ -637,7 +637,7 @@ describe("deletion", () => {
     assert.equal(h.hibernation(), undefined);
   });
 
-  test("H19: a fresh CR on the same podRef with no status keeps the tag", async () => {
+  test("a fresh CR on the same podRef with no status keeps the tag", async () => {
     const h = new Harness();
     h.seedHibernation({ name: "a", deleting: true, vmName: VM, phase: "Hibernated" });
     h.seedHibernation({ name: "c" });
@@ -649,7 +649,7 @@ describe("deletion", () => {
     assert.equal(h.hibernation("a"), undefined);
   });
 
-  test("H23: the tag outlives a deleted CR while another live CR tracks the VM; the last holder drops it", async () => {
+  test("the tag outlives a deleted CR while another live CR tracks the VM; the last holder drops it", async () => {
     const h = new Harness();
     h.seedHibernation({ name: "a", deleting: true, vmName: VM, phase: "Hibernated" });
     h.seedHibernation({ name: "b", vmName: VM, phase: "Hibernated", readySince: h.ago(MINUTE) });

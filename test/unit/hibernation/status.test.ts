@@ -1,5 +1,6 @@
-// The pure status rules: Ready per phase (H1), the deadline helper (H9), setPhase / markFailed /
-// markPending and their lastTransitionTime handling (H15, H16 and item 140).
+// The pure status rules: Ready per phase, the deadline helper, setPhase / markFailed / markPending,
+// a newer generation rewriting an unchanged phase or message, and lastTransitionTime, which strictly
+// increases.
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
@@ -19,7 +20,7 @@ import { hibernationFixture, MINUTE, VM } from "./support.ts";
 const NOW = Date.parse("2026-03-01T12:00:00Z");
 
 describe("Ready condition", () => {
-  test("H1: Hibernated and Active are True Done; Failed is False Failed; the rest False Pending; obsGen copied", () => {
+  test("Hibernated and Active are True Done; Failed is False Failed; the rest False Pending; obsGen copied", () => {
     const expected: Record<string, [string, string]> = {
       Pending: ["False", "Pending"],
       Hibernating: ["False", "Pending"],
@@ -38,7 +39,7 @@ describe("Ready condition", () => {
   });
 });
 
-describe("phaseDeadlineExceeded (H9)", () => {
+describe("phaseDeadlineExceeded", () => {
   for (const [phase, timeout] of [
     ["Hibernating", HIBERNATE_TIMEOUT_MS],
     ["Waking", WAKE_TIMEOUT_MS],
@@ -89,7 +90,7 @@ describe("phaseStatus (setPhase)", () => {
     assert.equal(phaseStatus(ch, "Hibernating", VM, NOW), undefined);
   });
 
-  test("H15: the same phase at generation 7 against obsGen 6 is written with obsGen 7", () => {
+  test("the same phase at generation 7 against obsGen 6 is written with obsGen 7", () => {
     const ch = hibernationFixture({
       phase: "Hibernated",
       vmName: VM,
@@ -235,7 +236,7 @@ describe("pendingStatus (markPending)", () => {
     );
   });
 
-  test("H16: the same message at generation 4 against obsGen 3 is written", () => {
+  test("the same message at generation 4 against obsGen 3 is written", () => {
     const ch = hibernationFixture({
       phase: "Pending",
       generation: 4,

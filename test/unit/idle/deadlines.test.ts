@@ -1,4 +1,4 @@
-// When the idle and expiry policy acts, and what the status writer shows of it (issue 20), on the
+// When the idle and expiry policy acts, and what the status writer shows of it (docs/idle.md), on the
 // set as the cache holds it and an injected now.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";

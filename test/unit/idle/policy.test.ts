@@ -1,4 +1,4 @@
-// The idle and expiry policy read from a set's annotations (issue 20): what is valid, and what a bad
+// The idle and expiry policy read from a set's annotations (docs/idle.md): what is valid, and what a bad
 // value does (a problem message, that part of the policy off — never a guess).
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";

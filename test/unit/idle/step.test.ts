@@ -1,4 +1,4 @@
-// The idle and expiry policy in the CocoonSet pass (issue 20), with the injected clock: the API calls
+// The idle and expiry policy in the CocoonSet pass (docs/idle.md), with the injected clock: the API calls
 // and events of an idle suspend, an expiry both ways, a last-activity touch or a spec change moving
 // the deadline, bad values, and the requeue that wakes the set at its deadline.
 import assert from "node:assert/strict";

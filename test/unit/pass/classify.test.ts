@@ -37,7 +37,7 @@ function pod(
 }
 
 describe("classifyPods", () => {
-  it("T32 groups main, sub-agents by slot and toolboxes by name", () => {
+  it("groups main, sub-agents by slot and toolboxes by name", () => {
     const main = pod("demo-0", "main", "0");
     const sub1 = pod("demo-1", "sub-agent", "1");
     const sub2 = pod("demo-2", "sub-agent", "2");
@@ -56,7 +56,7 @@ describe("classifyPods", () => {
     assert.deepEqual(c.terminating, []);
   });
 
-  it("T33 keeps a pod with no role only in the by-name map", () => {
+  it("keeps a pod with no role only in the by-name map", () => {
     const c = classifyPods([pod("demo-x", undefined, undefined)], OWNER);
     assert.equal(c.main, undefined);
     assert.equal(c.subAgents.size + c.toolboxes.size, 0);

@@ -75,7 +75,7 @@ function condition(status: CocoonSetStatus, type: string): Condition | undefined
   return status.conditions?.find((c) => c.type === type);
 }
 
-describe("computeStatus phase (T95)", () => {
+describe("computeStatus phase", () => {
   it("is Pending without a main", () => {
     assert.equal(computeStatus(set(1), classify(), { now: NOW }).phase, "Pending");
   });
@@ -119,7 +119,7 @@ describe("computeStatus phase (T95)", () => {
 });
 
 describe("computeStatus entries", () => {
-  it("T95 replicas 2 with 2 ready pods: desired 3, ready 2, sub forked from the main VM", () => {
+  it("replicas 2 with 2 ready pods: desired 3, ready 2, sub forked from the main VM", () => {
     const status = computeStatus(set(2), classify(sub(1), main()), { now: NOW });
     assert.equal(status.desiredAgents, 3);
     assert.equal(status.readyAgents, 2);
@@ -137,7 +137,7 @@ describe("computeStatus entries", () => {
     ]);
   });
 
-  it("T95 carries vmID qemu-1 and ip 10.0.0.1 into the entry", () => {
+  it("carries vmID qemu-1 and ip 10.0.0.1 into the entry", () => {
     const status = computeStatus(
       set(0),
       classify(main(true, { [ANN_VM_ID]: "qemu-1", [ANN_IP]: "10.0.0.1" })),
@@ -212,7 +212,7 @@ describe("computeStatus entries", () => {
 });
 
 describe("conditions", () => {
-  it("T95 Ready is True for 1/1 agents and 0/0 toolboxes", () => {
+  it("Ready is True for 1/1 agents and 0/0 toolboxes", () => {
     const status = computeStatus(set(0), classify(main()), { now: NOW });
     assert.deepEqual(condition(status, "Ready"), {
       type: "Ready",
@@ -224,7 +224,7 @@ describe("conditions", () => {
     });
   });
 
-  it("T95 Ready is False for 1/1 agents and 0/1 toolboxes", () => {
+  it("Ready is False for 1/1 agents and 0/1 toolboxes", () => {
     const status = computeStatus(set(0, ["tb"]), classify(main()), { now: NOW });
     assert.deepEqual(condition(status, "Ready"), {
       type: "Ready",
@@ -331,7 +331,7 @@ describe("conditions", () => {
 });
 
 describe("statusEqual", () => {
-  it("T95 identical builds compare equal, and a recomputed settled status equals the stored one", () => {
+  it("identical builds compare equal, and a recomputed settled status equals the stored one", () => {
     const cs = set(1);
     const a = computeStatus(cs, classify(main(), sub(1)), { now: NOW });
     assert.equal(statusEqual(a, computeStatus(cs, classify(main(), sub(1)), { now: NOW })), true);
@@ -339,7 +339,7 @@ describe("statusEqual", () => {
     assert.equal(statusEqual(cs.status, computeStatus(cs, classify(main(), sub(1)), { now: LATER })), true);
   });
 
-  it("T95 a phase change compares unequal", () => {
+  it("a phase change compares unequal", () => {
     const cs = set(0);
     const a = computeStatus(cs, classify(), { phase: "Pending", now: NOW });
     const b = computeStatus(cs, classify(), { phase: "Running", now: NOW });

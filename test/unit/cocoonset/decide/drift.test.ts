@@ -18,7 +18,7 @@ function newCocoonSet(mutate: (cs: CocoonSet) => void = () => {}): CocoonSet {
 
 const CLASS = "cocoonstack.io/snapshot-cpu-class";
 
-test("T40 agent matches: identical spec, a sub with its fork-from, the default pool", () => {
+test("agent matches: identical spec, a sub with its fork-from, the default pool", () => {
   const cs = newCocoonSet((cs) => (cs.spec.agent.replicas = 1));
   assert.equal(agentDriftReason(buildMainPod(cs), cs, 0), undefined);
   assert.equal(agentDrifted(buildSubAgentPod(cs, 1, "node-a", { mainVMName: "vk-ns-demo-0" }), cs, 1), false);
@@ -32,7 +32,7 @@ test("T40 agent matches: identical spec, a sub with its fork-from, the default p
   );
 });
 
-test("T40 agent matches: a pod built before nodeName was set (affinity is ignored)", () => {
+test("agent matches: a pod built before nodeName was set (affinity is ignored)", () => {
   const pod = buildMainPod(newCocoonSet());
   assert.equal(
     agentDrifted(
@@ -44,7 +44,7 @@ test("T40 agent matches: a pod built before nodeName was set (affinity is ignore
   );
 });
 
-test("T40 agent matches: a live pod with no class is adopted; a Failed one is not", () => {
+test("agent matches: a live pod with no class is adopted; a Failed one is not", () => {
   const cs = newCocoonSet((cs) => (cs.spec.snapshotCompatibilityClass = "n2-cascade-lake-v1"));
   const pod = buildMainPod(cs);
   delete pod.spec.nodeSelector?.[CLASS];
@@ -56,7 +56,7 @@ test("T40 agent matches: a live pod with no class is adopted; a Failed one is no
   assert.equal(agentDrifted(pod, cs, 0), true);
 });
 
-test("T40 agent mismatches", () => {
+test("agent mismatches", () => {
   type Case = [string, (cs: CocoonSet) => void, (cs: CocoonSet) => void];
   const cases: Case[] = [
     ["image", () => {}, (cs) => (cs.spec.agent.image = "ghcr.io/cocoonstack/cocoon/ubuntu:26.04")],
@@ -87,7 +87,7 @@ test("T40 agent mismatches", () => {
   }
 });
 
-test("T40 agent mismatch: the pod's class differs from the spec's", () => {
+test("agent mismatch: the pod's class differs from the spec's", () => {
   const cs = newCocoonSet((cs) => (cs.spec.snapshotCompatibilityClass = "n2-cascade-lake-v1"));
   const pod = buildMainPod(cs);
   (pod.spec.nodeSelector as Record<string, string>)[CLASS] = "n4-emerald-rapids-v1";
@@ -160,7 +160,7 @@ const STATIC_TB: ToolboxSpec = {
   vncPort: 5901,
 };
 
-test("T41 toolbox matches: identical run and static toolboxes, and a live pod with no class", () => {
+test("toolbox matches: identical run and static toolboxes, and a live pod with no class", () => {
   const cs = newCocoonSet();
   assert.equal(toolboxDrifted(buildToolboxPod(cs, RUN_TB), cs, RUN_TB), false);
   assert.equal(toolboxDrifted(buildToolboxPod(cs, STATIC_TB), cs, STATIC_TB), false);
@@ -170,7 +170,7 @@ test("T41 toolbox matches: identical run and static toolboxes, and a live pod wi
   assert.equal(toolboxDrifted(pod, classed, RUN_TB), false);
 });
 
-test("T41 toolbox mismatches", () => {
+test("toolbox mismatches", () => {
   const cs = newCocoonSet();
   const cases: [string, ToolboxSpec, ToolboxSpec][] = [
     ["probePort", RUN_TB, { ...RUN_TB, probePort: 9090 }],
@@ -190,7 +190,7 @@ test("T41 toolbox mismatches", () => {
   }
 });
 
-test("T41 toolbox mismatch: pool", () => {
+test("toolbox mismatch: pool", () => {
   const pod = buildToolboxPod(
     newCocoonSet((cs) => (cs.spec.nodePool = "gpu")),
     RUN_TB,

@@ -82,14 +82,14 @@ describe("migration: reading the set", () => {
     assert.equal(isMigrating(set()), false);
   });
 
-  it("item 43: engaged by a pin, or by Migrating with the pin removed", () => {
+  it("engaged by a pin, or by Migrating with the pin removed", () => {
     assert.equal(migrationEngaged("node-b", false), true);
     assert.equal(migrationEngaged("", true), true);
     assert.equal(migrationEngaged("", false), false);
   });
 });
 
-describe("migration: item 58 — awaitsNodeNoLongerPinned", () => {
+describe("migration: awaitsNodeNoLongerPinned", () => {
   it("unscheduled under a required term for a node the pin no longer names → true", () => {
     assert.equal(awaitsNodeNoLongerPinned(pod({ requiredNode: "node-b" }), "node-c"), true);
   });
@@ -121,7 +121,7 @@ describe("migration: item 58 — awaitsNodeNoLongerPinned", () => {
   });
 });
 
-describe("migration: item 44 — settledWithoutProbe", () => {
+describe("migration: settledWithoutProbe", () => {
   it("not Migrating, unquiesced main on its target, live or not → settled", () => {
     assert.equal(settledWithoutProbe(pod({ node: "node-b", live: true }), "node-b", false), true);
     assert.equal(settledWithoutProbe(pod({ node: "node-b" }), "node-b", false), true);
@@ -137,7 +137,7 @@ describe("migration: item 44 — settledWithoutProbe", () => {
   });
 });
 
-describe("migration: items 45–46 — CocoonHibernation claims", () => {
+describe("migration: CocoonHibernation claims", () => {
   it("desire=Hibernate (any phase) or phase Hibernating owns the pod", () => {
     assert.equal(hibernationOwnsPod([ch("demo-0", "Hibernate")], "demo-0"), true);
     assert.equal(hibernationOwnsPod([ch("demo-0", "Wake", "Hibernating")], "demo-0"), true);
@@ -158,7 +158,7 @@ describe("migration: where the main is", () => {
   it("off target: scheduled on a node other than a set pin", () => {
     assert.equal(mainOffTarget(pod({ node: "node-a" }), "node-b"), true);
     assert.equal(mainOffTarget(pod({ node: "node-b" }), "node-b"), false);
-    assert.equal(mainOffTarget(pod(), "node-b"), false, "item 56: an unscheduled pod is never off target");
+    assert.equal(mainOffTarget(pod(), "node-b"), false, "an unscheduled pod is never off target");
     assert.equal(mainOffTarget(pod({ node: "node-a" }), ""), false);
     assert.equal(mainOffTarget(undefined, "node-b"), false);
   });

@@ -23,7 +23,7 @@ const STATIC_TB: ToolboxSpec = {
   vncPort: 5901,
 };
 
-test("T26 slot 0 is the main agent without fork-from", () => {
+test("slot 0 is the main agent without fork-from", () => {
   const pod = buildMainPod(newCocoonSet());
   assert.equal(pod.metadata.name, "demo-0");
   assert.equal(pod.metadata.namespace, "ns");
@@ -33,7 +33,7 @@ test("T26 slot 0 is the main agent without fork-from", () => {
   assert.equal(pod.metadata.annotations?.["vm.cocoonstack.io/fork-from"], undefined);
 });
 
-test("T27 a sub-agent forks from the main and is bound to the main's node", () => {
+test("a sub-agent forks from the main and is bound to the main's node", () => {
   const pod = buildSubAgentPod(
     newCocoonSet((cs) => (cs.spec.agent.replicas = 2)),
     1,
@@ -56,7 +56,7 @@ test("a sub-agent's fork-from defaults to slot 0's VM name", () => {
   assert.equal(pod.metadata.annotations?.["vm.cocoonstack.io/fork-from"], "vk-ns-demo-0");
 });
 
-test("T28 agent defaults: mode clone, os linux, managed", () => {
+test("agent defaults: mode clone, os linux, managed", () => {
   const a = buildMainPod(newCocoonSet()).metadata.annotations ?? {};
   assert.equal(a["cocoonset.cocoonstack.io/mode"], "clone");
   assert.equal(a["cocoonset.cocoonstack.io/os"], "linux");
@@ -66,7 +66,7 @@ test("T28 agent defaults: mode clone, os linux, managed", () => {
   assert.equal(a["cocoonset.cocoonstack.io/image"], "ghcr.io/cocoonstack/cocoon/ubuntu:24.04");
 });
 
-test("T29 storage becomes the canonical annotation and ephemeral-storage on requests and limits", () => {
+test("storage becomes the canonical annotation and ephemeral-storage on requests and limits", () => {
   const pod = buildMainPod(newCocoonSet((cs) => (cs.spec.agent.storage = "100Gi")));
   assert.equal(pod.metadata.annotations?.["cocoonset.cocoonstack.io/storage"], "100Gi");
   const canonical = buildMainPod(newCocoonSet((cs) => (cs.spec.agent.storage = "1024Mi")));
@@ -82,7 +82,7 @@ test("a zero storage size adds no ephemeral-storage", () => {
   assert.deepEqual(pod.spec.containers[0]?.resources, {});
 });
 
-test("T30 a static toolbox is unmanaged and carries the VM runtime annotations", () => {
+test("a static toolbox is unmanaged and carries the VM runtime annotations", () => {
   const pod = buildToolboxPod(newCocoonSet(), STATIC_TB);
   const a = pod.metadata.annotations ?? {};
   assert.equal(pod.metadata.name, "demo-tb");
@@ -96,7 +96,7 @@ test("T30 a static toolbox is unmanaged and carries the VM runtime annotations",
   assert.equal(a["vm.cocoonstack.io/vnc-port"], "5901");
 });
 
-test("T31 a run-mode toolbox is managed, without runtime annotations, SA, envFrom or placement", () => {
+test("a run-mode toolbox is managed, without runtime annotations, SA, envFrom or placement", () => {
   const cs = newCocoonSet((cs) => {
     cs.spec.agent.serviceAccountName = "sa";
     cs.spec.agent.envFrom = [{ configMapRef: { name: "cm" } }];
@@ -116,7 +116,7 @@ test("T31 a run-mode toolbox is managed, without runtime annotations, SA, envFro
   assert.equal(pod.spec.nodeName, undefined);
 });
 
-test("T34 exactly one controller ownerReference to the set", () => {
+test("exactly one controller ownerReference to the set", () => {
   const refs = buildMainPod(newCocoonSet()).metadata.ownerReferences;
   assert.deepEqual(refs, [
     {
@@ -130,7 +130,7 @@ test("T34 exactly one controller ownerReference to the set", () => {
   ]);
 });
 
-test("T35 pool and snapshot CPU class both select", () => {
+test("pool and snapshot CPU class both select", () => {
   const cs = newCocoonSet((cs) => {
     cs.spec.nodePool = "purpose-a";
     cs.spec.snapshotCompatibilityClass = "n2-cascade-lake-v1";
@@ -143,11 +143,11 @@ test("T35 pool and snapshot CPU class both select", () => {
   }
 });
 
-test("T36 no class, no class key; the pool defaults to default", () => {
+test("no class, no class key; the pool defaults to default", () => {
   assert.deepEqual(buildMainPod(newCocoonSet()).spec.nodeSelector, { "cocoonstack.io/pool": "default" });
 });
 
-test("T37/T38 tolerations: the cocoon key, and node flaps tolerated forever", () => {
+test("tolerations: the cocoon key, and node flaps tolerated forever", () => {
   assert.deepEqual(buildMainPod(newCocoonSet()).spec.tolerations, [
     { key: "virtual-kubelet.io/provider", operator: "Exists" },
     { key: "node.kubernetes.io/not-ready", operator: "Exists", effect: "NoExecute" },
@@ -155,7 +155,7 @@ test("T37/T38 tolerations: the cocoon key, and node flaps tolerated forever", ()
   ]);
 });
 
-test("T39 the generation is stamped on every pod and survives the VMSpec merge", () => {
+test("the generation is stamped on every pod and survives the VMSpec merge", () => {
   const stamp = (generation: number) => newCocoonSet((cs) => (cs.metadata.generation = generation));
   const gen = "cocoonset.cocoonstack.io/generation";
   assert.equal(buildMainPod(stamp(42)).metadata.annotations?.[gen], "42");
@@ -164,7 +164,7 @@ test("T39 the generation is stamped on every pod and survives the VMSpec merge",
   assert.equal(buildToolboxPod(stamp(13), { name: "tb", image: "x" }).metadata.annotations?.[gen], "13");
 });
 
-test("T42 spec.nodeName pins the main with one required hostname term and no nodeName", () => {
+test("spec.nodeName pins the main with one required hostname term and no nodeName", () => {
   const pod = buildMainPod(newCocoonSet((cs) => (cs.spec.nodeName = "node-b")));
   assert.equal(pod.spec.nodeName, undefined);
   assert.deepEqual(pod.spec.affinity, {
@@ -178,11 +178,11 @@ test("T42 spec.nodeName pins the main with one required hostname term and no nod
   });
 });
 
-test("T43 no nodeName, no affinity", () => {
+test("no nodeName, no affinity", () => {
   assert.equal(buildMainPod(newCocoonSet()).spec.affinity, undefined);
 });
 
-test("T44 a sub-agent is bound to the main's node even when the set pins another", () => {
+test("a sub-agent is bound to the main's node even when the set pins another", () => {
   const pod = buildSubAgentPod(
     newCocoonSet((cs) => (cs.spec.nodeName = "node-b")),
     1,
@@ -192,7 +192,7 @@ test("T44 a sub-agent is bound to the main's node even when the set pins another
   assert.equal(pod.spec.affinity, undefined);
 });
 
-test("T52 a wake hint is one preferred weight-100 term; restore flag and class kept", () => {
+test("a wake hint is one preferred weight-100 term; restore flag and class kept", () => {
   const cs = newCocoonSet((cs) => (cs.spec.snapshotCompatibilityClass = "n2"));
   const pod = buildMainPod(cs, { restore: true, wakeHintNode: "node-a" });
   assert.equal(pod.metadata.annotations?.["vm.cocoonstack.io/restore-from-hibernate"], "true");
@@ -212,7 +212,7 @@ test("T52 a wake hint is one preferred weight-100 term; restore flag and class k
   });
 });
 
-test("T53 a required pin wins over the wake hint", () => {
+test("a required pin wins over the wake hint", () => {
   const pod = buildMainPod(
     newCocoonSet((cs) => (cs.spec.nodeName = "node-b")),
     { wakeHintNode: "node-a" },

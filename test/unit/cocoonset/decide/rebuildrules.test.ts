@@ -39,7 +39,7 @@ function history(
 }
 
 describe("rebuild history codec", () => {
-  it("T84 round-trips counts 2 and 1 (replicas 3)", () => {
+  it("round-trips counts 2 and 1 (replicas 3)", () => {
     const input = history({
       "demo-1": { count: 2, lastDeleted: "2026-05-14T01:00:00Z" },
       "demo-2": { count: 1, lastDeleted: "2026-05-14T01:00:30Z" },
@@ -54,7 +54,7 @@ describe("rebuild history codec", () => {
     assert.deepEqual(decoded.value, input);
   });
 
-  it("T85 prunes demo-7 with replicas 2, leaving 2 entries", () => {
+  it("prunes demo-7 with replicas 2, leaving 2 entries", () => {
     const input = history({ "demo-1": { count: 1 }, "demo-2": { count: 2 }, "demo-7": { count: 3 } });
     const decoded = readRebuildHistory(encodeRebuildHistory(input, desiredPodNames(set(2))), "demo");
     assert.equal(decoded.value.has("demo-7"), false);
@@ -67,13 +67,13 @@ describe("rebuild history codec", () => {
     assert.deepEqual([...decoded.value.keys()], ["demo-0", "demo-tb"]);
   });
 
-  it("T87 reads not-json as empty, with a warning", () => {
+  it("reads not-json as empty, with a warning", () => {
     const decoded = readRebuildHistory("not-json", "demo");
     assert.equal(decoded.value.size, 0);
     assert.match(decoded.warning ?? "", /not JSON/);
   });
 
-  it("T87 reads null as an empty map that can be written to", () => {
+  it("reads null as an empty map that can be written to", () => {
     const decoded = readRebuildHistory("null", "demo");
     assert.equal(decoded.warning, undefined);
     decoded.value.set("demo-1", { count: 1, lastDeleted: "" });
@@ -114,7 +114,7 @@ describe("rebuild history codec", () => {
 });
 
 describe("rebuildBackoffMs", () => {
-  it("T86 gives 0, 1 s, 5 s, 30 s, 30 s for counts 0, 1, 2, 3, 10", () => {
+  it("gives 0, 1 s, 5 s, 30 s, 30 s for counts 0, 1, 2, 3, 10", () => {
     assert.deepEqual([0, 1, 2, 3, 10].map(rebuildBackoffMs), [0, 1_000, 5_000, 30_000, 30_000]);
   });
 });

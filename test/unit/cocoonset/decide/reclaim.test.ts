@@ -198,7 +198,7 @@ describe("wokenRecordedVMs", () => {
   });
 });
 
-describe("branch transitions (issue 19)", () => {
+describe("branch transitions", () => {
   it("records the targets first, then owes them a restore; the suspended list stays untouched", () => {
     const start = { generation: 1, vms: ["vk-ns-demo-9"], restore: [], suspended: [] };
     const recorded = recordVMs(start, 2, ["vk-ns-demo-0", "vk-ns-demo-1"]);
