@@ -8,39 +8,39 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import { ANN_FROM_CHECKPOINT } from "../../src/checkpoint/keys.ts";
-import { type Simulator, startSimulator } from "../env/simulator/index.ts";
-import { createNamespace, testEnv, waitFor } from "../env/testenv.ts";
+import { testEnv, waitFor } from "../env/testenv.ts";
 import { type ApiProxy, startApiProxy } from "../support/faultproxy.ts";
-import { startTestOperator, type TestOperator } from "../support/operator.ts";
+import type { TestOperator } from "../support/operator.ts";
 import { createMainOnlySet, getSet, objectEvents, setPods } from "../support/setapi.ts";
+import { type SetEnv, startSetEnv } from "../support/setwait.ts";
 
 const env = testEnv();
 const suffix = randomBytes(3).toString("hex");
 const pool = `nockpt-${suffix}`;
 let ns: string;
-let sim: Simulator;
 let api: ApiProxy;
+let e2e: SetEnv | undefined;
 let operator: TestOperator;
 
 before(async () => {
-  ns = await createNamespace(env, "nockpt");
-  sim = await startSimulator({ ...env, nodes: [{ name: `nockpt-node-${suffix}`, pool }] });
-  api = await startApiProxy(env, {
-    namespace: ns,
-    seed: 1,
-    unservedGroupVersions: ["cocoonset.cocoonstack.io/v1alpha1"],
-  });
-  operator = await startTestOperator({
-    namespace: ns,
-    kubeconfigPath: api.kubeconfigPath,
+  e2e = await startSetEnv(env, "nockpt", {
+    nodes: [{ name: `nockpt-node-${suffix}`, pool }],
     checkpointReprobeMs: 200,
+    beforeOperator: async ({ ns }) => {
+      api = await startApiProxy(env, {
+        namespace: ns,
+        seed: 1,
+        unservedGroupVersions: ["cocoonset.cocoonstack.io/v1alpha1"],
+      });
+      return { kubeconfigPath: api.kubeconfigPath };
+    },
   });
+  ({ ns, operator } = e2e);
 });
 
 after(async () => {
-  await operator?.stop();
+  await e2e?.stop();
   await api?.stop();
-  await sim?.stop({ removeNodes: true });
 });
 
 describe("operator on a cluster without the CocoonCheckpoint CRD", () => {

@@ -17,10 +17,10 @@ import type { CocoonSet } from "../../src/apis/v1/types.ts";
 import type { CocoonCheckpoint } from "../../src/apis/v1alpha1/types.ts";
 import { ANN_FROM_CHECKPOINT, CONDITION_BRANCHED } from "../../src/checkpoint/keys.ts";
 import { type ControlPlane, kubeconfigYaml, startControlPlane } from "../env/controlplane.ts";
-import { type Simulator, startSimulator } from "../env/simulator/index.ts";
-import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
-import { startTestOperator, type TestOperator } from "../support/operator.ts";
+import { apiRequest, testEnv, waitFor } from "../env/testenv.ts";
+import type { TestOperator } from "../support/operator.ts";
 import { createMainOnlySet, getSet, objectEvents, patchSetSpec, setPods } from "../support/setapi.ts";
+import { type SetEnv, startSetEnv } from "../support/setwait.ts";
 
 const repoRoot = resolve(import.meta.dirname, "../..");
 const CHECKPOINT_CRD = join(repoRoot, "config/crd/bases/cocoonset.cocoonstack.io_cocooncheckpoints.yaml");
@@ -34,7 +34,7 @@ const pool = `ckptlate-${suffix}`;
 let workDir: string;
 let cp: ControlPlane;
 let ns: string;
-let sim: Simulator;
+let e2e: SetEnv | undefined;
 let operator: TestOperator;
 /** The status code of every CocoonCheckpoint LIST the operator made after it started. */
 const listCodes: string[] = [];
@@ -85,25 +85,19 @@ before(async () => {
   const saKubeconfig = join(workDir, "kubeconfig");
   writeFileSync(saKubeconfig, kubeconfigYaml({ ...cp, token: token.body.status.token }), { mode: 0o600 });
 
-  ns = await createNamespace(cp, "ckptlate");
-  sim = await startSimulator({
-    ...cp,
-    registry: testEnv().registry,
+  e2e = await startSetEnv({ ...cp, registry: testEnv().registry }, "ckptlate", {
     nodes: [{ name: `ckptlate-${suffix}`, pool }],
-  });
-  operator = await startTestOperator({
-    namespace: ns,
     kubeconfigPath: saKubeconfig,
     checkpointReprobeMs: REPROBE_MS,
   });
+  ({ ns, operator } = e2e);
   operator.client.onRequest((request) => {
     if (request.verb === "list" && request.resource === "cocooncheckpoints") listCodes.push(request.code);
   });
 });
 
 after(async () => {
-  await operator?.stop();
-  await sim?.stop({ removeNodes: true });
+  await e2e?.stop();
   await cp?.stop();
   if (workDir) rmSync(workDir, { recursive: true, force: true });
 });

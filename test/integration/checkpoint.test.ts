@@ -19,10 +19,10 @@ import {
 } from "../../src/contract/keys.ts";
 import { createRegistryClient, type FetchLike } from "../../src/registry/index.ts";
 import { createTransport } from "../../src/registry/transport.ts";
-import { OciClient, type Simulator, startSimulator } from "../env/simulator/index.ts";
-import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
-import { startTestOperator, type TestOperator } from "../support/operator.ts";
+import { OciClient, type Simulator } from "../env/simulator/index.ts";
+import { apiRequest, testEnv, waitFor } from "../env/testenv.ts";
 import { getSet, objectEvents, patchSetSpec, setPods, setsPath } from "../support/setapi.ts";
+import { type SetEnv, startSetEnv } from "../support/setwait.ts";
 
 const IMAGE = "ubuntu-dev-base";
 const env = testEnv();
@@ -31,7 +31,7 @@ const suffix = randomBytes(3).toString("hex");
 const pool = `ckpt-${suffix}`;
 let ns: string;
 let sim: Simulator;
-let operator: TestOperator;
+let e2e: SetEnv | undefined;
 /** VMs whose `:hibernate` manifest PUT the registry refuses (a branch's copy halfway through). */
 const refusedTargets = new Set<string>();
 
@@ -52,17 +52,15 @@ const refusingFetch: FetchLike = async (url, init) => {
 const transport = createTransport();
 
 before(async () => {
-  ns = await createNamespace(env, "ckpt");
-  sim = await startSimulator({ ...env, nodes: [{ name: `ckpt-node-${suffix}`, pool }] });
-  operator = await startTestOperator({
-    namespace: ns,
+  e2e = await startSetEnv(env, "ckpt", {
+    nodes: [{ name: `ckpt-node-${suffix}`, pool }],
     registry: createRegistryClient(env.registry, { fetch: refusingFetch }),
   });
+  ({ ns, sim } = e2e);
 });
 
 after(async () => {
-  await operator?.stop();
-  await sim?.stop({ removeNodes: true });
+  await e2e?.stop();
 });
 
 const checkpointsPath = () => `/apis/cocoonset.cocoonstack.io/v1alpha1/namespaces/${ns}/cocooncheckpoints`;

@@ -29,9 +29,9 @@ import {
   TAG_LATEST,
   TOLERATION_KEY,
 } from "../../src/contract/keys.ts";
-import { OciClient, pushSnapshot, type Simulator, startSimulator } from "../env/simulator/index.ts";
-import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
-import { startTestOperator, type TestOperator } from "../support/operator.ts";
+import { OciClient, pushSnapshot } from "../env/simulator/index.ts";
+import { apiRequest, testEnv, waitFor } from "../env/testenv.ts";
+import { type SetEnv, startSetEnv } from "../support/setwait.ts";
 import { referenceSamplesDir } from "../support/shared.ts";
 
 const SAMPLE = join(referenceSamplesDir, "test-cocoonset.yaml");
@@ -40,19 +40,16 @@ const oci = new OciClient(env.registry);
 const suffix = randomBytes(3).toString("hex");
 const pool = `pool-${suffix}`;
 let ns: string;
-let sim: Simulator;
-let operator: TestOperator;
+let e2e: SetEnv | undefined;
 
 before(async () => {
-  ns = await createNamespace(env, "csbasic");
   // A pool of its own, so the scheduler places this file's pods on this file's simulated node only.
-  sim = await startSimulator({ ...env, nodes: [{ name: `sim-${suffix}`, pool }] });
-  operator = await startTestOperator({ namespace: ns });
+  e2e = await startSetEnv(env, "csbasic", { nodes: [{ name: `sim-${suffix}`, pool }] });
+  ns = e2e.ns;
 });
 
 after(async () => {
-  await operator?.stop();
-  await sim?.stop({ removeNodes: true });
+  await e2e?.stop();
 });
 
 const setPath = (name: string) => `/apis/cocoonset.cocoonstack.io/v1/namespaces/${ns}/cocoonsets/${name}`;

@@ -22,8 +22,8 @@ import {
   E2E_IMAGE,
   hasHibernateTag,
   livePod,
-  type OneNodeEnv,
-  startOneNodeEnv,
+  type SetEnv,
+  startSetEnv,
   waitPhase,
   waitRunning,
 } from "../support/setwait.ts";
@@ -33,10 +33,10 @@ const oci = new OciClient(env.registry);
 let ns: string;
 let pool: string;
 let sim: Simulator;
-let e2e: OneNodeEnv | undefined;
+let e2e: SetEnv | undefined;
 
 before(async () => {
-  e2e = await startOneNodeEnv(env, "csfailed");
+  e2e = await startSetEnv(env, "csfailed");
   ({ ns, pool, sim } = e2e);
 });
 

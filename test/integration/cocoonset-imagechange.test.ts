@@ -13,13 +13,19 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { after, before, it } from "node:test";
 import { TAG_HIBERNATE } from "../../src/contract/keys.ts";
-import { OciClient, type Simulator, startSimulator } from "../env/simulator/index.ts";
-import { createNamespace, testEnv, waitFor } from "../env/testenv.ts";
+import { OciClient, type Simulator } from "../env/simulator/index.ts";
+import { testEnv, waitFor } from "../env/testenv.ts";
 import { type RegistryProxy, startRegistryProxy } from "../support/faultproxy.ts";
 import { InvariantChecker } from "../support/invariants.ts";
-import { startTestOperator, type TestOperator } from "../support/operator.ts";
 import { patchSetSpec } from "../support/setapi.ts";
-import { createSet, E2E_IMAGE, waitPhase, waitRunning } from "../support/setwait.ts";
+import {
+  createSet,
+  E2E_IMAGE,
+  type SetEnv,
+  startSetEnv,
+  waitPhase,
+  waitRunning,
+} from "../support/setwait.ts";
 
 const NEW_IMAGE = `${E2E_IMAGE}:v2`;
 const env = testEnv();
@@ -28,22 +34,26 @@ const pool = `imgchange-${randomBytes(3).toString("hex")}`;
 let ns: string;
 let sim: Simulator;
 let registry: RegistryProxy;
-let operator: TestOperator;
+let e2e: SetEnv | undefined;
 let checker: InvariantChecker;
 
 before(async () => {
-  ns = await createNamespace(env, "imgchange");
-  // A slow wake keeps the old pod's wake in flight while the operator deletes the pod and drops the tag.
-  sim = await startSimulator({ ...env, nodes: [{ name: pool, pool }], timings: { wakeMs: 1500 } });
-  registry = await startRegistryProxy(env.registry);
-  checker = new InvariantChecker({ record: sim.record, registry });
-  operator = await startTestOperator({ namespace: ns, registryBase: registry.host });
+  e2e = await startSetEnv(env, "imgchange", {
+    pool,
+    // A slow wake keeps the old pod's wake in flight while the operator deletes the pod and drops the tag.
+    timings: { wakeMs: 1500 },
+    beforeOperator: async ({ sim }) => {
+      registry = await startRegistryProxy(env.registry);
+      checker = new InvariantChecker({ record: sim.record, registry });
+      return { registryBase: registry.host };
+    },
+  });
+  ({ ns, sim } = e2e);
 });
 
 after(async () => {
-  await operator?.stop();
+  await e2e?.stop();
   await registry?.stop();
-  await sim?.stop({ removeNodes: true });
 });
 
 it("an image edit while suspended drops the old snapshot by digest while the old pod may still wake from it", async () => {

@@ -20,8 +20,8 @@ import {
   createSet,
   E2E_IMAGE,
   livePod,
-  type OneNodeEnv,
-  startOneNodeEnv,
+  type SetEnv,
+  startSetEnv,
   waitPhase,
   waitRunning,
 } from "../support/setwait.ts";
@@ -33,10 +33,10 @@ const watcher = new KubeClient(kubeConfigFromFile(env.kubeconfigPath));
 let ns: string;
 let pool: string;
 let sim: Simulator;
-let e2e: OneNodeEnv | undefined;
+let e2e: SetEnv | undefined;
 
 before(async () => {
-  e2e = await startOneNodeEnv(env, "csmacos", { clock });
+  e2e = await startSetEnv(env, "csmacos", { clock });
   ({ ns, pool, sim } = e2e);
 });
 

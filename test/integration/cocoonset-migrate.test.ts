@@ -10,10 +10,10 @@ import type { Pod } from "../../src/apis/core.ts";
 import type { CocoonSet } from "../../src/apis/v1/types.ts";
 import { ANN_RESTORE_FROM_HIBERNATE, TAG_HIBERNATE } from "../../src/contract/keys.ts";
 import { createRegistryClient, type SnapshotRegistry } from "../../src/registry/index.ts";
-import { OciClient, type Simulator, startSimulator } from "../env/simulator/index.ts";
-import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
-import { startTestOperator, type TestOperator } from "../support/operator.ts";
+import { OciClient, type Simulator } from "../env/simulator/index.ts";
+import { apiRequest, testEnv, waitFor } from "../env/testenv.ts";
 import { getSet as getSetFromApi, objectEvents, patchSetSpec, type SetEvent } from "../support/setapi.ts";
+import { type SetEnv, startSetEnv } from "../support/setwait.ts";
 
 const IMAGE = "ubuntu-dev-base";
 const env = testEnv();
@@ -26,7 +26,7 @@ const nodeB = `sim-b-${suffix}`;
 const nodeFull = `sim-full-${suffix}`;
 let ns: string;
 let sim: Simulator;
-let operator: TestOperator;
+let e2e: SetEnv | undefined;
 
 /** The operator's tag deletes, timed, so their order against the simulator's VM record is checked. */
 const tagDeletes: { time: number; repo: string; ref: string }[] = [];
@@ -53,24 +53,19 @@ function journaledRegistry(inner: SnapshotRegistry): SnapshotRegistry {
 }
 
 before(async () => {
-  ns = await createNamespace(env, "csmigrate");
-  sim = await startSimulator({
-    ...env,
+  e2e = await startSetEnv(env, "csmigrate", {
     nodes: [
       { name: nodeA, pool },
       { name: nodeB, pool },
       { name: nodeFull, pool, pods: 1 },
     ],
-  });
-  operator = await startTestOperator({
-    namespace: ns,
     registry: journaledRegistry(createRegistryClient(env.registry)),
   });
+  ({ ns, sim } = e2e);
 });
 
 after(async () => {
-  await operator?.stop();
-  await sim?.stop({ removeNodes: true });
+  await e2e?.stop();
 });
 
 const setsPath = () => `/apis/cocoonset.cocoonstack.io/v1/namespaces/${ns}/cocoonsets`;

@@ -19,9 +19,9 @@ import {
   E2E_IMAGE,
   hasHibernateTag,
   livePod,
-  type OneNodeEnv,
   reclaimOf,
-  startOneNodeEnv,
+  type SetEnv,
+  startSetEnv,
   waitPhase,
   waitRunning,
 } from "../support/setwait.ts";
@@ -31,10 +31,10 @@ const oci = new OciClient(env.registry);
 let ns: string;
 let pool: string;
 let sim: Simulator;
-let e2e: OneNodeEnv | undefined;
+let e2e: SetEnv | undefined;
 
 before(async () => {
-  e2e = await startOneNodeEnv(env, "csowed");
+  e2e = await startSetEnv(env, "csowed");
   ({ ns, pool, sim } = e2e);
 });
 

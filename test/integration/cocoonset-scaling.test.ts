@@ -16,15 +16,15 @@ import {
   ANN_RESTORE_FROM_HIBERNATE,
   TAG_HIBERNATE,
 } from "../../src/contract/keys.ts";
-import { OciClient, pushSnapshot, type Simulator, startSimulator } from "../env/simulator/index.ts";
-import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
-import { startTestOperator, type TestOperator } from "../support/operator.ts";
+import { OciClient, pushSnapshot, type Simulator } from "../env/simulator/index.ts";
+import { apiRequest, testEnv, waitFor } from "../env/testenv.ts";
 import {
   getSet as getSetFromApi,
   objectEvents,
   patchSetSpec,
   setPods as setPodsFromApi,
 } from "../support/setapi.ts";
+import { type SetEnv, startSetEnv } from "../support/setwait.ts";
 
 const IMAGE = "ubuntu-dev-base";
 const NEW_IMAGE = "ubuntu-dev-base:v2";
@@ -34,17 +34,15 @@ const suffix = randomBytes(3).toString("hex");
 const pool = `pool-${suffix}`;
 let ns: string;
 let sim: Simulator;
-let operator: TestOperator;
+let e2e: SetEnv | undefined;
 
 before(async () => {
-  ns = await createNamespace(env, "csscale");
-  sim = await startSimulator({ ...env, nodes: [{ name: `sim-${suffix}`, pool }] });
-  operator = await startTestOperator({ namespace: ns });
+  e2e = await startSetEnv(env, "csscale", { nodes: [{ name: `sim-${suffix}`, pool }] });
+  ({ ns, sim } = e2e);
 });
 
 after(async () => {
-  await operator?.stop();
-  await sim?.stop({ removeNodes: true });
+  await e2e?.stop();
 });
 
 const setsPath = () => `/apis/cocoonset.cocoonstack.io/v1/namespaces/${ns}/cocoonsets`;

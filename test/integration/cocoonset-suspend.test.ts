@@ -17,9 +17,8 @@ import {
   ANN_LIFECYCLE_STATE,
   LIFECYCLE_HIBERNATED,
 } from "../../src/contract/keys.ts";
-import { OciClient, type Simulator, startSimulator } from "../env/simulator/index.ts";
-import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
-import { startTestOperator, type TestOperator } from "../support/operator.ts";
+import { OciClient, type Simulator } from "../env/simulator/index.ts";
+import { apiRequest, testEnv, waitFor } from "../env/testenv.ts";
 import {
   getSet as getSetFromApi,
   objectEvents,
@@ -31,6 +30,8 @@ import {
   createSet as createSetInApi,
   hasHibernateTag,
   E2E_IMAGE as IMAGE,
+  type SetEnv,
+  startSetEnv,
   waitPhase,
   waitRunning,
 } from "../support/setwait.ts";
@@ -48,12 +49,10 @@ const preferPool = `prefer-${suffix}`;
 const preferNodes = [`prefer-a-${suffix}`, `prefer-b-${suffix}`];
 let ns: string;
 let sim: Simulator;
-let operator: TestOperator;
+let e2e: SetEnv | undefined;
 
 before(async () => {
-  ns = await createNamespace(env, "cssuspend");
-  sim = await startSimulator({
-    ...env,
+  e2e = await startSetEnv(env, "cssuspend", {
     nodes: [
       { name: `roomy-${suffix}`, pool: roomyPool },
       { name: nodeA, pool: seatPool, pods: 1 },
@@ -61,12 +60,11 @@ before(async () => {
       ...preferNodes.map((name) => ({ name, pool: preferPool, pods: 10 })),
     ],
   });
-  operator = await startTestOperator({ namespace: ns });
+  ({ ns, sim } = e2e);
 });
 
 after(async () => {
-  await operator?.stop();
-  await sim?.stop({ removeNodes: true });
+  await e2e?.stop();
 });
 
 const setsPath = () => `/apis/cocoonset.cocoonstack.io/v1/namespaces/${ns}/cocoonsets`;

@@ -24,10 +24,10 @@ import {
   TOLERATION_KEY,
 } from "../../src/contract/keys.ts";
 import { createRegistryClient } from "../../src/registry/index.ts";
-import { OciClient, type Simulator, startSimulator } from "../env/simulator/index.ts";
-import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
-import { startTestOperator, type TestOperator } from "../support/operator.ts";
+import { OciClient, type Simulator } from "../env/simulator/index.ts";
+import { apiRequest, testEnv, waitFor } from "../env/testenv.ts";
 import { getSet, objectEvents, patchSetSpec, setPods, setsPath } from "../support/setapi.ts";
+import { type SetEnv, startSetEnv } from "../support/setwait.ts";
 
 const IMAGE = "ubuntu-dev-base";
 const env = testEnv();
@@ -37,29 +37,27 @@ const pool = `hibop-${suffix}`;
 const nodeName = `hibop-${suffix}`;
 let ns: string;
 let sim: Simulator;
-let operator: TestOperator;
+let e2e: SetEnv | undefined;
 /** The operator's registry requests, as `<METHOD> <path> <status>`. */
 const registryRequests: string[] = [];
 
 const hibernationsPath = () => `/apis/cocoonset.cocoonstack.io/v1/namespaces/${ns}/cocoonhibernations`;
 
 before(async () => {
-  ns = await createNamespace(env, "hibop");
-  sim = await startSimulator({
-    ...env,
-    nodes: [{ name: nodeName, pool }],
-    timings: { bootMs: 50, readyMs: 50, hibernateMs: 50, wakeMs: 50, deleteMs: 20 },
-  });
   const registry = createRegistryClient(env.registry, {
     dockerConfigPath: "/nonexistent",
     onRequest: (method, path, status) => registryRequests.push(`${method} ${path} ${status}`),
   });
-  operator = await startTestOperator({ namespace: ns, registry });
+  e2e = await startSetEnv(env, "hibop", {
+    nodes: [{ name: nodeName, pool }],
+    timings: { bootMs: 50, readyMs: 50, hibernateMs: 50, wakeMs: 50, deleteMs: 20 },
+    registry,
+  });
+  ({ ns, sim } = e2e);
 });
 
 after(async () => {
-  await operator?.stop();
-  await sim?.stop({ removeNodes: true });
+  await e2e?.stop();
 });
 
 async function hasTag(vm: string): Promise<boolean> {

@@ -23,11 +23,11 @@ import {
 import { REQUEUE_POLL_MS } from "../../src/pass/pass.ts";
 import { formatRFC3339Nano } from "../../src/rfc3339.ts";
 import { controlPlaneBinDir } from "../env/controlplane.ts";
-import { OciClient, type Simulator, startSimulator } from "../env/simulator/index.ts";
-import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
-import { startTestOperator, type TestOperator } from "../support/operator.ts";
+import { OciClient } from "../env/simulator/index.ts";
+import { apiRequest, testEnv, waitFor } from "../env/testenv.ts";
 import { getSet, objectEvents, type SetEvent, setPods, setsPath } from "../support/setapi.ts";
 import { SettledPassProbe } from "../support/settledpass.ts";
+import { type SetEnv, startSetEnv } from "../support/setwait.ts";
 
 const IMAGE = "ubuntu-dev-base";
 const env = testEnv();
@@ -35,18 +35,15 @@ const oci = new OciClient(env.registry);
 const suffix = randomBytes(3).toString("hex");
 const pool = `idle-${suffix}`;
 let ns: string;
-let sim: Simulator;
-let operator: TestOperator;
+let e2e: SetEnv;
 
 before(async () => {
-  ns = await createNamespace(env, "csidle");
-  sim = await startSimulator({ ...env, nodes: [{ name: `idle-${suffix}`, pool }] });
-  operator = await startTestOperator({ namespace: ns });
+  e2e = await startSetEnv(env, "csidle", { nodes: [{ name: `idle-${suffix}`, pool }] });
+  ns = e2e.ns;
 });
 
 after(async () => {
-  await operator?.stop();
-  await sim?.stop({ removeNodes: true });
+  await e2e?.stop();
 });
 
 async function createSet(name: string, annotations: Record<string, string>): Promise<void> {
@@ -108,7 +105,7 @@ describe("idle suspend and expiry on the real environment", () => {
     const running = await waitForSet(name, "Running", isRunning);
     assert.equal(running.status?.idleSuspendAt, undefined);
     const probe = new SettledPassProbe(env.registry);
-    probe.attach(operator.operator);
+    probe.attach(e2e.operator.operator);
     // Settled: quiet for longer than any poll a pass asks for, so no pass is pending and only the
     // annotation's own watch event can start one.
     await probe.waitForQuiet(REQUEUE_POLL_MS + 1_000);
@@ -189,11 +186,11 @@ describe("idle suspend and expiry on the real environment", () => {
     await createSet(name, { [ANN_SUSPEND_AFTER_IDLE]: "5s" });
     const running = await waitForSet(name, "Running", isRunning);
     const deadline = Date.parse(running.status?.idleSuspendAt ?? "");
-    await operator.stop();
+    await e2e.operator.stop();
     // Down until well past the deadline; a clock restarted by the new operator would wait 5 s more.
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now()) + 3_000));
     const startedAt = Date.now();
-    operator = await startTestOperator({ namespace: ns });
+    await e2e.startOperator();
 
     const parked = await waitForSet(name, "spec.suspend", (cs) => cs.spec.suspend === true);
     const parkedAt = Date.parse(parked.metadata.annotations?.[ANN_PARKED_AT] ?? "");
@@ -258,7 +255,7 @@ describe("idle suspend and expiry on the real environment", () => {
     // `kubectl annotate NAME KEY-` lifts the policy at once (settled first, so no other pass does it):
     // the column empties, the clock goes.
     const probe = new SettledPassProbe(env.registry);
-    probe.attach(operator.operator);
+    probe.attach(e2e.operator.operator);
     await probe.waitForQuiet(REQUEUE_POLL_MS + 1_000);
     kubectl(["annotate", "cocoonset", name, `${ANN_SUSPEND_AFTER_IDLE}-`]);
     const lifted = await waitForSet(

@@ -15,15 +15,15 @@ import { OciClient } from "../env/simulator/index.ts";
 import { apiRequest, testEnv, waitFor } from "../env/testenv.ts";
 import { expectCode, runCocoon } from "../support/pluginrun.ts";
 import { getSet, setsPath } from "../support/setapi.ts";
-import { createSet, E2E_IMAGE, type OneNodeEnv, startOneNodeEnv, waitRunning } from "../support/setwait.ts";
+import { createSet, E2E_IMAGE, type SetEnv, startSetEnv, waitRunning } from "../support/setwait.ts";
 
 const env = testEnv();
 const oci = new OciClient(env.registry);
-let e2e: OneNodeEnv;
+let e2e: SetEnv;
 let ns: string;
 
 before(async () => {
-  e2e = await startOneNodeEnv(env, "plugck");
+  e2e = await startSetEnv(env, "plugck");
   ns = e2e.ns;
 });
 

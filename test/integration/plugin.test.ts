@@ -23,11 +23,11 @@ import { runPlugin } from "../../src/plugin/cli.ts";
 import { EXIT_ERROR, EXIT_FAILED, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE } from "../../src/plugin/errors.ts";
 import { formatRFC3339 } from "../../src/rfc3339.ts";
 import { controlPlaneBinDir } from "../env/controlplane.ts";
-import { type Simulator, startSimulator } from "../env/simulator/index.ts";
-import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
-import { startTestOperator, type TestOperator } from "../support/operator.ts";
+import type { Simulator } from "../env/simulator/index.ts";
+import { apiRequest, testEnv, waitFor } from "../env/testenv.ts";
 import { expectCode, type PluginRun, pluginBaseEnv, runCocoon } from "../support/pluginrun.ts";
 import { getSet, setPods, setsPath } from "../support/setapi.ts";
+import { type SetEnv, startSetEnv } from "../support/setwait.ts";
 
 const IMAGE = "ubuntu-dev-base";
 const env = testEnv();
@@ -41,12 +41,10 @@ const nodeElsewhere = `plug-else-${suffix}`;
 const repoRoot = resolve(import.meta.dirname, "../..");
 let ns: string;
 let sim: Simulator;
-let operator: TestOperator;
+let e2e: SetEnv | undefined;
 
 before(async () => {
-  ns = await createNamespace(env, "plugin");
-  sim = await startSimulator({
-    ...env,
+  e2e = await startSetEnv(env, "plugin", {
     nodes: [
       { name: nodeA, pool },
       { name: nodeB, pool },
@@ -54,12 +52,11 @@ before(async () => {
       { name: nodeElsewhere, pool: `other-${suffix}` },
     ],
   });
-  operator = await startTestOperator({ namespace: ns });
+  ({ ns, sim } = e2e);
 });
 
 after(async () => {
-  await operator?.stop();
-  await sim?.stop({ removeNodes: true });
+  await e2e?.stop();
 });
 
 type Run = PluginRun;

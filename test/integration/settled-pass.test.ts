@@ -12,11 +12,10 @@ import { randomBytes } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import type { CocoonSet } from "../../src/apis/v1/types.ts";
 import { ANN_EXPIRE_AT, ANN_SUSPEND_AFTER_IDLE } from "../../src/idle/policy.ts";
-import { type Simulator, startSimulator } from "../env/simulator/index.ts";
-import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
-import { startTestOperator, type TestOperator } from "../support/operator.ts";
+import { apiRequest, testEnv, waitFor } from "../env/testenv.ts";
 import { getSet, isRunning, setsPath } from "../support/setapi.ts";
 import { SettledPassProbe, suspendSets } from "../support/settledpass.ts";
+import { type SetEnv, startSetEnv } from "../support/setwait.ts";
 
 const env = testEnv();
 const suffix = randomBytes(3).toString("hex");
@@ -27,21 +26,21 @@ const SUSPENDED = "settled-suspended";
 const RUNS = 3;
 const QUIET_MS = 3_000;
 let ns: string;
-let sim: Simulator;
-let operator: TestOperator;
+let e2e: SetEnv | undefined;
 let probe: SettledPassProbe;
 
 before(async () => {
-  ns = await createNamespace(env, "settled");
-  sim = await startSimulator({ ...env, nodes: [{ name: `sim-${suffix}`, pool }] });
   probe = new SettledPassProbe(env.registry);
-  operator = await startTestOperator({ namespace: ns, registry: probe.registry });
-  probe.attach(operator.operator);
+  e2e = await startSetEnv(env, "settled", {
+    nodes: [{ name: `sim-${suffix}`, pool }],
+    registry: probe.registry,
+  });
+  ns = e2e.ns;
+  probe.attach(e2e.operator.operator);
 });
 
 after(async () => {
-  await operator?.stop();
-  await sim?.stop({ removeNodes: true });
+  await e2e?.stop();
 });
 
 function settledSet(name: string): CocoonSet {

@@ -16,8 +16,8 @@ import { ANN_HIBERNATE, LABEL_COCOONSET, TAG_HIBERNATE } from "../../src/contrac
 import { KubeClient, kubeConfigFromFile } from "../../src/controller/client.ts";
 import { COCOONSETS } from "../../src/controller/resources.ts";
 import { createRegistryClient } from "../../src/registry/index.ts";
-import { OciClient, type Simulator, startSimulator } from "../env/simulator/index.ts";
-import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
+import { OciClient, type Simulator } from "../env/simulator/index.ts";
+import { apiRequest, testEnv, waitFor } from "../env/testenv.ts";
 import {
   type RegistryFault,
   type RegistryProxy,
@@ -25,7 +25,7 @@ import {
   startRegistryProxy,
 } from "../support/faultproxy.ts";
 import { InvariantChecker } from "../support/invariants.ts";
-import { startTestOperator, type TestOperator } from "../support/operator.ts";
+import { type SetEnv, startSetEnv } from "../support/setwait.ts";
 import { ShiftableClock } from "../support/shiftableclock.ts";
 
 const IMAGE = "ubuntu-dev-base";
@@ -44,36 +44,35 @@ const KINDS: RegistryFault[] = ["5xx", "timeout", "401", "refused"];
 let ns: string;
 let sim: Simulator;
 let proxy: RegistryProxy;
-let operator: TestOperator;
+let e2e: SetEnv | undefined;
 let checker: InvariantChecker;
 const injected: Record<string, number> = {};
 
 before(async () => {
   process.stderr.write(`registry-faults.test: CHAOS_SEED=${seed}\n`);
-  ns = await createNamespace(env, "regfault");
-  sim = await startSimulator({
-    ...env,
+  e2e = await startSetEnv(env, "regfault", {
     nodes: [
       { name: nodeA, pool },
       { name: nodeB, pool },
     ],
-  });
-  proxy = await startRegistryProxy(env.registry);
-  checker = new InvariantChecker({ record: sim.record, registry: proxy });
-  operator = await startTestOperator({
-    namespace: ns,
     clock,
-    registry: createRegistryClient(proxy.host, {
-      timeoutMs: CLIENT_TIMEOUT_MS,
-      dockerConfigPath: "/nonexistent",
-    }),
+    beforeOperator: async ({ sim }) => {
+      proxy = await startRegistryProxy(env.registry);
+      checker = new InvariantChecker({ record: sim.record, registry: proxy });
+      return {
+        registry: createRegistryClient(proxy.host, {
+          timeoutMs: CLIENT_TIMEOUT_MS,
+          dockerConfigPath: "/nonexistent",
+        }),
+      };
+    },
   });
+  ({ ns, sim } = e2e);
 });
 
 after(async () => {
-  await operator?.stop();
+  await e2e?.stop();
   await proxy?.stop();
-  await sim?.stop({ removeNodes: true });
   process.stderr.write(`registry-faults.test: seed=${seed} injected=${JSON.stringify(injected)}\n`);
 });
 

@@ -22,11 +22,11 @@ import { KubeClient, kubeConfigFromFile } from "../../src/controller/client.ts";
 import { COCOONHIBERNATIONS } from "../../src/controller/resources.ts";
 import { WAKE_TIMEOUT_MS } from "../../src/hibernation/status.ts";
 import { createRegistryClient } from "../../src/registry/index.ts";
-import { OciClient, type Simulator, startSimulator } from "../env/simulator/index.ts";
-import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
+import { OciClient, type Simulator } from "../env/simulator/index.ts";
+import { apiRequest, testEnv, waitFor } from "../env/testenv.ts";
 import { type RegistryProxy, type RegistryRequest, startRegistryProxy } from "../support/faultproxy.ts";
 import { InvariantChecker } from "../support/invariants.ts";
-import { startTestOperator, type TestOperator } from "../support/operator.ts";
+import { type SetEnv, startSetEnv } from "../support/setwait.ts";
 import { ShiftableClock } from "../support/shiftableclock.ts";
 
 const env = testEnv();
@@ -40,7 +40,7 @@ const watcher = new KubeClient(kubeConfigFromFile(env.kubeconfigPath));
 let ns: string;
 let sim: Simulator;
 let proxy: RegistryProxy;
-let operator: TestOperator;
+let e2e: SetEnv | undefined;
 let checker: InvariantChecker;
 /** Each manifest DELETE the operator sent, with whether the VM had woken from its snapshot by then. */
 const deletes: { req: RegistryRequest; wokenBefore: boolean }[] = [];
@@ -50,34 +50,33 @@ const chPath = (name = "") =>
   `/apis/cocoonset.cocoonstack.io/v1/namespaces/${ns}/cocoonhibernations${name ? `/${name}` : ""}`;
 
 before(async () => {
-  ns = await createNamespace(env, "wakefault");
-  sim = await startSimulator({
-    ...env,
-    nodes: [{ name: node, pool: node }],
+  e2e = await startSetEnv(env, "wakefault", {
+    pool: node,
     timings: { bootMs: 50, readyMs: 50, hibernateMs: 50, wakeMs: 50, deleteMs: 20 },
-  });
-  proxy = await startRegistryProxy(env.registry);
-  checker = new InvariantChecker({ record: sim.record, registry: proxy });
-  proxy.onRequest((req) => {
-    if (req.method !== "DELETE" || !req.path.includes("/manifests/")) return;
-    const lastHibernate = sim.record.events({ kind: "hibernate", vmName: VM() }).at(-1)?.time ?? 0;
-    const wokenBefore = sim.record
-      .events({ kind: "wake", vmName: VM() })
-      .some((e) => e.time >= lastHibernate && e.source === "restore");
-    deletes.push({ req, wokenBefore });
-    checker.note(`operator DELETE ${req.path} → ${req.status}${req.fault ? ` [${req.fault}]` : ""}`);
-  });
-  operator = await startTestOperator({
-    namespace: ns,
     clock,
-    registry: createRegistryClient(proxy.host, { timeoutMs: 1500, dockerConfigPath: "/nonexistent" }),
+    beforeOperator: async ({ sim }) => {
+      proxy = await startRegistryProxy(env.registry);
+      checker = new InvariantChecker({ record: sim.record, registry: proxy });
+      proxy.onRequest((req) => {
+        if (req.method !== "DELETE" || !req.path.includes("/manifests/")) return;
+        const lastHibernate = sim.record.events({ kind: "hibernate", vmName: VM() }).at(-1)?.time ?? 0;
+        const wokenBefore = sim.record
+          .events({ kind: "wake", vmName: VM() })
+          .some((e) => e.time >= lastHibernate && e.source === "restore");
+        deletes.push({ req, wokenBefore });
+        checker.note(`operator DELETE ${req.path} → ${req.status}${req.fault ? ` [${req.fault}]` : ""}`);
+      });
+      return {
+        registry: createRegistryClient(proxy.host, { timeoutMs: 1500, dockerConfigPath: "/nonexistent" }),
+      };
+    },
   });
+  ({ ns, sim } = e2e);
 });
 
 after(async () => {
-  await operator?.stop();
+  await e2e?.stop();
   await proxy?.stop();
-  await sim?.stop({ removeNodes: true });
   watcher.close();
   const faulted = proxy?.requests.filter((r) => r.fault !== undefined) ?? [];
   process.stderr.write(

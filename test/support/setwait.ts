@@ -6,10 +6,15 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import type { Pod } from "../../src/apis/core.ts";
 import type { CocoonSet, CocoonSetSpec } from "../../src/apis/v1/types.ts";
-import type { Clock } from "../../src/clock.ts";
 import { ANN_HIBERNATE_RECLAIM, TAG_HIBERNATE } from "../../src/contract/keys.ts";
 import { type ReclaimRecord, readReclaim } from "../../src/pass/reclaimrecord.ts";
-import { type OciClient, type Simulator, startSimulator } from "../env/simulator/index.ts";
+import {
+  type OciClient,
+  type SimNodeOptions,
+  type SimTimings,
+  type Simulator,
+  startSimulator,
+} from "../env/simulator/index.ts";
 import {
   type ApiConnection,
   apiRequest,
@@ -17,39 +22,95 @@ import {
   type TestEnvInfo,
   waitFor,
 } from "../env/testenv.ts";
-import { startTestOperator, type TestOperator } from "./operator.ts";
+import { startTestOperator, type TestOperator, type TestOperatorOptions } from "./operator.ts";
 import { getSet, setPods, setsPath } from "./setapi.ts";
 
 export const E2E_IMAGE = "ubuntu-dev-base";
 
-/** A namespace, one simulated node in a pool of its own, and the operator watching the namespace. */
-export interface OneNodeEnv {
+/**
+ * A namespace, the simulator's nodes (by default one, in a pool of its own) and the operator watching
+ * the namespace.
+ */
+export interface SetEnv {
   ns: string;
+  /** As SetEnvOptions.pool says. */
   pool: string;
   sim: Simulator;
+  /** The running operator: the one startOperator() started last. */
   operator: TestOperator;
+  /** Starts another operator with the same options, once the test stopped the last, as `operator`. */
+  startOperator(): Promise<TestOperator>;
+  /** Stops the operator, then the simulator, deleting its nodes. */
   stop(): Promise<void>;
 }
 
-export async function startOneNodeEnv(
+/** The operator's options but its namespace, which is the environment's. */
+export type SetEnvOperatorOptions = Omit<TestOperatorOptions, "namespace">;
+
+export interface SetEnvOptions extends SetEnvOperatorOptions {
+  /** The handle's pool; default the first node's pool, or without `nodes` a fresh `<prefix>-<6 hex>`. */
+  pool?: string;
+  /** The simulator's nodes; default one node named after `pool`, in that pool. */
+  nodes?: SimNodeOptions[];
+  /** The simulator's; default its DEFAULT_TIMINGS. */
+  timings?: Partial<SimTimings>;
+  /**
+   * Runs once the simulator is up, before the operator starts (say, to put a proxy or an invariant
+   * checker in front of it); the options it returns are laid over the others.
+   */
+  beforeOperator?: (
+    started: Pick<SetEnv, "ns" | "pool" | "sim">,
+  ) => SetEnvOperatorOptions | undefined | Promise<SetEnvOperatorOptions | undefined>;
+}
+
+/**
+ * Creates a namespace on `env`'s API server (the shared environment's, or a control plane of the
+ * test's own), starts the simulator's nodes there, then the in-process operator watching the namespace,
+ * by default through `env`'s kubeconfig and registry. A failed operator start stops the simulator again.
+ */
+export async function startSetEnv(
   env: TestEnvInfo,
   prefix: string,
-  opts: { clock?: Clock } = {},
-): Promise<OneNodeEnv> {
+  opts: SetEnvOptions = {},
+): Promise<SetEnv> {
+  const { pool: poolOpt, nodes, timings, beforeOperator, ...operatorOpts } = opts;
   const ns = await createNamespace(env, prefix);
-  const pool = `${prefix}-${randomBytes(3).toString("hex")}`;
-  const sim = await startSimulator({ ...env, nodes: [{ name: pool, pool }] });
-  const operator = await startTestOperator({ namespace: ns, ...opts });
-  return {
+  const pool = poolOpt ?? nodes?.[0]?.pool ?? `${prefix}-${randomBytes(3).toString("hex")}`;
+  const sim = await startSimulator({
+    ...env,
+    nodes: nodes ?? [{ name: pool, pool }],
+    ...(timings ? { timings } : {}),
+  });
+  let operatorOptions: TestOperatorOptions;
+  let operator: TestOperator;
+  try {
+    operatorOptions = {
+      kubeconfigPath: env.kubeconfigPath,
+      registryBase: env.registry,
+      ...operatorOpts,
+      ...(await beforeOperator?.({ ns, pool, sim })),
+      namespace: ns,
+    };
+    operator = await startTestOperator(operatorOptions);
+  } catch (err) {
+    await sim.stop({ removeNodes: true });
+    throw err;
+  }
+  const handle: SetEnv = {
     ns,
     pool,
     sim,
     operator,
+    startOperator: async () => {
+      handle.operator = await startTestOperator(operatorOptions);
+      return handle.operator;
+    },
     stop: async () => {
-      await operator.stop();
+      await handle.operator.stop();
       await sim.stop({ removeNodes: true });
     },
   };
+  return handle;
 }
 
 export async function createSet(
