@@ -221,4 +221,16 @@ export function createLogger(destination: LogDestination = process.stdout): Logg
   );
 }
 
-export const log: Logger = createLogger();
+/** Where `log` writes; only redirectProcessLog changes it. */
+let processLogDestination: LogDestination = process.stdout;
+
+/**
+ * Sends the lines of `log` and of its children to `destination` instead of stdout. The operator
+ * never calls it: it is for a test process that runs the operator in-process and holds each test's
+ * lines, to show them only when that test fails.
+ */
+export function redirectProcessLog(destination: LogDestination): void {
+  processLogDestination = destination;
+}
+
+export const log: Logger = createLogger({ write: (line) => processLogDestination.write(line) });

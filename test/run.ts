@@ -1,7 +1,8 @@
 // The test runner behind `npm test`: starts one control plane and one registry, runs every
 // test/**/*.test.ts file (or the files given as arguments) with node --test against them, tears
 // everything down and exits with the test exit code. Binaries come from build.sh (cached; `make
-// test` builds them first).
+// test` builds them first). The report shows the operator's log only for a test that failed: each
+// test file's process holds those lines per test (test/support/testlog.ts).
 import { spawn } from "node:child_process";
 import { globSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
@@ -24,8 +25,12 @@ function needsEnvironment(files: string[]): boolean {
   return files.some((file) => !file.startsWith("test/unit/"));
 }
 
+/** The module each test file's process loads first: it holds log lines per test (test/support/testlog.ts). */
+const TEST_LOG_HOOKS = "./test/support/testlog-hooks.ts";
+
 function runNodeTest(files: string[], env: NodeJS.ProcessEnv): Promise<number> {
-  const child = spawn(process.execPath, ["--test", "--test-concurrency=2", ...files], {
+  const args = ["--test", "--test-concurrency=2", `--import=${TEST_LOG_HOOKS}`, ...files];
+  const child = spawn(process.execPath, args, {
     cwd: repoRoot,
     stdio: "inherit",
     env,

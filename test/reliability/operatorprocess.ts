@@ -1,8 +1,10 @@
 // The operator as a real child process (`node src/main.ts`, leader election off), so SIGKILL is real.
 // Its kubeconfig points at an ApiProxy that scopes it to one namespace; OCI_REGISTRY at a RegistryProxy.
+// Everything it writes goes into the held log (test/support/testlog.ts), so a failed test shows it.
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { resolve } from "node:path";
+import { testLog } from "../support/testlog.ts";
 
 const repoRoot = resolve(import.meta.dirname, "../..");
 
@@ -61,7 +63,9 @@ export class OperatorProcess {
         buffered += chunk;
         let nl = buffered.indexOf("\n");
         while (nl >= 0) {
-          this.opts.onLine?.(incarnation, buffered.slice(0, nl));
+          const line = buffered.slice(0, nl);
+          testLog.write(`[operator #${incarnation}] ${line}\n`);
+          this.opts.onLine?.(incarnation, line);
           buffered = buffered.slice(nl + 1);
           nl = buffered.indexOf("\n");
         }
