@@ -65,9 +65,11 @@ function specPath(pod: Pod, field: RestoreDependency): string {
 
 /** What the snapshots were taken under, what the spec asks for, and what to set back to resume. */
 export function heldSnapshotsMessage(held: readonly HeldSnapshot[]): string {
-  const parts = held.map((h) => {
-    const revert = h.mismatches.map((m) => `${specPath(h.pod, m.field)}: ${m.taken || '""'}`);
-    return `VM ${h.vmName} of pod ${podKey(h.pod)} was snapshotted under ${describeMismatches(h.mismatches)}; set ${revert.join(", ")} back`;
-  });
-  return `the snapshots are kept, but vk-cocoon cannot restore them as the spec now asks: ${parts.join("; ")}, and the set resumes with its state`;
+  const taken = held.map(
+    (h) => `VM ${h.vmName} of pod ${podKey(h.pod)} was snapshotted under ${describeMismatches(h.mismatches)}`,
+  );
+  const reverts = new Set(
+    held.flatMap((h) => h.mismatches.map((m) => `${specPath(h.pod, m.field)} back to ${m.taken || '""'}`)),
+  );
+  return `vk-cocoon cannot restore the snapshots as the spec now asks: ${taken.join("; ")}. The snapshots are kept: set ${[...reverts].join(", ")} and the set resumes with its state`;
 }
