@@ -116,3 +116,32 @@ it("a backend edit while suspended keeps the snapshot, fails saying what to set 
   );
   assert.ok((deletes[0]?.time ?? 0) >= (since.find((e) => e.kind === "wake")?.time ?? Infinity));
 });
+
+it("an edit that drifts the pod but not its snapshot's dependencies: on resume the old pod is not woken, its replacement restores the suspend's snapshot", async () => {
+  const vm = `vk-${ns}-env-0`;
+  const agent = { ...AGENT, envFrom: [{ configMapRef: { name: "settings-a" } }] };
+  await createSet(env, ns, "env", { nodePool: pool, agent });
+  await waitRunning(env, ns, "env", 1);
+  await patchSetSpec(env, ns, "env", { suspend: true });
+  await waitPhase(env, ns, "env", "Suspended");
+  const pushed = await oci.getManifest(oci.repository(vm), TAG_HIBERNATE);
+  assert.ok(pushed, "the suspend pushed :hibernate");
+  const [old] = await setPods(env, ns, "env");
+  const since = sim.record.events({ vmName: vm }).length;
+
+  await patchSetSpec(env, ns, "env", {
+    suspend: false,
+    agent: { ...agent, envFrom: [{ configMapRef: { name: "settings-b" } }] },
+  });
+  await waitRunning(env, ns, "env", 1);
+  const [replacement] = await setPods(env, ns, "env");
+  assert.notEqual(replacement?.metadata.uid, old?.metadata.uid, "the drifted pod was rebuilt");
+  const journal = sim.record.events({ vmName: vm }).slice(since);
+  assert.deepEqual(
+    journal.map(
+      (e) => `${e.kind}/${e.podUID === old?.metadata.uid ? "old" : "new"}/${e.snapshot?.digest ?? ""}`,
+    ),
+    ["destroy/old/", `restore/new/${pushed.digest}`],
+    `the old pod went hibernated, the new one restored the suspend's snapshot: ${JSON.stringify(journal)}`,
+  );
+});
