@@ -7,6 +7,7 @@
 import type { Pod } from "../../apis/core.ts";
 import type { CocoonSet } from "../../apis/v1/types.ts";
 import { LABEL_ROLE, LABEL_SLOT, ROLE_TOOLBOX } from "../../contract/keys.ts";
+import { byteOrder } from "../../contract/order.ts";
 import { isPodFailed, podKey, readHibernateState, vmNameOf } from "../../contract/pod.ts";
 import {
   describeMismatches,
@@ -51,7 +52,7 @@ export function heldSnapshots(cs: CocoonSet, pods: Classification): HeldSnapshot
     const mismatches = restoreMismatches(taken, wanted, fields);
     if (mismatches.length > 0) held.push({ pod, vmName: vmNameOf(pod), mismatches });
   }
-  return held.sort((a, b) => (a.vmName < b.vmName ? -1 : a.vmName > b.vmName ? 1 : 0));
+  return held.sort((a, b) => byteOrder(a.vmName, b.vmName));
 }
 
 /** The spec field a user sets back for this mismatch of this pod. */
