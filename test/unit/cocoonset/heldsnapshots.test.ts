@@ -14,8 +14,14 @@ const VM0 = "vk-ns-demo-0";
 const GEN = 3;
 
 /** A retained set suspended on cloud-hypervisor (its main hibernated, its tag pushed), then edited. */
-function editedWhileSuspended(spec: Partial<CocoonSet["spec"]>): ScalingHarness {
-  const before = scalingSet({ suspend: true, agent: { image: IMAGE, replicas: 0 } }, GEN);
+function editedWhileSuspended(
+  spec: Partial<CocoonSet["spec"]>,
+  policy: "retain" | "release" = "retain",
+): ScalingHarness {
+  const before = scalingSet(
+    { suspend: true, hibernatePolicy: policy, agent: { image: IMAGE, replicas: 0 } },
+    GEN,
+  );
   before.metadata.annotations = {
     [ANN_HIBERNATE_RECLAIM]: JSON.stringify({ generation: 0, vms: [VM0], suspended: [VM0] }),
   };
@@ -57,6 +63,15 @@ describe("a suspended set edited on a field its snapshots depend on", () => {
       "a settled held pass writes nothing",
     );
     assert.equal(h.events.events.filter((e) => e.reason === REASON_SNAPSHOT_INCOMPATIBLE).length, 1);
+  });
+
+  it("under release, no seat is freed: the pod that records what the snapshot was taken under stays", async () => {
+    const h = editedWhileSuspended({ ...FIRECRACKER, suspend: true, hibernatePolicy: "release" }, "release");
+    const calls = timeline(h);
+    await reconcile(h);
+    assert.deepEqual(h.deleted(), []);
+    assert.ok(!calls.some((c) => c.includes("keep-snapshot-on-delete")), calls.join("\n"));
+    assert.equal(h.set().status?.phase, "Failed");
   });
 
   it("resumed unchanged: no pod is woken, deleted or created and the tag and record stay", async () => {
