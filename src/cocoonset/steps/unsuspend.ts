@@ -56,13 +56,8 @@ export async function settleUnsuspend(pass: Pass): Promise<ReadonlySet<Pod>> {
   // Decided after the CR-held pods are left out: a pass whose only annotated pods belong to a
   // CocoonHibernation (or will be rebuilt) has nothing to do, and must not even restamp the record's
   // generation.
-  const toWake =
-    annotated.length > 0
-      ? withoutHibernationTargets(
-          pass,
-          annotated.filter((pod) => !drifted.has(pod)),
-        )
-      : [];
+  const candidates = annotated.filter((pod) => !drifted.has(pod));
+  const toWake = candidates.length > 0 ? withoutHibernationTargets(pass, candidates) : [];
   if (!needsUnsuspendBookkeeping(reclaimRecord(pass), toWake.length)) return new Set();
 
   await persistReclaim(pass, stampUnsuspend(reclaimRecord(pass), pass.generation, managedVMNames(toWake)));

@@ -466,7 +466,7 @@ describe("step 10: a pod that drifted from the spec while suspended", () => {
     assert.deepEqual(record.suspended, []);
   });
 
-  it("a pass whose only annotated pod drifted, after the bookkeeping, makes no call", async () => {
+  it("a pass whose only annotated pod drifted, after the bookkeeping, makes no call, not even the CocoonHibernation list", async () => {
     const h = scalingHarness(unsuspendedSet({ generation: GEN, vms: [VM0], restore: [VM0] }), (stored) => {
       const before = { ...stored, spec: { ...stored.spec, agent: { ...stored.spec.agent, image: "old" } } };
       return [hibernated(buildMainPod(before), GEN)];
@@ -474,5 +474,6 @@ describe("step 10: a pod that drifted from the spec while suspended", () => {
     const calls = timeline(h);
     assert.deepEqual(await run(h), CONTINUED);
     assert.deepEqual(calls, []);
+    assert.equal(h.view.hibernationLists, 0);
   });
 });
