@@ -14,6 +14,7 @@ import { type ConditionUpdate, setStatusCondition } from "../apis/status.ts";
 import type { CocoonSet, Condition } from "../apis/v1/types.ts";
 import type { CocoonCheckpoint } from "../apis/v1alpha1/types.ts";
 import { TAG_HIBERNATE } from "../contract/keys.ts";
+import { describeMismatches } from "../contract/restoredeps.ts";
 import { checkpointBranchBlobsTotal, checkpointBranchesTotal } from "../metrics/checkpoint.ts";
 import { CONTINUE, finishInPhase, type Pass, type Step, type StepOutcome } from "../pass/pass.ts";
 import { oweRestores, recordVMs } from "../pass/reclaimrecord.ts";
@@ -24,16 +25,18 @@ import {
   ANN_FROM_CHECKPOINT,
   CONDITION_BRANCHED,
   REASON_BRANCH_FAILED,
+  REASON_BRANCH_INCOMPATIBLE,
   REASON_BRANCH_WAITING,
   REASON_BRANCHED,
 } from "./keys.ts";
 import { sameRepositoryBranchManifest } from "./manifest.ts";
-import { type BranchCopy, planBranch } from "./members.ts";
+import { type BranchCopy, type IncompatibleCopy, incompatibleCopies, planBranch } from "./members.ts";
 
 /** A set waiting for its checkpoint looks again after this; the checkpoint's own events come sooner. */
 export const BRANCH_WAIT_MS = 30_000;
 
 const REASON_COPYING = "Copying";
+const REASON_INCOMPATIBLE = "Incompatible";
 const REASON_FROM_CHECKPOINT = "FromCheckpoint";
 
 /** What the branch step reads and copies through. */
@@ -79,8 +82,12 @@ async function branchFromCheckpoint(pass: Pass, branching: BranchingDeps | undef
   const { registry } = branching;
 
   const plan = planBranch(pass.cs, lookup);
+  // Refused before anything is written: a copy the new pods could not restore would be dropped by
+  // the image rule, or refused by vk-cocoon, and the slot would boot fresh under a Branched set.
+  const incompatible = incompatibleCopies(pass.cs, plan);
+  if (incompatible.length > 0) return refuseIncompatible(pass, name, incompatible);
   const targets = plan.map((c) => c.targetVM);
-  if (!branched) {
+  if (branched?.reason !== REASON_COPYING) {
     await writeBranched(
       pass,
       "False",
@@ -108,6 +115,30 @@ async function branchFromCheckpoint(pass: Pass, branching: BranchingDeps | undef
   return CONTINUE;
 }
 
+/**
+ * Branched=False naming each member and field that differs, and a Warning, both only when that
+ * changes; the set is Failed and no pod is created until a spec edit makes the slots match.
+ */
+async function refuseIncompatible(
+  pass: Pass,
+  checkpointName: string,
+  incompatible: readonly IncompatibleCopy[],
+): Promise<StepOutcome> {
+  const members = incompatible.map(({ copy, mismatches }) => {
+    const m = copy.member;
+    const place = m.role === "toolbox" ? `toolbox ${m.toolbox}` : `${m.role} (slot ${m.slot})`;
+    return `member ${place}, VM ${m.vmName}: ${describeMismatches(mismatches)}`;
+  });
+  const message = `cannot branch from CocoonCheckpoint ${checkpointName}: its snapshots cannot restore as this spec asks; ${members.join("; ")}`;
+  const current = branchedCondition(pass.cs);
+  if (current?.reason !== REASON_INCOMPATIBLE || current.message !== message) {
+    await writeBranched(pass, "False", REASON_INCOMPATIBLE, message);
+    setEvent(pass, "Warning", REASON_BRANCH_INCOMPATIBLE, message);
+  }
+  return finishInPhase("Failed", {});
+}
+
+/** Every planned copy restores: incompatible ones refuse the branch before it starts. */
 function branchedMessage(checkpoint: CocoonCheckpoint, plan: readonly BranchCopy[]): string {
   const source = checkpoint.spec.cocoonSetRef.name;
   return `branched from CocoonCheckpoint ${checkpoint.metadata.name} of CocoonSet ${source}: ${plan.length} VMs restore from it`;

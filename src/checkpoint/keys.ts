@@ -37,4 +37,5 @@ export const REASON_KEEP_INVALID = "KeepCheckpointsInvalid";
 /** On the CocoonSet. */
 export const REASON_BRANCH_WAITING = "BranchWaiting";
 export const REASON_BRANCH_FAILED = "BranchCopyFailed";
+export const REASON_BRANCH_INCOMPATIBLE = "BranchIncompatible";
 export const REASON_BRANCHED = "Branched";

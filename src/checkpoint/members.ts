@@ -4,6 +4,13 @@
 import type { CocoonSet } from "../apis/v1/types.ts";
 import type { CheckpointMember, CocoonCheckpoint } from "../apis/v1alpha1/types.ts";
 import { ROLE_MAIN, ROLE_SUB_AGENT, ROLE_TOOLBOX } from "../contract/keys.ts";
+import {
+  RESTORE_DEPENDENCIES,
+  type RestoreDependencies,
+  type RestoreMismatch,
+  restoreMismatches,
+  specRestoreDependencies,
+} from "../contract/restoredeps.ts";
 import { agentVMName, toolboxVMName } from "../contract/vmname.ts";
 
 /** A VM slot of a set's spec: an agent slot or a managed toolbox. */
@@ -73,5 +80,50 @@ export function mergeMembers(
 ): CheckpointMember[] {
   const out = planned.map((slot) => ({ ...slot }) as CheckpointMember);
   for (const member of known) if (!out.some((m) => m.vmName === member.vmName)) out.push(member);
+  return out;
+}
+
+/**
+ * What a member's snapshot was taken under besides its image (which the snapshot records itself): the
+ * set's spec when the checkpoint copies. The set is Suspended at that spec's generation, and a suspended
+ * set edited on any of these is Failed instead (src/cocoonset/decide/heldsnapshots.ts), so its VMs
+ * ran under them.
+ */
+export function memberRestoreDependencies(
+  cs: CocoonSet,
+  slot: SetSlot,
+): Pick<CheckpointMember, "backend" | "os" | "snapshotCompatibilityClass"> {
+  const deps = specRestoreDependencies(cs, slot);
+  return deps
+    ? { backend: deps.backend, os: deps.os, snapshotCompatibilityClass: deps.snapshotCompatibilityClass }
+    : {};
+}
+
+/** A planned copy the new set could not restore, and on which fields. */
+export interface IncompatibleCopy {
+  copy: BranchCopy;
+  mismatches: RestoreMismatch[];
+}
+
+/**
+ * The copies whose member was taken under another image, backend, OS or compatibility class than the
+ * new set's spec asks of that slot. A field the member does not record (a checkpoint from before it
+ * was recorded) is not compared, nor an empty image (a snapshot without a base image, which vk-cocoon
+ * does not guard); an empty class is compared: such memory may not resume on a certified class.
+ */
+export function incompatibleCopies(cs: CocoonSet, plan: readonly BranchCopy[]): IncompatibleCopy[] {
+  const out: IncompatibleCopy[] = [];
+  for (const copy of plan) {
+    const wanted = specRestoreDependencies(cs, copy.member);
+    if (!wanted) continue;
+    const recorded = RESTORE_DEPENDENCIES.filter(
+      (field) => copy.member[field] !== undefined && (field !== "image" || copy.member.image !== ""),
+    );
+    const taken = Object.fromEntries(
+      recorded.map((field) => [field, copy.member[field] ?? ""]),
+    ) as Partial<RestoreDependencies>;
+    const mismatches = restoreMismatches({ ...wanted, ...taken }, wanted, recorded);
+    if (mismatches.length > 0) out.push({ copy, mismatches });
+  }
   return out;
 }

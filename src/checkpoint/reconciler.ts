@@ -43,7 +43,7 @@ import {
   REASON_WAITING,
 } from "./keys.ts";
 import { checkpointManifest } from "./manifest.ts";
-import { mergeMembers, setSlots } from "./members.ts";
+import { memberRestoreDependencies, mergeMembers, setSlots } from "./members.ts";
 import { checkpointsToPrune, parseKeepCheckpoints } from "./prune.ts";
 
 /** A Suspended set without any snapshot (nothing will announce one) is looked at again after this. */
@@ -154,6 +154,7 @@ export class CheckpointReconciler implements Reconciler {
         ...slot,
         digest,
         image: typeof image === "string" ? image : "",
+        ...memberRestoreDependencies(cs, slot),
         bytes: referencedBytes(source.manifest),
       });
     }

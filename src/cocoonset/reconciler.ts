@@ -11,6 +11,7 @@ import { classifyPods } from "../pass/classify.ts";
 import { Pass, type PassDeps, type Step } from "../pass/pass.ts";
 import { reconcileFailedMain } from "./steps/failed.ts";
 import { ensureFinalizer } from "./steps/finalizer.ts";
+import { holdIncompatibleSnapshots } from "./steps/heldsnapshots.ts";
 import { reconcileMain } from "./steps/main.ts";
 import { reconcileMigration } from "./steps/migrate.ts";
 import { stampGeneration } from "./steps/stamp.ts";
@@ -40,6 +41,8 @@ function cocoonSetSteps(deps: CocoonSetDeps): readonly Step[] {
     idlePolicyStep(),
     stampGeneration, // 5
     reconcileSuspend, // 6
+    // A resumed set whose snapshots the edited spec could not restore keeps them, Failed.
+    holdIncompatibleSnapshots,
     reconcileFailedMain, // 7
     reconcileMigration, // 8
     reconcileWake, // 9

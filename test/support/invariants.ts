@@ -7,9 +7,10 @@
 //      where the test declares an image change (the spec gave up that state);
 //  (b) a :hibernate tag is deleted by the operator only while the VM restored or woken from it (after
 //      its last hibernate) runs — except in teardown or where the test declares an image change;
-//  (c) vk-cocoon never refuses a pod: no pod over a tag recorded from another image, no fork-from or
-//      restore-marked pod it cannot serve — except the one refusal an image change allows: see
-//      `lostWakeRace`.
+//  (c) vk-cocoon never refuses a pod (no pod over a tag recorded from another image, no fork-from or
+//      restore-marked pod it cannot serve), and never wakes a VM whose image the test changed: the
+//      old pod drifted from the spec and is rebuilt, so a wake of it is wasted, and one still pulling
+//      when the image rule drops the tag is refused (WakePullFailed).
 // A DELETE names the manifest by digest (the registry refuses DELETE by tag), so each VM's last
 // `:hibernate` push digest is kept from the hibernate event: only a DELETE of that digest (or of the
 // tag) removes the tag, and its timeline line says so.
@@ -39,14 +40,9 @@ interface VmState {
   tag: boolean;
   /** The digest of the last :hibernate push, when the hibernate event named it. */
   hibernateDigest?: string;
-  /** The operator deleted the manifest of the last :hibernate push. */
-  droppedByOperator: boolean;
 }
 
 export class InvariantViolation extends Error {}
-
-/** How long a lost-wake refusal waits for the record of the operator DELETE that caused it. */
-const DELETE_RECORD_GRACE_MS = 2_000;
 
 export class InvariantChecker {
   readonly timeline: TimelineEntry[] = [];
@@ -57,13 +53,10 @@ export class InvariantChecker {
     tagDeletes: 0,
     liveDestroys: 0,
     hibernatedDestroys: 0,
-    imageChangeWakeRefusals: 0,
   };
   private readonly vms = new Map<string, VmState>();
   private readonly teardownPrefixes: string[] = [];
   private readonly imageChanged = new Set<string>();
-  /** Lost-wake refusals whose operator DELETE may still be on its way back through the proxy. */
-  private readonly awaitingDelete = new Map<string, { event: VmEvent; timer: NodeJS.Timeout }>();
   private readonly repoPrefix: string;
   private rejectFailed: (err: Error) => void = () => {};
   /** Rejects on the first violation; race it against the driver's waits. */
@@ -102,9 +95,6 @@ export class InvariantChecker {
 
   /** Throws the first violation with the history that led to it. */
   check(): void {
-    for (const [vmName, { event }] of this.awaitingDelete) {
-      if (Date.now() - event.time > DELETE_RECORD_GRACE_MS) this.refuseForGood(vmName);
-    }
     if (this.violations.length > 0) throw new InvariantViolation(this.violations[0]);
   }
 
@@ -116,7 +106,7 @@ export class InvariantChecker {
   private state(vmName: string): VmState {
     let s = this.vms.get(vmName);
     if (!s) {
-      s = { live: false, tag: false, droppedByOperator: false };
+      s = { live: false, tag: false };
       this.vms.set(vmName, s);
     }
     return s;
@@ -138,10 +128,17 @@ export class InvariantChecker {
     });
     const s = this.state(e.vmName);
     switch (e.kind) {
+      case "wake":
+        if (this.imageChanged.has(e.vmName)) {
+          this.violate("c", e.vmName, `pod ${e.podName} woken though its image changed: it is rebuilt`);
+        }
+        s.live = true;
+        s.liveKind = e.kind;
+        s.lastStart = seq;
+        return;
       case "boot":
       case "restore":
       case "fork":
-      case "wake":
         s.live = true;
         s.liveKind = e.kind;
         s.lastStart = seq;
@@ -150,7 +147,6 @@ export class InvariantChecker {
         s.live = false;
         s.lastHibernate = seq;
         s.tag = true;
-        s.droppedByOperator = false;
         s.hibernateDigest = /:hibernate (sha256:[0-9a-f]{64})$/.exec(e.detail ?? "")?.[1];
         return;
       case "destroy":
@@ -182,72 +178,11 @@ export class InvariantChecker {
         }
         return;
       case "refuse":
-        if (this.lostWakeRace(e, s)) {
-          this.counts.imageChangeWakeRefusals++;
-          return;
-        }
-        if (this.mayAwaitDelete(e, s)) {
-          this.takeAwaiting(e.vmName);
-          const timer = setTimeout(() => this.refuseForGood(e.vmName), DELETE_RECORD_GRACE_MS);
-          timer.unref();
-          this.awaitingDelete.set(e.vmName, { event: e, timer });
-          return;
-        }
         this.violate("c", e.vmName, `vk-cocoon refused pod ${e.podName}: ${e.detail ?? ""}`);
         return;
       default:
         return;
     }
-  }
-
-  /**
-   * The old pod's wake that lost the race to the image rule (step 10 with "The snapshot image rule"
-   * in docs/cocoonset.md; test/integration/cocoonset-imagechange.test.ts). After an image edit while
-   * suspended, step 10 clears the hibernate annotation of every owned pod but a CocoonHibernation's
-   * target, the drifted old main included, so vk starts waking it; step 11 deletes that main for
-   * rebuild, and the next pass finds it terminating, runs the image rule before its create attempt
-   * (AlreadyExists) and deletes the snapshot by digest: the image rule says it can never be restored.
-   * A wake still pulling then fails "manifest not found". Only that refusal is allowed: of a VM whose
-   * image the test changed, after the operator deleted the manifest of its last hibernate.
-   */
-  private lostWakeRace(e: VmEvent, s: VmState): boolean {
-    return s.droppedByOperator && this.lostWakeShape(e);
-  }
-
-  /**
-   * The proxy records a request when its response has been read back, after the registry acted on it,
-   * so the refusal of a wake that lost to a DELETE can reach the checker first. Such a refusal, while
-   * the checker still sees the tag, waits DELETE_RECORD_GRACE_MS for that DELETE's record before it
-   * counts as invariant (c).
-   */
-  private mayAwaitDelete(e: VmEvent, s: VmState): boolean {
-    return s.tag && this.lostWakeShape(e);
-  }
-
-  private lostWakeShape(e: VmEvent): boolean {
-    return (
-      this.imageChanged.has(e.vmName) &&
-      /^WakePullFailed: pull \S+:hibernate: manifest not found$/.test(e.detail ?? "")
-    );
-  }
-
-  /** The refusal waiting on this VM's DELETE, no longer waiting. */
-  private takeAwaiting(vmName: string): VmEvent | undefined {
-    const waiting = this.awaitingDelete.get(vmName);
-    if (!waiting) return undefined;
-    clearTimeout(waiting.timer);
-    this.awaitingDelete.delete(vmName);
-    return waiting.event;
-  }
-
-  private refuseForGood(vmName: string): void {
-    const e = this.takeAwaiting(vmName);
-    if (!e) return;
-    this.violate(
-      "c",
-      vmName,
-      `vk-cocoon refused pod ${e.podName}: ${e.detail ?? ""} (no operator DELETE followed)`,
-    );
   }
 
   private onRegistry(r: RegistryRequest): void {
@@ -285,8 +220,6 @@ export class InvariantChecker {
     // Deleting a tag no VM was ever hibernated into (a stale or foreign tag) loses nothing we track.
     const ok = this.inTeardown(vmName) || this.imageChanged.has(vmName) || restoredSinceHibernate || !s.tag;
     s.tag = false;
-    s.droppedByOperator = true;
-    if (this.takeAwaiting(vmName)) this.counts.imageChangeWakeRefusals++;
     if (!ok) {
       this.violate(
         "b",

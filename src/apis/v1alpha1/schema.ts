@@ -30,14 +30,20 @@ const memberSchema: JSONSchemaProps = {
   description: "CheckpointMember is one VM of the set and its checkpoint tag.",
   type: "object",
   properties: {
+    backend: { description: "The hypervisor the snapshot was taken with.", type: "string" },
     bytes: { ...int64, description: "Bytes the snapshot manifest references (config and layers)." },
     digest: { description: "Digest of <vmName>:ckpt-<checkpoint name>.", type: "string" },
     image: {
       description: "The image the snapshot was taken from (cocoonstack.snapshot.baseimage).",
       type: "string",
     },
+    os: { description: "The guest OS of the snapshot.", type: "string" },
     role: { enum: ["main", "sub-agent", "toolbox"], type: "string" },
     slot: int32({ description: "Agent slot (0 = main); absent for a toolbox.", minimum: 0 }),
+    snapshotCompatibilityClass: {
+      description: "The snapshot compatibility class the VM ran under (empty for none).",
+      type: "string",
+    },
     toolbox: { description: "Toolbox name; absent for an agent.", type: "string" },
     vmName: { description: "The source VM; its repository holds the checkpoint tag.", type: "string" },
   },

@@ -29,6 +29,12 @@ export interface CheckpointMember {
   digest?: string;
   /** The snapshot's `cocoonstack.snapshot.baseimage` ("" when it records none). */
   image?: string;
+  /** The hypervisor the snapshot was taken with (the VM's `vm.cocoonstack.io/backend`). */
+  backend?: string;
+  /** The guest OS of the snapshot (the VM's `cocoonset.cocoonstack.io/os`). */
+  os?: string;
+  /** The snapshot compatibility class the VM ran under ("" for none). */
+  snapshotCompatibilityClass?: string;
   /** Config plus layer sizes the manifest references. */
   bytes?: number;
 }

@@ -36,6 +36,8 @@ export interface StatusOptions {
   phase?: CocoonSetPhase;
   /** RFC 3339 time stamped on a condition whose status changes. */
   now: string;
+  /** Why the set is Failed, when a step knows: the Ready condition's reason and message. */
+  failure?: { reason: string; message: string };
 }
 
 export function computeStatus(
@@ -77,7 +79,7 @@ export function computeStatus(
   );
   status.conditions = setStatusConditions(
     cs.status?.conditions ?? [],
-    buildConditions(generation, counts, phase, cs.spec.suspend === true),
+    buildConditions(generation, counts, phase, cs.spec.suspend === true, opts.failure),
     Date.parse(opts.now),
   );
   return status;
@@ -153,6 +155,7 @@ function buildConditions(
   counts: Counts,
   phase: CocoonSetPhase,
   suspendRequested: boolean,
+  failure: StatusOptions["failure"],
 ): ConditionUpdate[] {
   const { readyAgents, desiredAgents, readyToolboxes, desiredToolboxes } = counts;
   const allReady = readyAgents === desiredAgents && desiredAgents > 0 && readyToolboxes === desiredToolboxes;
@@ -163,8 +166,11 @@ function buildConditions(
     {
       type: CONDITION_READY,
       status: ready ? "True" : "False",
-      reason: ready ? REASON_ALL_AGENTS_READY : allReady ? phase : REASON_AGENTS_NOT_READY,
-      message: `${readyAgents}/${desiredAgents} agents ready, ${readyToolboxes}/${desiredToolboxes} toolboxes ready`,
+      reason:
+        failure?.reason ?? (ready ? REASON_ALL_AGENTS_READY : allReady ? phase : REASON_AGENTS_NOT_READY),
+      message:
+        failure?.message ??
+        `${readyAgents}/${desiredAgents} agents ready, ${readyToolboxes}/${desiredToolboxes} toolboxes ready`,
       observedGeneration: generation,
     },
     {

@@ -23,6 +23,7 @@ import {
   vmSpecFromAgent,
   vmSpecFromToolbox,
 } from "../../contract/vmspec.ts";
+import type { Classification } from "../../pass/classify.ts";
 
 const DEFAULT_SERVICE_ACCOUNT = "default";
 const COMPARED_RESOURCES = ["cpu", "memory"] as const;
@@ -134,4 +135,22 @@ export function toolboxDriftReason(pod: Pod, cs: CocoonSet, toolbox: ToolboxSpec
 
 export function toolboxDrifted(pod: Pod, cs: CocoonSet, toolbox: ToolboxSpec): boolean {
   return toolboxDriftReason(pod, cs, toolbox) !== undefined;
+}
+
+/**
+ * The owned pods steps 11–13 will rebuild because they drifted from the spec: the main, the
+ * sub-agents the spec still counts, the toolboxes it still names. Scaled-away pods are not rebuilt.
+ */
+export function driftedPods(cs: CocoonSet, pods: Classification): Set<Pod> {
+  const drifted = new Set<Pod>();
+  if (pods.main && agentDrifted(pods.main, cs, 0)) drifted.add(pods.main);
+  const replicas = cs.spec.agent.replicas ?? 0;
+  for (const [slot, pod] of pods.subAgents) {
+    if (slot >= 1 && slot <= replicas && agentDrifted(pod, cs, slot)) drifted.add(pod);
+  }
+  for (const toolbox of cs.spec.toolboxes ?? []) {
+    const pod = pods.toolboxes.get(toolbox.name);
+    if (pod && toolboxDrifted(pod, cs, toolbox)) drifted.add(pod);
+  }
+  return drifted;
 }

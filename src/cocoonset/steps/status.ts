@@ -8,7 +8,7 @@ import type { CocoonSetPhase } from "../../apis/v1/types.ts";
 import { awaitCreated, finish, type Pass, type StepOutcome } from "../../pass/pass.ts";
 import { patchSetStatus } from "../../pass/writes.ts";
 import { formatRFC3339 } from "../../rfc3339.ts";
-import { computeStatus, statusEqual } from "../decide/computestatus.ts";
+import { computeStatus, type StatusOptions, statusEqual } from "../decide/computestatus.ts";
 
 export async function patchStatus(pass: Pass): Promise<StepOutcome> {
   if (pass.changed) return finish({ requeue: true });
@@ -20,15 +20,21 @@ export async function patchStatus(pass: Pass): Promise<StepOutcome> {
 }
 
 /**
- * Writes the status computed from the pass's classification with `phase` (default pass.phase); no
- * call when it equals the current status. Steps that end the pass with a phase of their own use it.
+ * Writes the status computed from the pass's classification with `phase` (default pass.phase) and,
+ * for a Failed set whose cause a step knows, that cause in the Ready condition; no call when it equals
+ * the current status. Steps that end the pass with a phase of their own use it.
  */
 export async function writeStatus(
   pass: Pass,
   phase: CocoonSetPhase | undefined = pass.phase,
+  failure?: StatusOptions["failure"],
 ): Promise<boolean> {
   const now = formatRFC3339(pass.deps.clock.now());
-  const next = computeStatus(pass.cs, pass.pods, { now, ...(phase ? { phase } : {}) });
+  const next = computeStatus(pass.cs, pass.pods, {
+    now,
+    ...(phase ? { phase } : {}),
+    ...(failure ? { failure } : {}),
+  });
   if (statusEqual(pass.cs.status, next)) return false;
   await patchSetStatus(pass, statusMergePatch(pass.cs.status, next), next);
   return true;

@@ -23,6 +23,7 @@ import {
   setEvent,
 } from "../../pass/writes.ts";
 import { createManagedPod } from "../create.ts";
+import { heldSnapshots } from "../decide/heldsnapshots.ts";
 import { buildMainPod } from "../decide/pods.ts";
 import { recordSuspend } from "../decide/reclaim.ts";
 import {
@@ -32,6 +33,7 @@ import {
 } from "../decide/suspenddeadline.ts";
 import { managedVMNames, planSuspendGate } from "../decide/suspendgate.ts";
 import { releaseSeats } from "../slotrelease.ts";
+import { reportHeldSnapshots } from "./heldsnapshots.ts";
 import { writeStatus } from "./status.ts";
 
 export const REASON_SUSPEND_TIMED_OUT = "SuspendTimedOut";
@@ -67,6 +69,15 @@ export async function reconcileSuspend(pass: Pass): Promise<StepOutcome> {
   // Under release the gate licenses pod deletes: it always asks the registry.
   const gate = await runSuspendGate(pass, !release);
   if (!gate.confirmed) return stayOrTimeOut(pass, gate);
+  // Every snapshot is in; one the spec could no longer restore is kept, and the set says so, before
+  // any seat is released (the pods are what records what the snapshots were taken under).
+  const held = heldSnapshots(pass.cs, pass.pods);
+  if (held.length > 0) {
+    await reportHeldSnapshots(pass, held);
+    if (shouldClearSuspendingSince(pass.cs))
+      await patchSetAnnotations(pass, { [ANN_SUSPENDING_SINCE]: null });
+    return finish();
+  }
   if (release) {
     // A pod the server shows awake again is kept: the next pass, on a cache that has caught up, gates it anew.
     if (!(await releaseSeats(pass, gate.snapshotted))) return finish({ requeueAfterMs: REQUEUE_POLL_MS });

@@ -16,6 +16,7 @@ import {
   readPodFromServer,
   reclaimRecord,
 } from "../../pass/writes.ts";
+import { driftedPods } from "../decide/drift.ts";
 import { hibernationOwnsPod } from "../decide/migrationplan.ts";
 import {
   finishUnsuspend,
@@ -38,7 +39,8 @@ export async function reconcileUnsuspend(pass: Pass): Promise<StepOutcome> {
  * hibernate annotation; otherwise no call at all. Each write is durable before the next, so a restart
  * anywhere in between redoes the rest and never forgets a VM owed a restore:
  * 1. the record takes the set's generation (the tag-drop threshold) and the annotated pods' VMs;
- * 2. every suspended VM whose pod is missing or terminating is owed a restore;
+ * 2. every suspended VM whose pod is missing, terminating or drifted (about to be rebuilt) is owed a
+ *    restore;
  * 3. the hibernate annotations are cleared, so vk-cocoon wakes the VMs (concurrently: the spec orders
  *    the clears against the record writes, not against each other);
  * 4. the suspended list goes, last.
@@ -47,13 +49,21 @@ export async function reconcileUnsuspend(pass: Pass): Promise<StepOutcome> {
  */
 export async function settleUnsuspend(pass: Pass): Promise<ReadonlySet<Pod>> {
   const annotated = sortByName(pass.pods.all.values()).filter((pod) => readHibernateState(pod));
+  // A pod that drifted from the spec is not woken: steps 11–13 replace it, and its VM is owed a
+  // restore like a missing pod's, so the replacement restores the snapshot unless the image rule
+  // gives it up. Waking it would only start a wake the rebuild cuts short.
+  const drifted = annotated.length > 0 ? driftedPods(pass.cs, pass.pods) : new Set<Pod>();
   // Decided after the CR-held pods are left out: a pass whose only annotated pods belong to a
-  // CocoonHibernation has nothing to do, and must not even restamp the record's generation.
-  const toWake = annotated.length > 0 ? withoutHibernationTargets(pass, annotated) : [];
+  // CocoonHibernation (or will be rebuilt) has nothing to do, and must not even restamp the record's
+  // generation.
+  const candidates = annotated.filter((pod) => !drifted.has(pod));
+  const toWake = candidates.length > 0 ? withoutHibernationTargets(pass, candidates) : [];
   if (!needsUnsuspendBookkeeping(reclaimRecord(pass), toWake.length)) return new Set();
 
   await persistReclaim(pass, stampUnsuspend(reclaimRecord(pass), pass.generation, managedVMNames(toWake)));
-  await persistReclaim(pass, oweRestoresToMissing(reclaimRecord(pass), presentVMNames(pass.pods)));
+  const kept = presentVMNames(pass.pods);
+  for (const pod of drifted) kept.delete(vmNameOf(pod));
+  await persistReclaim(pass, oweRestoresToMissing(reclaimRecord(pass), kept));
   // The clears are one step of the order: all of them after the owed restores, all before the list goes.
   await forEachLimited(toWake, FAN_OUT_LIMIT, async (pod) => {
     await patchPodFlag(pass, pod, ANN_HIBERNATE, false);

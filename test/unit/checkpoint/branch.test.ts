@@ -140,20 +140,57 @@ describe("branchFromCheckpoint", () => {
     assert.equal(f.registry.digestOf(main, "ckpt-ck"), checkpointDigest);
   });
 
-  it("the snapshot image rule still applies: a slot asking for another image drops its copy and boots fresh", async () => {
-    const f = fixture((r) => readyCheckpoint(r), { agent: { image: "other-image", replicas: 1 } });
-    await f.run();
-    const main = pods(f).find((p) => p.metadata.name === `${SET}-0`);
-    assert.ok(main, "the main is created");
-    assert.equal(main.metadata.annotations?.[ANN_RESTORE_FROM_HIBERNATE], undefined);
-    assert.equal(
-      f.registry.digestOf(newVM(0), "hibernate"),
-      undefined,
-      "the copy vk-cocoon would refuse is gone",
+  it("a member the new spec could not restore refuses the branch before any copy, naming the member and the field", async () => {
+    const f = fixture(
+      (r) => {
+        const ck = readyCheckpoint(r);
+        const members = (ck.status?.members ?? []).map((m) => ({
+          ...m,
+          backend: "cloud-hypervisor",
+          os: "linux",
+          snapshotCompatibilityClass: "",
+        }));
+        return { ...ck, status: { ...ck.status, phase: "Ready" as const, members } };
+      },
+      { agent: { image: "other-image", replicas: 1, os: "windows" } },
     );
-    const record = readReclaim(storedSet(f.client)?.metadata.annotations?.[ANN_HIBERNATE_RECLAIM]).value;
-    assert.ok(!record.vms.includes(newVM(0)) && !record.restore.includes(newVM(0)));
-    assert.ok(record.restore.includes(newVM("tb")), "the toolbox, same image, still restores");
+    const calls: string[] = [];
+    f.registry.failOn = (op, repo, ref) => {
+      calls.push(`${op} ${repo}:${ref}`);
+      return undefined;
+    };
+    await f.run();
+    assert.deepEqual(calls, [], "no registry call at all");
+    assert.deepEqual(pods(f), [], "no pod");
+    const stored = storedSet(f.client);
+    assert.equal(recordSummary(stored), "recorded=0 owed=0", "nothing recorded or owed");
+    assert.equal(stored?.status?.phase, "Failed");
+    assert.equal(branched(stored)?.status, "False");
+    assert.equal(branched(stored)?.reason, "Incompatible");
+    const message = branched(stored)?.message ?? "";
+    assert.match(
+      message,
+      new RegExp(
+        `member main \\(slot 0\\), VM ${srcVM(0)}: image ubuntu \\(the spec asks for other-image\\), os linux \\(the spec asks for windows\\)`,
+      ),
+    );
+    assert.match(message, new RegExp(`member sub-agent \\(slot 1\\), VM ${srcVM(1)}: image ubuntu`));
+    assert.doesNotMatch(message, /toolbox tb/, "the toolbox matches");
+    assert.deepEqual(
+      f.events.events.filter((e) => e.reason === "BranchIncompatible").map((e) => e.type),
+      ["Warning"],
+    );
+
+    await f.run();
+    assert.equal(f.events.events.filter((e) => e.reason === "BranchIncompatible").length, 1, "said once");
+
+    // The spec set to what the checkpoint holds: the branch goes ahead.
+    const now = storedSet(f.client);
+    assert.ok(now);
+    f.client.seed(COCOONSETS, { ...now, spec: { ...now.spec, agent: { image: IMAGE, replicas: 1 } } });
+    await f.run();
+    assert.equal(branched(storedSet(f.client))?.status, "True");
+    assert.match(branched(storedSet(f.client))?.message ?? "", /: 3 VMs restore from it/);
   });
 
   it("a refused copy fails the pass with nothing created and no restore owed; the retry resumes", async () => {

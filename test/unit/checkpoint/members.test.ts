@@ -4,7 +4,7 @@ import { describe, it } from "node:test";
 import type { CheckpointMember, CocoonCheckpoint } from "../../../src/apis/v1alpha1/types.ts";
 import { MANIFEST_ANN_CHECKPOINT } from "../../../src/checkpoint/keys.ts";
 import { checkpointManifest } from "../../../src/checkpoint/manifest.ts";
-import { planBranch, setSlots } from "../../../src/checkpoint/members.ts";
+import { incompatibleCopies, planBranch, setSlots } from "../../../src/checkpoint/members.ts";
 import { checkpointsToPrune, parseKeepCheckpoints } from "../../../src/checkpoint/prune.ts";
 import { cocoonSet, NS } from "../../support/cocoonset.ts";
 
@@ -116,5 +116,43 @@ describe("keep-checkpoints", () => {
       ["b", "a"],
       "same second: the later name counts as newer",
     );
+  });
+});
+
+describe("incompatibleCopies", () => {
+  const main = (extra: Partial<CheckpointMember>): CheckpointMember => ({
+    role: "main",
+    slot: 0,
+    vmName: "vk-ns-src-0",
+    digest: "sha256:a",
+    ...extra,
+  });
+  const fields = (cs: ReturnType<typeof cocoonSet>, member: CheckpointMember) =>
+    incompatibleCopies(cs, planBranch(cs, checkpointOf([member]))).flatMap((c) =>
+      c.mismatches.map((m) => `${m.field}:${m.taken}->${m.wanted}`),
+    );
+
+  it("compares every field the member records with what the slot's spec asks", () => {
+    const cs = cocoonSet({
+      agent: { image: "i2", backend: "firecracker", mode: "run" },
+      snapshotCompatibilityClass: "n2-v1",
+    });
+    const recorded = main({
+      image: "i",
+      backend: "cloud-hypervisor",
+      os: "linux",
+      snapshotCompatibilityClass: "",
+    });
+    assert.deepEqual(fields(cs, recorded), [
+      "image:i->i2",
+      "backend:cloud-hypervisor->firecracker",
+      "snapshotCompatibilityClass:->n2-v1",
+    ]);
+  });
+
+  it("a field the member does not record, or an empty image, is not compared", () => {
+    const cs = cocoonSet({ agent: { image: "i2", backend: "firecracker", mode: "run" } });
+    assert.deepEqual(fields(cs, main({ image: "" })), []);
+    assert.deepEqual(fields(cs, main({ image: "i2", os: "linux" })), []);
   });
 });

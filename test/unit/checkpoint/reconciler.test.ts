@@ -150,6 +150,15 @@ describe("CheckpointReconciler", () => {
         ["toolbox", "tb", IMAGE, 310],
       ],
     );
+    assert.deepEqual(
+      status?.members?.map((m) => [m.backend, m.os, m.snapshotCompatibilityClass]),
+      [
+        ["cloud-hypervisor", "linux", ""],
+        ["cloud-hypervisor", "linux", ""],
+        ["cloud-hypervisor", "linux", ""],
+      ],
+      "each member records what its restore depends on",
+    );
     assert.equal(status?.totalBytes, 630);
     for (const [i, vm] of VMS.entries()) {
       const digest = f.registry.digestOf(vm, "ckpt-ck");

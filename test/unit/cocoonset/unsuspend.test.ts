@@ -445,3 +445,35 @@ describe("step 10: dropping the tags of woken VMs", () => {
     assert.equal(h.set().metadata.annotations?.[ANN_HIBERNATE_RECLAIM], undefined);
   });
 });
+
+describe("step 10: a pod that drifted from the spec while suspended", () => {
+  it("keeps its annotation (it is rebuilt, not woken) and its VM is owed a restore; the others wake", async () => {
+    const cs = unsuspendedSet({ generation: 0, vms: [VM0, VM1], suspended: [VM0, VM1] });
+    const h = scalingHarness(cs, (stored) => {
+      const before = { ...stored, spec: { ...stored.spec, agent: { ...stored.spec.agent, image: "old" } } };
+      return [hibernated(buildMainPod(before), GEN), hibernated(sub(stored, 1), GEN)];
+    });
+    const calls = timeline(h);
+    assert.deepEqual(await run(h), CONTINUED);
+    assert.equal(hibernateFlag(h, "demo-0"), "true", "the drifted main is not woken");
+    assert.equal(hibernateFlag(h, "demo-1"), undefined, "the matching sub-agent is");
+    assert.deepEqual(
+      calls.filter((c) => c.startsWith("patch pods/")),
+      ["patch pods/demo-1 hibernate-"],
+    );
+    const record = storedReclaim(h.set());
+    assert.deepEqual(record.restore, [VM0], "the rebuilt main restores unless the image rule drops its tag");
+    assert.deepEqual(record.suspended, []);
+  });
+
+  it("a pass whose only annotated pod drifted, after the bookkeeping, makes no call, not even the CocoonHibernation list", async () => {
+    const h = scalingHarness(unsuspendedSet({ generation: GEN, vms: [VM0], restore: [VM0] }), (stored) => {
+      const before = { ...stored, spec: { ...stored.spec, agent: { ...stored.spec.agent, image: "old" } } };
+      return [hibernated(buildMainPod(before), GEN)];
+    });
+    const calls = timeline(h);
+    assert.deepEqual(await run(h), CONTINUED);
+    assert.deepEqual(calls, []);
+    assert.equal(h.view.hibernationLists, 0);
+  });
+});
