@@ -11,7 +11,6 @@
 // already in place is skipped). The checkpoint itself is only read.
 
 import { type ConditionUpdate, setStatusCondition } from "../apis/status.ts";
-import type { CocoonSet, Condition } from "../apis/v1/types.ts";
 import type { CocoonCheckpoint } from "../apis/v1alpha1/types.ts";
 import { TAG_HIBERNATE } from "../contract/keys.ts";
 import { checkpointBranchBlobsTotal, checkpointBranchesTotal } from "../metrics/checkpoint.ts";
@@ -22,18 +21,23 @@ import type { CheckpointRegistry } from "../registry/index.ts";
 import type { CheckpointReader } from "./catalog.ts";
 import {
   ANN_FROM_CHECKPOINT,
+  BRANCH_COPY_FAILED,
+  BRANCH_COPYING,
+  BRANCH_NOT_APPLIED,
+  BRANCH_WAITING,
   CONDITION_BRANCHED,
   REASON_BRANCH_FAILED,
+  REASON_BRANCH_NOT_APPLIED,
   REASON_BRANCH_WAITING,
   REASON_BRANCHED,
 } from "./keys.ts";
 import { sameRepositoryBranchManifest } from "./manifest.ts";
 import { type BranchCopy, planBranch } from "./members.ts";
+import { branchedCondition, isBranchUnderWay } from "./usage.ts";
 
 /** A set waiting for its checkpoint looks again after this; the checkpoint's own events come sooner. */
 export const BRANCH_WAIT_MS = 30_000;
 
-const REASON_COPYING = "Copying";
 const REASON_FROM_CHECKPOINT = "FromCheckpoint";
 
 /** What the branch step reads and copies through. */
@@ -43,8 +47,10 @@ export interface BranchingDeps {
 }
 
 /**
- * The branch step, run before step 11 (src/cocoonset/reconciler.ts). Without `branching` (no
- * checkpoint support in this process) a from-checkpoint set waits, saying why.
+ * The branch step, run before step 6 (src/cocoonset/reconciler.ts): a set created suspended, or
+ * suspended by its idle or expiry policy, branches (or waits) before the suspend path could create
+ * a fresh main. Without `branching` (no checkpoint support in this process) a from-checkpoint set
+ * waits, saying why.
  */
 export function branchStep(branching: BranchingDeps | undefined): Step {
   return (pass) => branchFromCheckpoint(pass, branching);
@@ -55,10 +61,11 @@ async function branchFromCheckpoint(pass: Pass, branching: BranchingDeps | undef
   const name = pass.cs.metadata.annotations?.[ANN_FROM_CHECKPOINT];
   if (name === undefined) return CONTINUE;
   const branched = branchedCondition(pass.cs);
-  if (branched?.status === "True") return CONTINUE;
-  // A set that has had pods keeps its own state: the annotation no longer acts. A False condition is
-  // this step's own mark of a branch in progress, whose reclaim record it wrote itself.
-  if (!branched && hasHadPods(pass)) return CONTINUE;
+  if (branched?.status === "True" || branched?.reason === BRANCH_NOT_APPLIED) return CONTINUE;
+  // A set that has had pods keeps its own state: the annotation no longer acts, and says so once. A
+  // False condition of another reason is this step's own mark of a branch waiting or in progress,
+  // written before any pod and before the reclaim record it wrote itself.
+  if (!branched && hasHadPods(pass)) return notApplied(pass, name);
 
   const lookup = branching ? branching.checkpoints.getCheckpoint(pass.namespace, name) : "unavailable";
   if (!branching || lookup === "unavailable") {
@@ -68,7 +75,8 @@ async function branchFromCheckpoint(pass: Pass, branching: BranchingDeps | undef
     );
   }
   if (!lookup) return waitForCheckpoint(pass, `CocoonCheckpoint ${name} not found`);
-  if (lookup.metadata.deletionTimestamp)
+  // A branch under way holds the checkpoint's delete (its finalizer waits for it), so it may finish.
+  if (lookup.metadata.deletionTimestamp && !isBranchUnderWay(branched))
     return waitForCheckpoint(pass, `CocoonCheckpoint ${name} is being deleted`);
   if (lookup.status?.phase !== "Ready") {
     return waitForCheckpoint(
@@ -80,11 +88,11 @@ async function branchFromCheckpoint(pass: Pass, branching: BranchingDeps | undef
 
   const plan = planBranch(pass.cs, lookup);
   const targets = plan.map((c) => c.targetVM);
-  if (!branched) {
+  if (!isBranchUnderWay(branched)) {
     await writeBranched(
       pass,
       "False",
-      REASON_COPYING,
+      BRANCH_COPYING,
       `copying ${plan.length} snapshots of CocoonCheckpoint ${name}`,
     );
   }
@@ -92,12 +100,9 @@ async function branchFromCheckpoint(pass: Pass, branching: BranchingDeps | undef
   try {
     for (const copy of plan) await copySnapshot(pass, registry, copy);
   } catch (err) {
-    setEvent(
-      pass,
-      "Warning",
-      REASON_BRANCH_FAILED,
-      `branch from CocoonCheckpoint ${name}: ${(err as Error).message}`,
-    );
+    const message = `branch from CocoonCheckpoint ${name}: ${(err as Error).message}`;
+    setEvent(pass, "Warning", REASON_BRANCH_FAILED, message);
+    await writeBranched(pass, "False", BRANCH_COPY_FAILED, `${message}; retrying`);
     throw err;
   }
   await persistReclaim(pass, oweRestores(reclaimRecord(pass), targets));
@@ -135,10 +140,6 @@ async function copySnapshot(pass: Pass, registry: CheckpointRegistry, copy: Bran
   for (const method of result.blobs) checkpointBranchBlobsTotal.inc({ method });
 }
 
-export function branchedCondition(cs: CocoonSet): Condition | undefined {
-  return cs.status?.conditions?.find((c) => c.type === CONDITION_BRANCHED);
-}
-
 /** Pods now, pods in the status, or VMs in the reclaim record: the set has state of its own. */
 function hasHadPods(pass: Pass): boolean {
   const status = pass.cs.status;
@@ -150,10 +151,23 @@ function hasHadPods(pass: Pass): boolean {
   );
 }
 
-/** Nothing is created while the checkpoint cannot be used: an event, phase Pending, a later look. */
-function waitForCheckpoint(pass: Pass, message: string): StepOutcome {
-  setEvent(pass, "Warning", REASON_BRANCH_WAITING, `${message}; no pod is created until it is Ready`);
+/**
+ * Nothing is created while the checkpoint cannot be used: the condition and an event say why, phase
+ * Pending, a later look.
+ */
+async function waitForCheckpoint(pass: Pass, message: string): Promise<StepOutcome> {
+  const full = `${message}; no pod is created until it is Ready`;
+  await writeBranched(pass, "False", BRANCH_WAITING, full);
+  setEvent(pass, "Warning", REASON_BRANCH_WAITING, full);
   return finishInPhase("Pending", { requeueAfterMs: BRANCH_WAIT_MS });
+}
+
+/** The annotation came to a set with state of its own: a Warning and a condition, once; nothing else. */
+async function notApplied(pass: Pass, name: string): Promise<StepOutcome> {
+  const message = `${ANN_FROM_CHECKPOINT}=${name} does not act: the set already has pods or snapshots of its own, which a branch never overwrites`;
+  await writeBranched(pass, "False", BRANCH_NOT_APPLIED, message);
+  setEvent(pass, "Warning", REASON_BRANCH_NOT_APPLIED, message);
+  return CONTINUE;
 }
 
 async function writeBranched(
@@ -169,6 +183,15 @@ async function writeBranched(
     message,
     ...(pass.generation === 0 ? {} : { observedGeneration: pass.generation }),
   };
+  const current = branchedCondition(pass.cs);
+  if (
+    current?.status === status &&
+    current.reason === reason &&
+    current.message === message &&
+    current.observedGeneration === condition.observedGeneration
+  ) {
+    return;
+  }
   const conditions = setStatusCondition(pass.cs.status?.conditions ?? [], condition, pass.deps.clock.now());
   await patchSetStatus(pass, { conditions });
 }

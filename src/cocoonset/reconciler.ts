@@ -39,13 +39,14 @@ function cocoonSetSteps(deps: CocoonSetDeps): readonly Step[] {
     // this same pass stamps the new generation and suspends.
     idlePolicyStep(),
     stampGeneration, // 5
+    // A set annotated from-checkpoint is seeded from the checkpoint before its first pod, whatever
+    // its suspend state: step 6 would otherwise create a suspended set's main fresh.
+    branchStep(deps.branching),
     reconcileSuspend, // 6
     reconcileFailedMain, // 7
     reconcileMigration, // 8
     reconcileWake, // 9
     reconcileUnsuspend, // 10
-    // A set annotated from-checkpoint is seeded from the checkpoint before its first pod.
-    branchStep(deps.branching),
     reconcileMain, // 11
     reconcileSubAgents, // 12
     reconcileToolboxes, // 13

@@ -203,7 +203,7 @@ describe("branchFromCheckpoint", () => {
     assert.deepEqual(f.registry.log, []);
   });
 
-  it("no longer acts once the set has had pods", async () => {
+  it("no longer acts once the set has had pods, and says so once with a Warning and a condition", async () => {
     const f = fixture((r) => readyCheckpoint(r));
     const cs = storedSet(f.client) as CocoonSet;
     // A reclaim record of its own: this set has VMs (a release suspend leaves no pods behind).
@@ -219,8 +219,39 @@ describe("branchFromCheckpoint", () => {
       0,
       "its own snapshot is not overwritten",
     );
-    assert.equal(branched(storedSet(f.client)), undefined);
+    const condition = branched(storedSet(f.client));
+    assert.deepEqual([condition?.status, condition?.reason], ["False", "NotApplied"]);
+    assert.match(condition?.message ?? "", /from-checkpoint=ck does not act/);
+    const warnings = () =>
+      f.events.events.filter((e) => e.reason === "BranchNotApplied" && e.type === "Warning");
+    assert.equal(warnings().length, 1);
+    assert.equal(f.lookups.count, 0, "the checkpoint is not even read");
+
+    f.client.clearCalls();
+    await f.run();
+    assert.equal(warnings().length, 1, "said once");
+    assert.equal(branched(storedSet(f.client))?.reason, "NotApplied");
   });
+
+  for (const hibernatePolicy of ["retain", "release"] as const) {
+    it(`a set created suspended (${hibernatePolicy}) branches before the suspend path creates any pod`, async () => {
+      const f = fixture((r) => readyCheckpoint(r), { suspend: true, hibernatePolicy });
+      const podsAtCopy: number[] = [];
+      f.registry.failOn = (op) => {
+        if (op === "put") podsAtCopy.push(pods(f).length);
+        return undefined;
+      };
+      await f.run();
+      assert.deepEqual(podsAtCopy, [0, 0, 0], "every copy lands before the first pod exists");
+      assert.equal(branched(storedSet(f.client))?.status, "True");
+      assert.equal(recordSummary(storedSet(f.client)), "recorded=3 owed=3", "the restores are owed");
+      // retain: step 6 creates the main to hibernate it, from the copied snapshot; release: no pod.
+      assert.deepEqual(
+        pods(f).map((p) => [p.metadata.name, p.metadata.annotations?.[ANN_RESTORE_FROM_HIBERNATE]]),
+        hibernatePolicy === "retain" ? [[`${SET}-0`, TRUE]] : [],
+      );
+    });
+  }
 
   it("a branched set no longer reads the checkpoint or copies anything", async () => {
     const f = fixture((r) => readyCheckpoint(r));
