@@ -1,12 +1,14 @@
 // The CocoonCheckpoint reconciler (docs/checkpoints.md) over the fake API client and an in-memory registry.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import type { Pod } from "../../../src/apis/core.ts";
 import type { CocoonSet } from "../../../src/apis/v1/types.ts";
 import type { CocoonCheckpoint } from "../../../src/apis/v1alpha1/types.ts";
 import { FINALIZER_COCOONCHECKPOINT, MANIFEST_ANN_CHECKPOINT } from "../../../src/checkpoint/keys.ts";
 import { CheckpointReconciler, type CheckpointView } from "../../../src/checkpoint/reconciler.ts";
 import { FakeClock } from "../../../src/clock.ts";
-import { COCOONCHECKPOINTS, COCOONSETS } from "../../../src/controller/resources.ts";
+import { LABEL_COCOONSET } from "../../../src/contract/keys.ts";
+import { COCOONCHECKPOINTS, COCOONSETS, PODS } from "../../../src/controller/resources.ts";
 import { checkpointBytesTotal, checkpointsTotal } from "../../../src/metrics/checkpoint.ts";
 import { FakeCheckpointRegistry } from "../../support/checkpointregistry.ts";
 import { cocoonSet, NS, SET } from "../../support/cocoonset.ts";
@@ -34,6 +36,8 @@ function suspendedSet(annotations: Record<string, string> = {}): CocoonSet {
         { name: "tb", image: IMAGE },
         { name: "static", mode: "static", staticIP: "10.0.0.9", staticVMID: "x" },
       ],
+      // Released seats: every VM's snapshot is the suspend's without a pod to show for it.
+      hibernatePolicy: "release",
     },
     { annotations },
   );
@@ -61,6 +65,9 @@ function fixture() {
     checkpointsOfSet: (ns, set) =>
       client.all<CocoonCheckpoint>(COCOONCHECKPOINTS, ns).filter((c) => c.spec.cocoonSetRef.name === set),
     getCocoonSet: (ns, name) => client.peek<CocoonSet>(COCOONSETS, ns, name),
+    listCocoonSets: (ns) => client.all<CocoonSet>(COCOONSETS, ns),
+    listSetPods: (ns, set) =>
+      client.all<Pod>(PODS, ns).filter((p) => p.metadata.labels?.[LABEL_COCOONSET] === set),
   };
   const reconciler = new CheckpointReconciler({
     client,
@@ -138,7 +145,7 @@ describe("CheckpointReconciler", () => {
     );
     assert.deepEqual(
       f.registry.log.filter((l) => l.startsWith("put") || l.startsWith("get")),
-      VMS.flatMap((vm) => [`get ${vm}:hibernate`, `put ${vm}:ckpt-ck`]),
+      [...VMS.map((vm) => `get ${vm}:hibernate`), ...VMS.map((vm) => `put ${vm}:ckpt-ck`)],
     );
     const status = f.stored()?.status;
     assert.equal(status?.phase, "Ready");
