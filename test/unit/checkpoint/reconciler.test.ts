@@ -330,12 +330,12 @@ describe("CheckpointReconciler", () => {
     assert.deepEqual(await f.run(), {});
     const failed = f.stored()?.status;
     assert.equal(failed?.phase, "Failed");
-    assert.match(failed?.message ?? "", /^not Ready within failureDeadline 1500ms: copy failed: FAKE fake: 403 DENIED: refused$/);
-    const final = failed?.conditions?.find((c) => c.type === "Ready");
-    assert.deepEqual(
-      [final?.status, final?.reason, final?.observedGeneration],
-      ["False", "Failed", 1],
+    assert.match(
+      failed?.message ?? "",
+      /^not Ready within failureDeadline 1500ms: copy failed: FAKE fake: 403 DENIED: refused$/,
     );
+    const final = failed?.conditions?.find((c) => c.type === "Ready");
+    assert.deepEqual([final?.status, final?.reason, final?.observedGeneration], ["False", "Failed", 1]);
     assert.equal(failed?.conditions?.find((c) => c.type === "Progressing")?.status, "False");
 
     f.registry.failOn = undefined;
