@@ -11,6 +11,7 @@ import {
   API_VERSION_V1ALPHA1,
   type CheckpointMember,
   type CheckpointPhase,
+  type CheckpointProgress,
   type CocoonCheckpoint,
   type CocoonCheckpointStatus,
   KIND_COCOONCHECKPOINT,
@@ -51,7 +52,10 @@ import {
 import { checkpointManifest } from "./manifest.ts";
 import { mergeMembers, setSlots, unconfirmedBySuspend } from "./members.ts";
 import { checkpointsToPrune, parseKeepCheckpoints } from "./prune.ts";
+import { bytesNotIn, settledSetGeneration } from "./size.ts";
 import {
+  CONDITION_PROGRESSING,
+  CONDITION_REASON_COPY_FAILED,
   CONDITION_REASON_IN_USE,
   CONDITION_REASON_TAG_DELETE_FAILED,
   deletingCondition,
@@ -122,6 +126,7 @@ export class CheckpointReconciler implements Reconciler {
       return { requeue: true };
     }
     if (ck.status?.phase === "Ready") {
+      await this.measureExclusive(ck, signal);
       await this.prune(ck, false);
       return {};
     }
@@ -190,13 +195,24 @@ export class CheckpointReconciler implements Reconciler {
     // The member list is durable before the first tag is written: a delete then knows every tag
     // that may exist, whatever happens to the copy.
     const planned = mergeMembers(ck.status?.members ?? [], slots);
-    held.ck = await this.writeStatus(ck, {
-      ...ck.status,
-      phase: "Copying",
-      message: `copying ${slots.length} snapshots of CocoonSet ${setName}`,
-      members: planned,
-    });
-    this.event(ck, "Normal", REASON_COPYING, `copying the :hibernate snapshots of ${slots.length} VMs`);
+    // A retry keeps the last failure in view (and writes nothing when it fails the same way again,
+    // so its own status writes do not wake it in a loop).
+    const retrying = ck.status?.phase === "Copying" && isRetrying(ck);
+    held.ck = await this.writeStatus(
+      ck,
+      {
+        ...ck.status,
+        phase: "Copying",
+        message: retrying
+          ? (ck.status?.message ?? "")
+          : `copying ${slots.length} snapshots of CocoonSet ${setName}`,
+        members: planned,
+      },
+      retrying,
+    );
+    if (ck.status?.phase !== "Copying") {
+      this.event(ck, "Normal", REASON_COPYING, `copying the :hibernate snapshots of ${slots.length} VMs`);
+    }
 
     // Only the snapshots this suspend confirmed: a slot the gate skipped keeps an older :hibernate.
     const pods = this.deps.view.listSetPods(namespace, setName);
@@ -227,15 +243,23 @@ export class CheckpointReconciler implements Reconciler {
     }
 
     const tag = checkpointTag(name);
-    const progress = {
+    const progress: CheckpointProgress = {
       membersCopied: 0,
       membersTotal: sources.length,
       bytesCopied: 0,
       bytesTotal: sources.reduce((sum, s) => sum + referencedBytes(s.manifest.manifest), 0),
     };
+    // Progress is written as it grows past what the status shows (a retry redoes tags it shows).
+    const shown = held.ck.status?.progress;
+    const showProgress = async () => {
+      const behind =
+        !shown || shown.bytesTotal !== progress.bytesTotal || progress.membersCopied > shown.membersCopied;
+      if (behind)
+        held.ck = await this.writeStatus(held.ck, { ...held.ck.status, progress: { ...progress } }, retrying);
+    };
+    await showProgress();
     const copied: CheckpointMember[] = [];
-    for (const { slot, manifest } of sources) {
-      held.ck = await this.writeStatus(held.ck, { ...held.ck.status, progress: { ...progress } });
+    for (const [i, { slot, manifest }] of sources.entries()) {
       const raw = checkpointManifest(manifest.raw, namespace, name);
       const digest = await this.deps.registry.putManifest(slot.vmName, tag, raw, manifest.mediaType, signal);
       const annotations = manifest.manifest.annotations as Record<string, unknown> | undefined;
@@ -244,6 +268,8 @@ export class CheckpointReconciler implements Reconciler {
       copied.push({ ...slot, digest, image: typeof image === "string" ? image : "", bytes });
       progress.membersCopied++;
       progress.bytesCopied += bytes;
+      // The last one's progress comes with Ready.
+      if (i < sources.length - 1) await showProgress();
     }
 
     // The copy is one suspend's state only if the set stayed suspended throughout: a wake and a
@@ -285,6 +311,9 @@ export class CheckpointReconciler implements Reconciler {
       members,
       totalBytes: progress.bytesCopied,
       progress,
+      // The copy tagged the :hibernate content itself: nothing is the checkpoint's alone yet.
+      exclusiveBytes: 0,
+      exclusiveBytesSetGeneration: cs.metadata.generation ?? 0,
       readyTime: formatRFC3339(this.deps.clock.now()),
     });
     held.ck = updated;
@@ -300,6 +329,45 @@ export class CheckpointReconciler implements Reconciler {
     );
     await this.prune(updated, true);
     return {};
+  }
+
+  /**
+   * exclusiveBytes, measured again once per set generation whose `:hibernate` tags have settled: a
+   * GET of each member's checkpoint manifest and of its `:hibernate`. A registry error leaves the last
+   * figure (it is a report, not a decision) and is logged.
+   */
+  private async measureExclusive(ck: CocoonCheckpoint, signal: AbortSignal): Promise<void> {
+    const { namespace, name } = names(ck);
+    const generation = settledSetGeneration(
+      this.deps.view.getCocoonSet(namespace, ck.spec.cocoonSetRef.name),
+    );
+    if (generation === undefined || ck.status?.exclusiveBytesSetGeneration === generation) return;
+    const tag = checkpointTag(name);
+    let exclusive = 0;
+    try {
+      for (const member of ck.status?.members ?? []) {
+        if (!member.digest) continue;
+        const held = await this.deps.registry.getManifest(member.vmName, member.digest, signal);
+        const current = await this.deps.registry
+          .getManifest(member.vmName, TAG_HIBERNATE, signal)
+          .catch((err) => {
+            if (err instanceof ManifestNotFoundError) return undefined;
+            throw err;
+          });
+        exclusive += bytesNotIn(held.manifest, current?.manifest);
+      }
+    } catch (err) {
+      this.deps.log.warn(
+        { err, checkpoint: `${namespace}/${name}`, tag },
+        "measuring the checkpoint's own bytes failed",
+      );
+      return;
+    }
+    await this.patchStatus(ck, {
+      ...ck.status,
+      exclusiveBytes: exclusive,
+      exclusiveBytesSetGeneration: generation,
+    });
   }
 
   /**
@@ -465,6 +533,13 @@ export class CheckpointReconciler implements Reconciler {
       message,
     );
   }
+}
+
+function isRetrying(ck: CocoonCheckpoint): boolean {
+  return (
+    ck.status?.conditions?.find((c) => c.type === CONDITION_PROGRESSING)?.reason ===
+    CONDITION_REASON_COPY_FAILED
+  );
 }
 
 function signalAborted(err: Error): boolean {

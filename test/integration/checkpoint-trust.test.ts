@@ -185,11 +185,9 @@ describe("checkpoints in use", () => {
       { agent: { image: E2E_IMAGE, replicas: 1, mode: "clone" } },
       { [ANN_FROM_CHECKPOINT]: "busy" },
     );
-    const failing = await waitFor("hold's branch retrying", async () => {
-      const cs = await getSet(env, ns, "hold");
-      return conditionOf(cs, "Branched")?.reason === "CopyFailed" ? cs : undefined;
-    });
-    assert.match(conditionOf(failing, "Branched")?.message ?? "", /refused by the test/);
+    await waitFor("hold's copy refused", async () =>
+      (await hasEvent("hold", "BranchCopyFailed")) ? true : undefined,
+    );
 
     const deleted = await apiRequest(env, "DELETE", `${checkpointsPath(ns)}/busy`);
     assert.ok(deleted.status === 200 || deleted.status === 202, JSON.stringify(deleted.body));
@@ -204,6 +202,10 @@ describe("checkpoints in use", () => {
     for (const member of ck.status?.members ?? []) {
       assert.equal(await tagDigest(oci, member.vmName, "ckpt-busy"), member.digest, "the tags stay");
     }
+    // The branch's own condition says why it has not finished.
+    const failing = conditionOf(await getSet(env, ns, "hold"), "Branched");
+    assert.deepEqual([failing?.status, failing?.reason], ["False", "CopyFailed"]);
+    assert.match(failing?.message ?? "", /refused by the test/);
 
     refusedPuts.clear();
     await waitRunning(env, ns, "hold", 2);
@@ -237,6 +239,18 @@ describe("checkpoints in use", () => {
     assert.equal((await getCheckpoint(env, ns, "pinned"))?.status?.phase, "Ready", "the pinned one stays");
     assert.equal((await getCheckpoint(env, ns, "newest"))?.status?.phase, "Ready");
     assert.ok(await tagDigest(oci, vmName("kept", 0), "ckpt-pinned"));
+
+    // Once the set wakes and its :hibernate goes, the checkpoints hold their bytes alone.
+    await patchSetSpec(env, ns, "kept", { suspend: false });
+    await waitRunning(env, ns, "kept", 1);
+    const alone = await waitFor("pinned measured at the woken generation", async () => {
+      const ck = await getCheckpoint(env, ns, "pinned");
+      const cs = await getSet(env, ns, "kept");
+      return ck?.status?.exclusiveBytesSetGeneration === cs.metadata.generation ? ck : undefined;
+    });
+    assert.equal(await tagDigest(oci, vmName("kept", 0), TAG_HIBERNATE), undefined);
+    assert.ok((alone.status?.totalBytes ?? 0) > 0);
+    assert.equal(alone.status?.exclusiveBytes, alone.status?.totalBytes);
   });
 });
 

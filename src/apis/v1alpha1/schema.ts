@@ -84,6 +84,15 @@ const checkpointSchema: JSONSchemaProps = {
       type: "object",
       properties: {
         conditions: conditionListSchema,
+        exclusiveBytes: {
+          ...int64,
+          description:
+            "Bytes of its snapshots that the set's current :hibernate snapshots do not reference: what the registry keeps for checkpoints alone.",
+        },
+        exclusiveBytesSetGeneration: {
+          ...int64,
+          description: "The CocoonSet generation exclusiveBytes was measured at.",
+        },
         members: { type: "array", items: memberSchema, "x-kubernetes-list-type": "atomic" },
         message: str,
         observedGeneration: int64,

@@ -57,6 +57,10 @@ export interface CocoonCheckpointStatus {
   members?: CheckpointMember[];
   totalBytes?: number;
   progress?: CheckpointProgress;
+  /** Bytes of its snapshots the set's current `:hibernate` snapshots do not reference. */
+  exclusiveBytes?: number;
+  /** The set generation exclusiveBytes was measured at. */
+  exclusiveBytesSetGeneration?: number;
   /** When the checkpoint became Ready (RFC 3339). */
   readyTime?: string;
   /** Ready and Progressing, and Deleting while a delete waits or a tag delete fails. */

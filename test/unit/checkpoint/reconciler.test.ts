@@ -322,6 +322,15 @@ describe("CheckpointReconciler", () => {
     });
     assert.ok(f.events.events.some((e) => e.reason === "CheckpointCopyFailed" && e.type === "Warning"));
 
+    // Failing the same way again writes nothing, so its own status writes cannot wake it in a loop.
+    f.client.clearCalls();
+    await f.run();
+    assert.deepEqual(
+      f.client.calls.filter((c) => c.verb !== "get"),
+      [],
+      "no write on a retry that fails alike",
+    );
+
     f.clock.advance(1499);
     assert.deepEqual(await f.run(), { requeueAfterMs: 1 });
     assert.equal(f.stored()?.status?.phase, "Copying", "1 ms before the deadline it still retries");
@@ -518,5 +527,40 @@ describe("CheckpointReconciler", () => {
     );
     assert.equal(f.stored("pinned")?.metadata.deletionTimestamp, undefined);
     assert.equal(f.stored("b")?.metadata.deletionTimestamp, undefined);
+  });
+
+  it("measures what it holds alone once per settled set generation: nothing at Ready, all once :hibernate is gone", async () => {
+    const f = fixture();
+    f.client.seed(COCOONSETS, suspendedSet());
+    f.client.seed(COCOONCHECKPOINTS, checkpoint());
+    for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
+    await f.run();
+    assert.deepEqual(
+      [f.stored()?.status?.exclusiveBytes, f.stored()?.status?.exclusiveBytesSetGeneration],
+      [0, 1],
+    );
+
+    // The set woke at generation 2 and dropped its :hibernate tags.
+    for (const vm of VMS) await f.registry.deleteIfPresent(vm, "hibernate");
+    const woken = suspendedSet();
+    woken.metadata.generation = 2;
+    woken.status = { ...woken.status, phase: "Running", observedGeneration: 2 } as CocoonSet["status"];
+    f.client.seed(COCOONSETS, woken);
+    f.registry.log.length = 0;
+    await f.run();
+    assert.deepEqual(
+      [f.stored()?.status?.exclusiveBytes, f.stored()?.status?.exclusiveBytesSetGeneration],
+      [330, 2],
+    );
+    assert.deepEqual(
+      f.registry.log.filter((l) => l.startsWith("get")).length,
+      6,
+      "its manifest and the :hibernate of each member",
+    );
+
+    f.registry.log.length = 0;
+    f.client.clearCalls();
+    await f.run();
+    assert.deepEqual([f.registry.log, f.client.calls], [[], []], "measured once per generation");
   });
 });
