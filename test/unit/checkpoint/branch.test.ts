@@ -10,6 +10,7 @@ import { ANN_FROM_CHECKPOINT, CONDITION_BRANCHED } from "../../../src/checkpoint
 import { CocoonSetReconciler } from "../../../src/cocoonset/reconciler.ts";
 import { ANN_HIBERNATE_RECLAIM, ANN_RESTORE_FROM_HIBERNATE, TRUE } from "../../../src/contract/keys.ts";
 import { COCOONSETS, PODS } from "../../../src/controller/resources.ts";
+import { ANN_EXPIRE_AT } from "../../../src/idle/policy.ts";
 import { readReclaim } from "../../../src/pass/reclaimrecord.ts";
 import { FakeCheckpointRegistry } from "../../support/checkpointregistry.ts";
 import { cocoonSet, harness, NS, SET, seedSet, storedSet } from "../../support/cocoonset.ts";
@@ -35,7 +36,11 @@ function readyCheckpoint(registry: FakeCheckpointRegistry): CocoonCheckpoint {
   };
 }
 
-function fixture(lookup: (registry: FakeCheckpointRegistry) => CheckpointLookup, spec = {}) {
+function fixture(
+  lookup: (registry: FakeCheckpointRegistry) => CheckpointLookup,
+  spec = {},
+  annotations: Record<string, string> = {},
+) {
   const h = harness();
   const registry = new FakeCheckpointRegistry();
   const found = lookup(registry);
@@ -49,7 +54,7 @@ function fixture(lookup: (registry: FakeCheckpointRegistry) => CheckpointLookup,
       ],
       ...spec,
     },
-    { annotations: { [ANN_FROM_CHECKPOINT]: "ck" } },
+    { annotations: { [ANN_FROM_CHECKPOINT]: "ck", ...annotations } },
   );
   seedSet(h.client, cs);
   const lookups = { count: 0 };
@@ -252,6 +257,23 @@ describe("branchFromCheckpoint", () => {
       );
     });
   }
+
+  it("a set its expiry suspends before its first pod branches first, and its main restores from the copy", async () => {
+    // Expired at creation: the expiry policy suspends it in the same pass, before any pod.
+    const f = fixture((r) => readyCheckpoint(r), {}, { [ANN_EXPIRE_AT]: "2025-12-31T00:00:00Z" });
+    const podsAtCopy: number[] = [];
+    f.registry.failOn = (op) => {
+      if (op === "put") podsAtCopy.push(pods(f).length);
+      return undefined;
+    };
+    for (let i = 0; i < 3; i++) await f.run();
+    const stored = storedSet(f.client);
+    assert.equal(stored?.spec.suspend, true, "the expiry suspended it");
+    assert.deepEqual(podsAtCopy, [0, 0, 0]);
+    assert.equal(branched(stored)?.status, "True");
+    const main = pods(f).find((p) => p.metadata.name === `${SET}-0`);
+    assert.equal(main?.metadata.annotations?.[ANN_RESTORE_FROM_HIBERNATE], TRUE);
+  });
 
   it("a branched set no longer reads the checkpoint or copies anything", async () => {
     const f = fixture((r) => readyCheckpoint(r));
