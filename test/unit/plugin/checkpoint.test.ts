@@ -194,6 +194,31 @@ describe("checkpoint", () => {
     assert.match(err.message, /Deleted: cocooncheckpoint "ck1" was deleted/);
   });
 
+  it("stops waiting at a Failed checkpoint with its message, and still resumes the set it suspended", async () => {
+    const ctx = testContext();
+    seedSet(ctx, "demo");
+    ctx.onSleep = () => {
+      setStatus(ctx, "demo", suspendedAt(2));
+      checkpointStatus(ctx, "ck1", {
+        phase: "Failed",
+        message: "not Ready within failureDeadline 1m: copy failed: denied",
+      });
+    };
+    const err = await rejection(run(ctx, checkpoint, ["demo", "ck1"]));
+    assert.equal(err.exitCode, EXIT_FAILED);
+    assert.match(
+      err.message,
+      /cocooncheckpoint "ck1" is Failed: not Ready within failureDeadline 1m: copy failed: denied/,
+    );
+    assert.deepEqual(
+      ctx.fake
+        .writes()
+        .map((c) => c.body)
+        .slice(1),
+      [{ spec: { suspend: true } }, { spec: { suspend: false } }],
+    );
+  });
+
   it("refuses an unknown set and an existing checkpoint, writing nothing", async () => {
     const ctx = testContext();
     const unknown = await rejection(run(ctx, checkpoint, ["ghost", "ck1"]));
