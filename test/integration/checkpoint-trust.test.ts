@@ -9,23 +9,20 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { ANN_FROM_CHECKPOINT, ANN_KEEP_CHECKPOINTS, ANN_PINNED } from "../../src/checkpoint/keys.ts";
 import { MANIFEST_ANN_FROM_NODE, TAG_HIBERNATE } from "../../src/contract/keys.ts";
-import { createRegistryClient, type FetchLike } from "../../src/registry/index.ts";
-import { createTransport } from "../../src/registry/transport.ts";
 import { OciClient, pushSnapshot, type Simulator } from "../env/simulator/index.ts";
 import { apiRequest, testEnv, waitFor } from "../env/testenv.ts";
 import {
   checkpointsPath,
   conditionOf,
   createCheckpoint,
-  createPoolSet,
   getCheckpoint,
   tagDigest,
   waitCheckpointGone,
   waitCheckpointPhase,
-  waitSetPhaseAtGeneration,
 } from "../support/checkpointapi.ts";
-import { getSet, objectEvents, patchSetSpec, setPods } from "../support/setapi.ts";
-import { E2E_IMAGE, type SetEnv, startSetEnv, waitRunning } from "../support/setwait.ts";
+import { refusingRegistry } from "../support/refusingregistry.ts";
+import { createPoolSet, getSet, objectEvents, patchSetSpec, setPods } from "../support/setapi.ts";
+import { E2E_IMAGE, type SetEnv, startSetEnv, waitPhase, waitRunning } from "../support/setwait.ts";
 
 const env = testEnv();
 const oci = new OciClient(env.registry);
@@ -34,42 +31,20 @@ let pool: string;
 let sim: Simulator;
 let e2e: SetEnv | undefined;
 
-/** Path suffixes (`/<vm>/manifests/<tag>`) whose manifest PUT the registry refuses with 403. */
-const refusedPuts = new Set<string>();
-/** Repositories (VM names) in which the registry refuses every manifest DELETE with 403. */
-const refusedDeletes = new Set<string>();
-const transport = createTransport();
-
-function denied(): Response {
-  return new Response(JSON.stringify({ errors: [{ code: "DENIED", message: "refused by the test" }] }), {
-    status: 403,
-    headers: { "content-type": "application/json" },
-  });
-}
-
-/** The real registry, but for the refusals above. */
-const refusingFetch: FetchLike = async (url, init) => {
-  const path = new URL(url).pathname;
-  const refusedPut = init.method === "PUT" && [...refusedPuts].some((suffix) => path.endsWith(suffix));
-  const refusedDelete =
-    init.method === "DELETE" && [...refusedDeletes].some((vm) => path.includes(`/${vm}/manifests/`));
-  if (refusedPut || refusedDelete) {
-    if (init.body instanceof ReadableStream) await init.body.cancel();
-    return denied();
-  }
-  return transport(url, init);
-};
+const refusing = refusingRegistry(env.registry);
+const refusedPuts = refusing.puts;
+const refusedDeletes = refusing.deletes;
 
 before(async () => {
   e2e = await startSetEnv(env, "cktrust", {
-    registry: createRegistryClient(env.registry, { fetch: refusingFetch }),
+    registry: refusing.registry,
   });
   ({ ns, pool, sim } = e2e);
   // One source group (a main and a sub-agent), suspended for the whole file.
   await createPoolSet(env, ns, pool, "src", { agent: { image: E2E_IMAGE, replicas: 1, mode: "clone" } });
   await waitRunning(env, ns, "src", 2);
   await patchSetSpec(env, ns, "src", { suspend: true });
-  await waitSetPhaseAtGeneration(env, ns, "src", "Suspended");
+  await waitPhase(env, ns, "src", "Suspended", 90_000, true);
 });
 
 after(async () => {
@@ -130,7 +105,7 @@ describe("branches that start from their checkpoint", () => {
       { suspend: true, agent: { image: E2E_IMAGE, replicas: 1, mode: "clone" } },
       { [ANN_FROM_CHECKPOINT]: "ck" },
     );
-    const suspended = await waitSetPhaseAtGeneration(env, ns, "sleeper", "Suspended");
+    const suspended = await waitPhase(env, ns, "sleeper", "Suspended", 90_000, true);
     assert.equal(conditionOf(suspended, "Branched")?.status, "True");
     // The sub-agent has no pod yet: its copy waits in the registry, naming no node.
     const copied = await oci.getManifest(oci.repository(vmName("sleeper", 1)), TAG_HIBERNATE);
@@ -221,7 +196,7 @@ describe("checkpoints in use", () => {
     await createPoolSet(env, ns, pool, "kept", {}, { [ANN_KEEP_CHECKPOINTS]: "1" });
     await waitRunning(env, ns, "kept", 1);
     await patchSetSpec(env, ns, "kept", { suspend: true });
-    await waitSetPhaseAtGeneration(env, ns, "kept", "Suspended");
+    await waitPhase(env, ns, "kept", "Suspended", 90_000, true);
     for (const [name, annotations] of [
       ["pinned", { [ANN_PINNED]: "true" }],
       ["older", undefined],
@@ -261,7 +236,7 @@ describe("checkpoints of one suspend", () => {
     await createPoolSet(env, ns, pool, "grow", { agent: { image: E2E_IMAGE, replicas: 0, mode: "clone" } });
     await waitRunning(env, ns, "grow", 1);
     await patchSetSpec(env, ns, "grow", { suspend: true });
-    await waitSetPhaseAtGeneration(env, ns, "grow", "Suspended");
+    await waitPhase(env, ns, "grow", "Suspended", 90_000, true);
     // A :hibernate left from an earlier life of slot 1; this suspend never ran a VM there.
     const stale = await pushSnapshot(oci, {
       vmName: vmName("grow", 1),
@@ -271,7 +246,7 @@ describe("checkpoints of one suspend", () => {
       fromNode: "elsewhere",
     });
     await patchSetSpec(env, ns, "grow", { agent: { image: E2E_IMAGE, replicas: 1, mode: "clone" } });
-    await waitSetPhaseAtGeneration(env, ns, "grow", "Suspended");
+    await waitPhase(env, ns, "grow", "Suspended", 90_000, true);
     assert.deepEqual(
       (await setPods(env, ns, "grow")).map((p) => p.metadata.name),
       ["grow-0"],

@@ -1,33 +1,11 @@
-// Raw reads and writes of CocoonCheckpoints and branch sets on the real API server, for integration tests.
+// Raw reads and writes of CocoonCheckpoints on the real API server, for integration tests.
 import assert from "node:assert/strict";
-import type { CocoonSet, CocoonSetSpec } from "../../src/apis/v1/types.ts";
 import type { CocoonCheckpoint } from "../../src/apis/v1alpha1/types.ts";
 import type { OciClient } from "../env/simulator/index.ts";
 import { type ApiConnection, apiRequest, waitFor } from "../env/testenv.ts";
-import { getSet, setsPath } from "./setapi.ts";
-import { E2E_IMAGE } from "./setwait.ts";
 
 export const checkpointsPath = (ns: string): string =>
   `/apis/cocoonset.cocoonstack.io/v1alpha1/namespaces/${ns}/cocooncheckpoints`;
-
-/** Creates a set in `pool`; `annotations` (from-checkpoint, keep-checkpoints) ride on its metadata. */
-export async function createPoolSet(
-  env: ApiConnection,
-  ns: string,
-  pool: string,
-  name: string,
-  spec: Partial<CocoonSetSpec>,
-  annotations?: Record<string, string>,
-): Promise<void> {
-  const cs: CocoonSet = {
-    apiVersion: "cocoonset.cocoonstack.io/v1",
-    kind: "CocoonSet",
-    metadata: { name, namespace: ns, ...(annotations ? { annotations } : {}) },
-    spec: { nodePool: pool, agent: { image: E2E_IMAGE, replicas: 0, mode: "clone" }, ...spec },
-  };
-  const res = await apiRequest(env, "POST", setsPath(ns), cs);
-  assert.equal(res.status, 201, JSON.stringify(res.body));
-}
 
 /** POSTs a checkpoint of `setName`; returns the API server's answer (a test of bad input reads it). */
 export function createCheckpoint(
@@ -77,26 +55,6 @@ export function waitCheckpointGone(env: ApiConnection, ns: string, name: string,
   return waitFor(
     `checkpoint ${name} gone`,
     async () => ((await getCheckpoint(env, ns, name)) === undefined ? true : undefined),
-    timeoutMs,
-  );
-}
-
-/** The set in `phase` at its current generation. */
-export function waitSetPhaseAtGeneration(
-  env: ApiConnection,
-  ns: string,
-  name: string,
-  phase: string,
-  timeoutMs = 90_000,
-): Promise<CocoonSet> {
-  return waitFor(
-    `${name} ${phase}`,
-    async () => {
-      const cs = await getSet(env, ns, name);
-      return cs.status?.phase === phase && cs.status.observedGeneration === cs.metadata.generation
-        ? cs
-        : undefined;
-    },
     timeoutMs,
   );
 }

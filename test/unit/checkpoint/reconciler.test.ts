@@ -59,6 +59,24 @@ function suspendedSet(annotations: Record<string, string> = {}): CocoonSet {
   };
 }
 
+/** A set annotated to branch from `checkpointName`, its Branched condition False with `reason`. */
+function branchingSet(name: string, checkpointName: string, reason: string): CocoonSet {
+  return {
+    ...cocoonSet({}, { name, annotations: { [ANN_FROM_CHECKPOINT]: checkpointName } }),
+    status: {
+      readyAgents: 0,
+      desiredAgents: 1,
+      readyToolboxes: 0,
+      desiredToolboxes: 0,
+      conditions: [branchedCondition("False", reason)],
+    },
+  };
+}
+
+function branchedCondition(status: "True" | "False", reason: string) {
+  return { type: "Branched", status, reason, message: "", lastTransitionTime: "2026-01-01T00:00:00Z" };
+}
+
 function fixture() {
   const client = new FakeClient();
   const registry = new FakeCheckpointRegistry();
@@ -79,6 +97,16 @@ function fixture() {
   const run = (name = "ck") => reconciler.reconcile({ namespace: NS, name }, new AbortController().signal);
   const stored = (name = "ck") => client.peek<CocoonCheckpoint>(COCOONCHECKPOINTS, NS, name);
   return { client, registry, events, run, stored, cache, clock };
+}
+
+/** The fixture with the suspended set's checkpoint "ck" copied and Ready. */
+async function readyFixture() {
+  const f = fixture();
+  f.client.seed(COCOONSETS, suspendedSet());
+  f.client.seed(COCOONCHECKPOINTS, checkpoint());
+  for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
+  await f.run();
+  return f;
 }
 
 describe("CheckpointReconciler", () => {
@@ -231,11 +259,7 @@ describe("CheckpointReconciler", () => {
   });
 
   it("deletes every member's tag probe-first, then releases the finalizer; a refused delete keeps it", async () => {
-    const f = fixture();
-    f.client.seed(COCOONSETS, suspendedSet());
-    f.client.seed(COCOONCHECKPOINTS, checkpoint());
-    for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
-    await f.run();
+    const f = await readyFixture();
     await f.client.delete(COCOONCHECKPOINTS, NS, "ck");
     f.registry.log.length = 0;
 
@@ -407,32 +431,10 @@ describe("CheckpointReconciler", () => {
   });
 
   it("a delete waits while a set's branch from it is under way, naming the set; then deletes the tags", async () => {
-    const f = fixture();
-    f.client.seed(COCOONSETS, suspendedSet());
-    f.client.seed(COCOONCHECKPOINTS, checkpoint());
-    for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
-    await f.run();
-    const branch = (name: string, reason: string): CocoonSet => ({
-      ...cocoonSet({}, { name, annotations: { [ANN_FROM_CHECKPOINT]: "ck" } }),
-      status: {
-        readyAgents: 0,
-        desiredAgents: 1,
-        readyToolboxes: 0,
-        desiredToolboxes: 0,
-        conditions: [
-          {
-            type: "Branched",
-            status: "False",
-            reason,
-            message: "",
-            lastTransitionTime: "2026-01-01T00:00:00Z",
-          },
-        ],
-      },
-    });
-    f.client.seed(COCOONSETS, branch("copying", "Copying"));
-    f.client.seed(COCOONSETS, branch("retrying", "CopyFailed"));
-    f.client.seed(COCOONSETS, branch("waiting", "WaitingForCheckpoint"));
+    const f = await readyFixture();
+    f.client.seed(COCOONSETS, branchingSet("copying", "ck", "Copying"));
+    f.client.seed(COCOONSETS, branchingSet("retrying", "ck", "CopyFailed"));
+    f.client.seed(COCOONSETS, branchingSet("waiting", "ck", "WaitingForCheckpoint"));
     await f.client.delete(COCOONCHECKPOINTS, NS, "ck");
     f.registry.log.length = 0;
 
@@ -456,15 +458,7 @@ describe("CheckpointReconciler", () => {
         name,
         {
           status: {
-            conditions: [
-              {
-                type: "Branched",
-                status: "True",
-                reason: "FromCheckpoint",
-                message: "",
-                lastTransitionTime: "2026-01-01T00:00:00Z",
-              },
-            ],
+            conditions: [branchedCondition("True", "FromCheckpoint")],
           },
         },
         { subresource: "status" },
@@ -476,11 +470,7 @@ describe("CheckpointReconciler", () => {
   });
 
   it("a refused tag delete shows in the Deleting condition", async () => {
-    const f = fixture();
-    f.client.seed(COCOONSETS, suspendedSet());
-    f.client.seed(COCOONCHECKPOINTS, checkpoint());
-    for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
-    await f.run();
+    const f = await readyFixture();
     await f.client.delete(COCOONCHECKPOINTS, NS, "ck");
     f.registry.failOn = (op) => (op === "deleteIfPresent" ? FakeCheckpointRegistry.error(405) : undefined);
     await assert.rejects(f.run(), /refused/);
@@ -493,24 +483,7 @@ describe("CheckpointReconciler", () => {
     const f = fixture();
     f.client.seed(COCOONSETS, suspendedSet({ "cocoonset.cocoonstack.io/keep-checkpoints": "1" }));
     for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
-    f.client.seed(COCOONSETS, {
-      ...cocoonSet({}, { name: "user", annotations: { [ANN_FROM_CHECKPOINT]: "b" } }),
-      status: {
-        readyAgents: 0,
-        desiredAgents: 1,
-        readyToolboxes: 0,
-        desiredToolboxes: 0,
-        conditions: [
-          {
-            type: "Branched",
-            status: "False",
-            reason: "Copying",
-            message: "",
-            lastTransitionTime: "2026-01-01T00:00:00Z",
-          },
-        ],
-      },
-    });
+    f.client.seed(COCOONSETS, branchingSet("user", "b", "Copying"));
     for (const [name, created, annotations] of [
       ["pinned", "2026-01-01T00:00:01Z", { [ANN_PINNED]: "true" }],
       ["a", "2026-01-01T00:00:02Z", {}],
@@ -530,11 +503,7 @@ describe("CheckpointReconciler", () => {
   });
 
   it("measures what it holds alone once per settled set generation: nothing at Ready, all once :hibernate is gone", async () => {
-    const f = fixture();
-    f.client.seed(COCOONSETS, suspendedSet());
-    f.client.seed(COCOONCHECKPOINTS, checkpoint());
-    for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
-    await f.run();
+    const f = await readyFixture();
     assert.deepEqual(
       [f.stored()?.status?.exclusiveBytes, f.stored()?.status?.exclusiveBytesSetGeneration],
       [0, 1],

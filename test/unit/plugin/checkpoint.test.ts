@@ -113,6 +113,17 @@ function recordWrites(ctx: TestContext): [string, string, unknown, string][] {
   return seen;
 }
 
+/** After the create: the suspend, then the resume, and no other write. */
+function assertSuspendedThenResumed(ctx: TestContext): void {
+  assert.deepEqual(
+    ctx.fake
+      .writes()
+      .map((c) => c.body)
+      .slice(1),
+    [{ spec: { suspend: true } }, { spec: { suspend: false } }],
+  );
+}
+
 describe("checkpoint", () => {
   it("suspends a running set, waits for Ready, and only then resumes it", async () => {
     const ctx = testContext();
@@ -176,13 +187,7 @@ describe("checkpoint", () => {
     const err = await rejection(run(ctx, checkpoint, ["demo", "ck1"]));
     assert.equal(err.exitCode, EXIT_FAILED);
     assert.match(err.message, /^cocoonset "demo" to suspend failed/);
-    assert.deepEqual(
-      ctx.fake
-        .writes()
-        .map((c) => c.body)
-        .slice(1),
-      [{ spec: { suspend: true } }, { spec: { suspend: false } }],
-    );
+    assertSuspendedThenResumed(ctx);
   });
 
   it("fails when the checkpoint is deleted while it waits", async () => {
@@ -210,13 +215,7 @@ describe("checkpoint", () => {
       err.message,
       /cocooncheckpoint "ck1" is Failed: not Ready within failureDeadline 1m: copy failed: denied/,
     );
-    assert.deepEqual(
-      ctx.fake
-        .writes()
-        .map((c) => c.body)
-        .slice(1),
-      [{ spec: { suspend: true } }, { spec: { suspend: false } }],
-    );
+    assertSuspendedThenResumed(ctx);
   });
 
   it("refuses an unknown set and an existing checkpoint, writing nothing", async () => {
