@@ -31,7 +31,7 @@ import {
   REASON_BRANCH_WAITING,
   REASON_BRANCHED,
 } from "./keys.ts";
-import { sameRepositoryBranchManifest } from "./manifest.ts";
+import { manifestDigest, sameRepositoryBranchManifest } from "./manifest.ts";
 import { type BranchCopy, planBranch } from "./members.ts";
 import { branchedCondition, isBranchUnderWay } from "./usage.ts";
 
@@ -88,21 +88,28 @@ async function branchFromCheckpoint(pass: Pass, branching: BranchingDeps | undef
 
   const plan = planBranch(pass.cs, lookup);
   const targets = plan.map((c) => c.targetVM);
-  if (!isBranchUnderWay(branched)) {
-    await writeBranched(
-      pass,
-      "False",
-      BRANCH_COPYING,
-      `copying ${plan.length} snapshots of CocoonCheckpoint ${name}`,
-    );
-  }
+  const copying = `copying ${plan.length} snapshots of CocoonCheckpoint ${name}`;
+  if (!isBranchUnderWay(branched)) await writeBranched(pass, "False", BRANCH_COPYING, copying);
   await persistReclaim(pass, recordVMs(reclaimRecord(pass), pass.generation, targets));
+  // Progress shows in the condition as copies land; copies already in place write nothing, so a
+  // retry that fails the same way writes nothing either (its own writes would wake it in a loop).
+  const progress = { copies: 0, bytes: 0 };
+  const totalBytes = plan.reduce((sum, c) => sum + (c.member.bytes ?? 0), 0);
+  const progressText = () =>
+    `${progress.copies} of ${plan.length} copied, ${progress.bytes} of ${totalBytes} bytes`;
   try {
-    for (const copy of plan) await copySnapshot(pass, registry, copy);
+    for (const copy of plan) {
+      const landed = await copySnapshot(pass, registry, copy);
+      progress.copies++;
+      progress.bytes += copy.member.bytes ?? 0;
+      if (landed && progress.copies < plan.length) {
+        await writeBranched(pass, "False", BRANCH_COPYING, `${copying}: ${progressText()}`);
+      }
+    }
   } catch (err) {
     const message = `branch from CocoonCheckpoint ${name}: ${(err as Error).message}`;
     setEvent(pass, "Warning", REASON_BRANCH_FAILED, message);
-    await writeBranched(pass, "False", BRANCH_COPY_FAILED, `${message}; retrying`);
+    await writeBranched(pass, "False", BRANCH_COPY_FAILED, `${message}; retrying (${progressText()})`);
     throw err;
   }
   await persistReclaim(pass, oweRestores(reclaimRecord(pass), targets));
@@ -118,18 +125,23 @@ function branchedMessage(checkpoint: CocoonCheckpoint, plan: readonly BranchCopy
   return `branched from CocoonCheckpoint ${checkpoint.metadata.name} of CocoonSet ${source}: ${plan.length} VMs restore from it`;
 }
 
-/** The new VM's `:hibernate` becomes the checkpointed manifest (by digest); in place already: skipped. */
-async function copySnapshot(pass: Pass, registry: CheckpointRegistry, copy: BranchCopy): Promise<void> {
+/**
+ * The new VM's `:hibernate` becomes the checkpointed manifest (by digest). True when a copy landed,
+ * false when it was in place already.
+ */
+async function copySnapshot(pass: Pass, registry: CheckpointRegistry, copy: BranchCopy): Promise<boolean> {
   const digest = copy.member.digest ?? "";
   if (copy.member.vmName === copy.targetVM) {
     // The checkpoint's own repository: the manifest PUT alone, under a digest of its own.
     const source = await registry.getManifest(copy.member.vmName, digest, pass.signal);
     const raw = sameRepositoryBranchManifest(source.raw, pass.namespace, pass.name);
+    const present = await registry.headManifest(copy.targetVM, TAG_HIBERNATE, pass.signal);
+    if (present?.digest === manifestDigest(raw)) return false;
     await registry.putManifest(copy.targetVM, TAG_HIBERNATE, raw, source.mediaType, pass.signal);
-    return;
+    return true;
   }
   const present = await registry.headManifest(copy.targetVM, TAG_HIBERNATE, pass.signal);
-  if (present?.digest === digest) return;
+  if (present?.digest === digest) return false;
   const result = await registry.copyManifest(
     copy.member.vmName,
     digest,
@@ -138,6 +150,7 @@ async function copySnapshot(pass: Pass, registry: CheckpointRegistry, copy: Bran
     pass.signal,
   );
   for (const method of result.blobs) checkpointBranchBlobsTotal.inc({ method });
+  return true;
 }
 
 /** Pods now, pods in the status, or VMs in the reclaim record: the set has state of its own. */

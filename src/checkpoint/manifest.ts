@@ -2,6 +2,7 @@
 // and the image rule reads the same baseimage), plus one annotation that gives each copy a digest of
 // its own within its repository (keys.ts, MANIFEST_ANN_CHECKPOINT, says why).
 
+import { createHash } from "node:crypto";
 import { MANIFEST_ANN_FROM_NODE } from "../contract/keys.ts";
 import { MANIFEST_ANN_BRANCH, MANIFEST_ANN_CHECKPOINT } from "./keys.ts";
 
@@ -31,4 +32,9 @@ export function checkpointManifest(raw: Buffer, namespace: string, name: string)
  */
 export function sameRepositoryBranchManifest(raw: Buffer, namespace: string, setName: string): Buffer {
   return withAnnotation(raw, MANIFEST_ANN_BRANCH, `${namespace}/${setName}`);
+}
+
+/** The digest a registry gives these manifest bytes (sha256 of them as sent). */
+export function manifestDigest(raw: Buffer): string {
+  return `sha256:${createHash("sha256").update(raw).digest("hex")}`;
 }

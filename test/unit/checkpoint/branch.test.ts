@@ -173,8 +173,22 @@ describe("branchFromCheckpoint", () => {
       "recorded=3 owed=0",
       "every target recorded for a drop, none owed a restore",
     );
-    assert.equal(branched(stored)?.status, "False");
+    assert.deepEqual([branched(stored)?.status, branched(stored)?.reason], ["False", "CopyFailed"]);
+    assert.match(
+      branched(stored)?.message ?? "",
+      /^branch from CocoonCheckpoint ck: .*refused; retrying \(2 of 3 copied, 220 of 330 bytes\)$/,
+    );
     assert.ok(f.events.events.some((e) => e.reason === "BranchCopyFailed" && e.type === "Warning"));
+
+    // Failing the same way again writes nothing to the set: its own writes would wake it in a loop.
+    f.client.clearCalls();
+    await assert.rejects(f.run(), /refused/);
+    assert.deepEqual(
+      f.client.calls
+        .filter((c) => c.verb !== "get" && c.verb !== "list")
+        .map((c) => `${c.verb} ${c.resource}`),
+      [],
+    );
 
     f.registry.failOn = undefined;
     f.registry.log.length = 0;
