@@ -13,6 +13,8 @@
 import { type ConditionUpdate, setStatusCondition } from "../apis/status.ts";
 import type { CocoonCheckpoint } from "../apis/v1alpha1/types.ts";
 import { TAG_HIBERNATE } from "../contract/keys.ts";
+import { unlessNotFound } from "../controller/errors.ts";
+import { COCOONCHECKPOINTS } from "../controller/resources.ts";
 import { checkpointBranchBlobsTotal, checkpointBranchesTotal } from "../metrics/checkpoint.ts";
 import { CONTINUE, finishInPhase, type Pass, type Step, type StepOutcome } from "../pass/pass.ts";
 import { oweRestores, recordVMs } from "../pass/reclaimrecord.ts";
@@ -89,7 +91,19 @@ async function branchFromCheckpoint(pass: Pass, branching: BranchingDeps | undef
   const plan = planBranch(pass.cs, lookup);
   const targets = plan.map((c) => c.targetVM);
   const copying = `copying ${plan.length} snapshots of CocoonCheckpoint ${name}`;
-  if (!isBranchUnderWay(branched)) await writeBranched(pass, "False", BRANCH_COPYING, copying);
+  if (!isBranchUnderWay(branched)) {
+    await writeBranched(pass, "False", BRANCH_COPYING, copying);
+    // A checkpoint's delete lists the sets branching from it on the API server before its first tag
+    // delete. Its delete may have begun since the cache was read: then that list may have missed this
+    // branch, so the branch does not start (the Waiting condition it writes releases the delete).
+    const current = await unlessNotFound(() =>
+      pass.deps.client.get<CocoonCheckpoint>(COCOONCHECKPOINTS, pass.namespace, name),
+    );
+    if (!current) return waitForCheckpoint(pass, `CocoonCheckpoint ${name} not found`);
+    if (current.metadata.deletionTimestamp) {
+      return waitForCheckpoint(pass, `CocoonCheckpoint ${name} is being deleted`);
+    }
+  }
   await persistReclaim(pass, recordVMs(reclaimRecord(pass), pass.generation, targets));
   // Progress shows in the condition as copies land; copies already in place write nothing, so a
   // retry that fails the same way writes nothing either (its own writes would wake it in a loop).

@@ -6,10 +6,14 @@ import type { Pod } from "../../../src/apis/core.ts";
 import type { CocoonSet } from "../../../src/apis/v1/types.ts";
 import type { CocoonCheckpoint } from "../../../src/apis/v1alpha1/types.ts";
 import type { CheckpointLookup } from "../../../src/checkpoint/catalog.ts";
-import { ANN_FROM_CHECKPOINT, CONDITION_BRANCHED } from "../../../src/checkpoint/keys.ts";
+import {
+  ANN_FROM_CHECKPOINT,
+  CONDITION_BRANCHED,
+  FINALIZER_COCOONCHECKPOINT,
+} from "../../../src/checkpoint/keys.ts";
 import { CocoonSetReconciler } from "../../../src/cocoonset/reconciler.ts";
 import { ANN_HIBERNATE_RECLAIM, ANN_RESTORE_FROM_HIBERNATE, TRUE } from "../../../src/contract/keys.ts";
-import { COCOONSETS, PODS } from "../../../src/controller/resources.ts";
+import { COCOONCHECKPOINTS, COCOONSETS, PODS } from "../../../src/controller/resources.ts";
 import { ANN_EXPIRE_AT } from "../../../src/idle/policy.ts";
 import { readReclaim } from "../../../src/pass/reclaimrecord.ts";
 import { FakeCheckpointRegistry } from "../../support/checkpointregistry.ts";
@@ -44,6 +48,8 @@ function fixture(
   const h = harness();
   const registry = new FakeCheckpointRegistry();
   const found = lookup(registry);
+  // The branch reads the checkpoint from the API server once as it starts.
+  if (found && found !== "unavailable") h.client.seed(COCOONCHECKPOINTS, found);
   // One replica and a toolbox the checkpoint holds, plus one the checkpoint lacks.
   const cs = cocoonSet(
     {
@@ -287,6 +293,28 @@ describe("branchFromCheckpoint", () => {
     assert.equal(branched(stored)?.status, "True");
     const main = pods(f).find((p) => p.metadata.name === `${SET}-0`);
     assert.equal(main?.metadata.annotations?.[ANN_RESTORE_FROM_HIBERNATE], TRUE);
+  });
+
+  it("does not start when the API server shows the checkpoint's delete begun since the cache was read", async () => {
+    const f = fixture((r) => readyCheckpoint(r));
+    // The cache still shows it Ready; the server's object has a deletion timestamp (its finalizer holds it).
+    const ck = f.checkpoint as CocoonCheckpoint;
+    f.client.seed(COCOONCHECKPOINTS, {
+      ...ck,
+      metadata: { ...ck.metadata, finalizers: [FINALIZER_COCOONCHECKPOINT] },
+    });
+    await f.client.delete(COCOONCHECKPOINTS, NS, "ck");
+    f.registry.log.length = 0;
+    assert.deepEqual(await f.run(), { requeueAfterMs: 30_000 });
+    assert.deepEqual(
+      f.registry.log.filter((l) => l.startsWith("put") || l.startsWith("mount")),
+      [],
+      "nothing copied",
+    );
+    assert.deepEqual(pods(f), []);
+    const condition = branched(storedSet(f.client));
+    assert.deepEqual([condition?.status, condition?.reason], ["False", "WaitingForCheckpoint"]);
+    assert.match(condition?.message ?? "", /CocoonCheckpoint ck is being deleted/);
   });
 
   it("a branched set no longer reads the checkpoint or copies anything", async () => {
