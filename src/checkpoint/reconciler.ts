@@ -146,6 +146,10 @@ export class CheckpointReconciler implements Reconciler {
     if (!current || current.metadata.deletionTimestamp) return {};
     const phase = current.status?.phase;
     if (phase === "Ready" || phase === "Failed") return {};
+    if (this.pastDeadline(current)) {
+      await this.fail(current, current.status?.message || "the copy had not begun");
+      return {};
+    }
     const held = { ck: current };
     try {
       return await this.copy(held, cs, signal);
@@ -166,7 +170,8 @@ export class CheckpointReconciler implements Reconciler {
       await this.fail(ck, message);
       return {};
     }
-    await this.writeStatus(ck, { ...ck.status, phase: "Copying", message: `${message}; retrying` }, true);
+    // Progressing=True (CopyFailed) says it is retried; the message is the registry's answer alone.
+    await this.writeStatus(ck, { ...ck.status, phase: "Copying", message }, true);
     this.event(ck, "Warning", REASON_COPY_FAILED, `${message}; retrying`);
     const deadline = failureDeadlineMs(ck);
     if (deadline === undefined) throw err;

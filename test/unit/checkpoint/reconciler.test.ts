@@ -337,7 +337,7 @@ describe("CheckpointReconciler", () => {
     const progressing = retrying?.conditions?.find((c) => c.type === "Progressing");
     assert.deepEqual([ready?.status, ready?.reason], ["False", "CopyFailed"]);
     assert.deepEqual([progressing?.status, progressing?.reason], ["True", "CopyFailed"]);
-    assert.match(ready?.message ?? "", /copy failed: FAKE fake: 403 DENIED: refused; retrying/);
+    assert.match(ready?.message ?? "", /^copy failed: FAKE fake: 403 DENIED: refused$/);
     assert.deepEqual(retrying?.progress, {
       membersCopied: 1,
       membersTotal: 3,
@@ -376,6 +376,23 @@ describe("CheckpointReconciler", () => {
     f.client.clearCalls();
     assert.deepEqual(await f.run(), {});
     assert.deepEqual([f.registry.log, f.client.calls], [[], []], "Failed is final: no copy, no write");
+  });
+
+  it("a checkpoint whose deadline passed before its set was Suspended is Failed, not copied", async () => {
+    const f = fixture();
+    f.client.seed(COCOONSETS, suspendedSet());
+    f.client.seed(COCOONCHECKPOINTS, {
+      ...checkpoint("ck", { creationTimestamp: "2025-12-31T23:59:00Z" }),
+      spec: { cocoonSetRef: { name: SET }, failureDeadline: "1m" },
+    });
+    for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
+    await f.run();
+    assert.equal(f.stored()?.status?.phase, "Failed");
+    assert.equal(f.stored()?.status?.message, "not Ready within failureDeadline 1m: the copy had not begun");
+    assert.deepEqual(
+      f.registry.log.filter((l) => l.startsWith("put")),
+      [],
+    );
   });
 
   it("a Pending checkpoint is looked at again at its deadline and then Failed with what it waited for", async () => {
