@@ -61,8 +61,20 @@ export function branchStep(branching: BranchingDeps | undefined): Step {
 /** CONTINUE when there is nothing (more) to branch. */
 async function branchFromCheckpoint(pass: Pass, branching: BranchingDeps | undefined): Promise<StepOutcome> {
   const name = pass.cs.metadata.annotations?.[ANN_FROM_CHECKPOINT];
-  if (name === undefined) return CONTINUE;
   const branched = branchedCondition(pass.cs);
+  if (name === undefined) {
+    // Removed before the branch finished: the set starts from its own state, and a branch left marked
+    // under way would hold the checkpoint's delete.
+    if (branched?.status === "False" && branched.reason !== BRANCH_NOT_APPLIED) {
+      await writeBranched(
+        pass,
+        "False",
+        BRANCH_NOT_APPLIED,
+        `${ANN_FROM_CHECKPOINT} was removed before the branch finished; the set starts from its own state`,
+      );
+    }
+    return CONTINUE;
+  }
   if (branched?.status === "True" || branched?.reason === BRANCH_NOT_APPLIED) return CONTINUE;
   // A set that has had pods keeps its own state: the annotation no longer acts, and says so once. A
   // False condition of another reason is this step's own mark of a branch waiting or in progress,

@@ -317,6 +317,18 @@ describe("branchFromCheckpoint", () => {
     assert.match(condition?.message ?? "", /CocoonCheckpoint ck is being deleted/);
   });
 
+  it("an annotation removed while the branch waits turns its condition final, releasing the checkpoint", async () => {
+    const f = fixture(() => undefined);
+    await f.run();
+    assert.equal(branched(storedSet(f.client))?.reason, "WaitingForCheckpoint");
+    await f.client.patch(COCOONSETS, NS, SET, { metadata: { annotations: { [ANN_FROM_CHECKPOINT]: null } } });
+    await f.run();
+    const condition = branched(storedSet(f.client));
+    assert.deepEqual([condition?.status, condition?.reason], ["False", "NotApplied"]);
+    assert.match(condition?.message ?? "", /was removed before the branch finished/);
+    assert.equal(pods(f).length, 1, "the main is created from the set's own state");
+  });
+
   it("a branched set no longer reads the checkpoint or copies anything", async () => {
     const f = fixture((r) => readyCheckpoint(r));
     await f.run();
