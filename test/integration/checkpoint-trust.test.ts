@@ -91,36 +91,42 @@ describe("branches that start from their checkpoint", () => {
     }
   });
 
-  it("a branch created suspended copies before its first pod, and every VM restores from the checkpoint", {
-    timeout: 240_000,
-  }, async () => {
-    const ck = await waitCheckpointPhase(env, ns, "ck", "Ready");
-    const members = ck.status?.members ?? [];
+  // Release suspends take a main alone.
+  for (const [set, hibernatePolicy, replicas] of [
+    ["sleeper", "retain", 1],
+    ["sleeper-r", "release", 0],
+  ] as const) {
+    it(`a branch created suspended (${hibernatePolicy}) copies before its first pod, and every VM restores from the checkpoint`, {
+      timeout: 240_000,
+    }, async () => {
+      const ck = await waitCheckpointPhase(env, ns, "ck", "Ready");
+      const members = (ck.status?.members ?? []).slice(0, replicas + 1);
 
-    await createPoolSet(
-      env,
-      ns,
-      pool,
-      "sleeper",
-      { suspend: true, agent: { image: E2E_IMAGE, replicas: 1, mode: "clone" } },
-      { [ANN_FROM_CHECKPOINT]: "ck" },
-    );
-    const suspended = await waitPhase(env, ns, "sleeper", "Suspended", 90_000, true);
-    assert.equal(conditionOf(suspended, "Branched")?.status, "True");
-    // The sub-agent has no pod yet: its copy waits in the registry, naming no node.
-    const copied = await oci.getManifest(oci.repository(vmName("sleeper", 1)), TAG_HIBERNATE);
-    assert.equal(copied?.digest, members[1]?.digest);
-    assert.equal(copied?.json.annotations?.[MANIFEST_ANN_FROM_NODE], undefined);
+      await createPoolSet(
+        env,
+        ns,
+        pool,
+        set,
+        { suspend: true, hibernatePolicy, agent: { image: E2E_IMAGE, replicas, mode: "clone" } },
+        { [ANN_FROM_CHECKPOINT]: "ck" },
+      );
+      const suspended = await waitPhase(env, ns, set, "Suspended", 90_000, true);
+      assert.equal(conditionOf(suspended, "Branched")?.status, "True");
+      // The last VM has no pod yet: its copy waits in the registry, naming no node.
+      const copied = await oci.getManifest(oci.repository(vmName(set, replicas)), TAG_HIBERNATE);
+      assert.equal(copied?.digest, members[replicas]?.digest);
+      assert.equal(copied?.json.annotations?.[MANIFEST_ANN_FROM_NODE], undefined);
 
-    await patchSetSpec(env, ns, "sleeper", { suspend: false });
-    await waitRunning(env, ns, "sleeper", 2);
-    for (const [slot, member] of members.entries()) {
-      const vm = vmName("sleeper", slot);
-      assert.equal(sim.record.events({ kind: "boot", vmName: vm }).length, 0, `${vm} never booted fresh`);
-      const first = sim.record.events({ kind: "restore", vmName: vm })[0];
-      assert.equal(first?.snapshot?.digest, member.digest, `${vm} first came up from the checkpoint`);
-    }
-  });
+      await patchSetSpec(env, ns, set, { suspend: false });
+      await waitRunning(env, ns, set, replicas + 1);
+      for (const [slot, member] of members.entries()) {
+        const vm = vmName(set, slot);
+        assert.equal(sim.record.events({ kind: "boot", vmName: vm }).length, 0, `${vm} never booted fresh`);
+        const first = sim.record.events({ kind: "restore", vmName: vm })[0];
+        assert.equal(first?.snapshot?.digest, member.digest, `${vm} first came up from the checkpoint`);
+      }
+    });
+  }
 
   it("from-checkpoint added to a set with state of its own: a Warning and a condition, nothing copied", {
     timeout: 120_000,
