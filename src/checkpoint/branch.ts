@@ -11,10 +11,11 @@
 // already in place is skipped). The checkpoint itself is only read.
 
 import { type ConditionUpdate, setStatusCondition } from "../apis/status.ts";
-import type { CocoonSet, Condition } from "../apis/v1/types.ts";
 import type { CocoonCheckpoint } from "../apis/v1alpha1/types.ts";
 import { TAG_HIBERNATE } from "../contract/keys.ts";
 import { describeMismatches } from "../contract/restoredeps.ts";
+import { unlessNotFound } from "../controller/errors.ts";
+import { COCOONCHECKPOINTS } from "../controller/resources.ts";
 import { checkpointBranchBlobsTotal, checkpointBranchesTotal } from "../metrics/checkpoint.ts";
 import { CONTINUE, finishInPhase, type Pass, type Step, type StepOutcome } from "../pass/pass.ts";
 import { oweRestores, recordVMs } from "../pass/reclaimrecord.ts";
@@ -23,20 +24,25 @@ import type { CheckpointRegistry } from "../registry/index.ts";
 import type { CheckpointReader } from "./catalog.ts";
 import {
   ANN_FROM_CHECKPOINT,
+  BRANCH_COPY_FAILED,
+  BRANCH_COPYING,
+  BRANCH_INCOMPATIBLE,
+  BRANCH_NOT_APPLIED,
+  BRANCH_WAITING,
   CONDITION_BRANCHED,
   REASON_BRANCH_FAILED,
   REASON_BRANCH_INCOMPATIBLE,
+  REASON_BRANCH_NOT_APPLIED,
   REASON_BRANCH_WAITING,
   REASON_BRANCHED,
 } from "./keys.ts";
-import { sameRepositoryBranchManifest } from "./manifest.ts";
+import { manifestDigest, sameRepositoryBranchManifest } from "./manifest.ts";
 import { type BranchCopy, type IncompatibleCopy, incompatibleCopies, planBranch } from "./members.ts";
+import { branchedCondition, isBranchUnderWay } from "./usage.ts";
 
 /** A set waiting for its checkpoint looks again after this; the checkpoint's own events come sooner. */
 export const BRANCH_WAIT_MS = 30_000;
 
-const REASON_COPYING = "Copying";
-const REASON_INCOMPATIBLE = "Incompatible";
 const REASON_FROM_CHECKPOINT = "FromCheckpoint";
 
 /** What the branch step reads and copies through. */
@@ -46,8 +52,10 @@ export interface BranchingDeps {
 }
 
 /**
- * The branch step, run before step 11 (src/cocoonset/reconciler.ts). Without `branching` (no
- * checkpoint support in this process) a from-checkpoint set waits, saying why.
+ * The branch step, run before step 6 (src/cocoonset/reconciler.ts): a set created suspended, or
+ * suspended by its idle or expiry policy, branches (or waits) before the suspend path could create
+ * a fresh main. Without `branching` (no checkpoint support in this process) a from-checkpoint set
+ * waits, saying why.
  */
 export function branchStep(branching: BranchingDeps | undefined): Step {
   return (pass) => branchFromCheckpoint(pass, branching);
@@ -56,12 +64,25 @@ export function branchStep(branching: BranchingDeps | undefined): Step {
 /** CONTINUE when there is nothing (more) to branch. */
 async function branchFromCheckpoint(pass: Pass, branching: BranchingDeps | undefined): Promise<StepOutcome> {
   const name = pass.cs.metadata.annotations?.[ANN_FROM_CHECKPOINT];
-  if (name === undefined) return CONTINUE;
   const branched = branchedCondition(pass.cs);
-  if (branched?.status === "True") return CONTINUE;
-  // A set that has had pods keeps its own state: the annotation no longer acts. A False condition is
-  // this step's own mark of a branch in progress, whose reclaim record it wrote itself.
-  if (!branched && hasHadPods(pass)) return CONTINUE;
+  if (name === undefined) {
+    // Removed before the branch finished: the set starts from its own state, and a branch left marked
+    // under way would hold the checkpoint's delete.
+    if (branched?.status === "False" && branched.reason !== BRANCH_NOT_APPLIED) {
+      await writeBranched(
+        pass,
+        "False",
+        BRANCH_NOT_APPLIED,
+        `${ANN_FROM_CHECKPOINT} was removed before the branch finished; the set starts from its own state`,
+      );
+    }
+    return CONTINUE;
+  }
+  if (branched?.status === "True" || branched?.reason === BRANCH_NOT_APPLIED) return CONTINUE;
+  // A set that has had pods keeps its own state: the annotation no longer acts, and says so once. A
+  // False condition of another reason is this step's own mark of a branch waiting or in progress,
+  // written before any pod and before the reclaim record it wrote itself.
+  if (!branched && hasHadPods(pass)) return notApplied(pass, name);
 
   const lookup = branching ? branching.checkpoints.getCheckpoint(pass.namespace, name) : "unavailable";
   if (!branching || lookup === "unavailable") {
@@ -71,7 +92,8 @@ async function branchFromCheckpoint(pass: Pass, branching: BranchingDeps | undef
     );
   }
   if (!lookup) return waitForCheckpoint(pass, `CocoonCheckpoint ${name} not found`);
-  if (lookup.metadata.deletionTimestamp)
+  // A branch under way holds the checkpoint's delete (its finalizer waits for it), so it may finish.
+  if (lookup.metadata.deletionTimestamp && !isBranchUnderWay(branched))
     return waitForCheckpoint(pass, `CocoonCheckpoint ${name} is being deleted`);
   if (lookup.status?.phase !== "Ready") {
     return waitForCheckpoint(
@@ -87,24 +109,40 @@ async function branchFromCheckpoint(pass: Pass, branching: BranchingDeps | undef
   const incompatible = incompatibleCopies(pass.cs, plan);
   if (incompatible.length > 0) return refuseIncompatible(pass, name, incompatible);
   const targets = plan.map((c) => c.targetVM);
-  if (branched?.reason !== REASON_COPYING) {
-    await writeBranched(
-      pass,
-      "False",
-      REASON_COPYING,
-      `copying ${plan.length} snapshots of CocoonCheckpoint ${name}`,
+  const copying = `copying ${plan.length} snapshots of CocoonCheckpoint ${name}`;
+  if (!isBranchUnderWay(branched)) {
+    await writeBranched(pass, "False", BRANCH_COPYING, copying);
+    // A checkpoint's delete lists the sets branching from it on the API server before its first tag
+    // delete. Its delete may have begun since the cache was read: then that list may have missed this
+    // branch, so the branch does not start (the Waiting condition it writes releases the delete).
+    const current = await unlessNotFound(() =>
+      pass.deps.client.get<CocoonCheckpoint>(COCOONCHECKPOINTS, pass.namespace, name),
     );
+    if (!current) return waitForCheckpoint(pass, `CocoonCheckpoint ${name} not found`);
+    if (current.metadata.deletionTimestamp) {
+      return waitForCheckpoint(pass, `CocoonCheckpoint ${name} is being deleted`);
+    }
   }
   await persistReclaim(pass, recordVMs(reclaimRecord(pass), pass.generation, targets));
+  // Progress shows in the condition as copies land; copies already in place write nothing, so a
+  // retry that fails the same way writes nothing either (its own writes would wake it in a loop).
+  const progress = { copies: 0, bytes: 0 };
+  const totalBytes = plan.reduce((sum, c) => sum + (c.member.bytes ?? 0), 0);
+  const progressText = () =>
+    `${progress.copies} of ${plan.length} copied, ${progress.bytes} of ${totalBytes} bytes`;
   try {
-    for (const copy of plan) await copySnapshot(pass, registry, copy);
+    for (const copy of plan) {
+      const landed = await copySnapshot(pass, registry, copy);
+      progress.copies++;
+      progress.bytes += copy.member.bytes ?? 0;
+      if (landed && progress.copies < plan.length) {
+        await writeBranched(pass, "False", BRANCH_COPYING, `${copying}: ${progressText()}`);
+      }
+    }
   } catch (err) {
-    setEvent(
-      pass,
-      "Warning",
-      REASON_BRANCH_FAILED,
-      `branch from CocoonCheckpoint ${name}: ${(err as Error).message}`,
-    );
+    const message = `branch from CocoonCheckpoint ${name}: ${(err as Error).message}`;
+    setEvent(pass, "Warning", REASON_BRANCH_FAILED, message);
+    await writeBranched(pass, "False", BRANCH_COPY_FAILED, `${message}; retrying (${progressText()})`);
     throw err;
   }
   await persistReclaim(pass, oweRestores(reclaimRecord(pass), targets));
@@ -131,8 +169,8 @@ async function refuseIncompatible(
   });
   const message = `cannot branch from CocoonCheckpoint ${checkpointName}: its snapshots cannot restore as this spec asks; ${members.join("; ")}`;
   const current = branchedCondition(pass.cs);
-  if (current?.reason !== REASON_INCOMPATIBLE || current.message !== message) {
-    await writeBranched(pass, "False", REASON_INCOMPATIBLE, message);
+  if (current?.reason !== BRANCH_INCOMPATIBLE || current.message !== message) {
+    await writeBranched(pass, "False", BRANCH_INCOMPATIBLE, message);
     setEvent(pass, "Warning", REASON_BRANCH_INCOMPATIBLE, message);
   }
   return finishInPhase("Failed", {});
@@ -144,18 +182,23 @@ function branchedMessage(checkpoint: CocoonCheckpoint, plan: readonly BranchCopy
   return `branched from CocoonCheckpoint ${checkpoint.metadata.name} of CocoonSet ${source}: ${plan.length} VMs restore from it`;
 }
 
-/** The new VM's `:hibernate` becomes the checkpointed manifest (by digest); in place already: skipped. */
-async function copySnapshot(pass: Pass, registry: CheckpointRegistry, copy: BranchCopy): Promise<void> {
+/**
+ * The new VM's `:hibernate` becomes the checkpointed manifest (by digest). True when a copy landed,
+ * false when it was in place already.
+ */
+async function copySnapshot(pass: Pass, registry: CheckpointRegistry, copy: BranchCopy): Promise<boolean> {
   const digest = copy.member.digest ?? "";
   if (copy.member.vmName === copy.targetVM) {
     // The checkpoint's own repository: the manifest PUT alone, under a digest of its own.
     const source = await registry.getManifest(copy.member.vmName, digest, pass.signal);
     const raw = sameRepositoryBranchManifest(source.raw, pass.namespace, pass.name);
+    const present = await registry.headManifest(copy.targetVM, TAG_HIBERNATE, pass.signal);
+    if (present?.digest === manifestDigest(raw)) return false;
     await registry.putManifest(copy.targetVM, TAG_HIBERNATE, raw, source.mediaType, pass.signal);
-    return;
+    return true;
   }
   const present = await registry.headManifest(copy.targetVM, TAG_HIBERNATE, pass.signal);
-  if (present?.digest === digest) return;
+  if (present?.digest === digest) return false;
   const result = await registry.copyManifest(
     copy.member.vmName,
     digest,
@@ -164,10 +207,7 @@ async function copySnapshot(pass: Pass, registry: CheckpointRegistry, copy: Bran
     pass.signal,
   );
   for (const method of result.blobs) checkpointBranchBlobsTotal.inc({ method });
-}
-
-export function branchedCondition(cs: CocoonSet): Condition | undefined {
-  return cs.status?.conditions?.find((c) => c.type === CONDITION_BRANCHED);
+  return true;
 }
 
 /** Pods now, pods in the status, or VMs in the reclaim record: the set has state of its own. */
@@ -181,10 +221,23 @@ function hasHadPods(pass: Pass): boolean {
   );
 }
 
-/** Nothing is created while the checkpoint cannot be used: an event, phase Pending, a later look. */
-function waitForCheckpoint(pass: Pass, message: string): StepOutcome {
-  setEvent(pass, "Warning", REASON_BRANCH_WAITING, `${message}; no pod is created until it is Ready`);
+/**
+ * Nothing is created while the checkpoint cannot be used: the condition and an event say why, phase
+ * Pending, a later look.
+ */
+async function waitForCheckpoint(pass: Pass, message: string): Promise<StepOutcome> {
+  const full = `${message}; no pod is created until it is Ready`;
+  await writeBranched(pass, "False", BRANCH_WAITING, full);
+  setEvent(pass, "Warning", REASON_BRANCH_WAITING, full);
   return finishInPhase("Pending", { requeueAfterMs: BRANCH_WAIT_MS });
+}
+
+/** The annotation came to a set with state of its own: a Warning and a condition, once; nothing else. */
+async function notApplied(pass: Pass, name: string): Promise<StepOutcome> {
+  const message = `${ANN_FROM_CHECKPOINT}=${name} does not act: the set already has pods or snapshots of its own, which a branch never overwrites`;
+  await writeBranched(pass, "False", BRANCH_NOT_APPLIED, message);
+  setEvent(pass, "Warning", REASON_BRANCH_NOT_APPLIED, message);
+  return CONTINUE;
 }
 
 async function writeBranched(
@@ -200,6 +253,15 @@ async function writeBranched(
     message,
     ...(pass.generation === 0 ? {} : { observedGeneration: pass.generation }),
   };
+  const current = branchedCondition(pass.cs);
+  if (
+    current?.status === status &&
+    current.reason === reason &&
+    current.message === message &&
+    current.observedGeneration === condition.observedGeneration
+  ) {
+    return;
+  }
   const conditions = setStatusCondition(pass.cs.status?.conditions ?? [], condition, pass.deps.clock.now());
   await patchSetStatus(pass, { conditions });
 }

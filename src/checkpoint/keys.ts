@@ -5,6 +5,8 @@
 export const ANN_FROM_CHECKPOINT = "cocoonset.cocoonstack.io/from-checkpoint";
 /** On a CocoonSet: keep its N newest Ready checkpoints and delete older ones. */
 export const ANN_KEEP_CHECKPOINTS = "cocoonset.cocoonstack.io/keep-checkpoints";
+/** On a CocoonCheckpoint, "true": keep-checkpoints never deletes it (nor counts it among the N). */
+export const ANN_PINNED = "cocoonset.cocoonstack.io/pinned";
 /** Held while the checkpoint's tags may exist; removed once every one is gone. */
 export const FINALIZER_COCOONCHECKPOINT = "cocooncheckpoint.cocoonset.cocoonstack.io/finalizer";
 /**
@@ -16,8 +18,16 @@ export const FINALIZER_COCOONCHECKPOINT = "cocooncheckpoint.cocoonset.cocoonstac
 export const MANIFEST_ANN_CHECKPOINT = "cocoonset.cocoonstack.io/checkpoint";
 /** Stamped on a branch's `:hibernate` written into the checkpoint's own repository (`<ns>/<set>`). */
 export const MANIFEST_ANN_BRANCH = "cocoonset.cocoonstack.io/branch";
-/** The CocoonSet condition saying which checkpoint the set came from. */
+/** The CocoonSet condition saying which checkpoint the set came from, or why it has not branched. */
 export const CONDITION_BRANCHED = "Branched";
+// Its reasons while False. Copying and CopyFailed mark a branch under way: the checkpoint's delete
+// waits for it. NotApplied is final: the annotation came to a set that already had state.
+// Incompatible: a member cannot restore as the spec asks; nothing was copied.
+export const BRANCH_WAITING = "WaitingForCheckpoint";
+export const BRANCH_COPYING = "Copying";
+export const BRANCH_COPY_FAILED = "CopyFailed";
+export const BRANCH_NOT_APPLIED = "NotApplied";
+export const BRANCH_INCOMPATIBLE = "Incompatible";
 
 const CHECKPOINT_TAG_PREFIX = "ckpt-";
 
@@ -34,8 +44,12 @@ export const REASON_PRUNED = "CheckpointPruned";
 export const REASON_TAGS_DELETED = "CheckpointTagsDeleted";
 export const REASON_TAG_DELETE_FAILED = "CheckpointTagDeleteFailed";
 export const REASON_KEEP_INVALID = "KeepCheckpointsInvalid";
+export const REASON_COPY_FAILED = "CheckpointCopyFailed";
+export const REASON_FAILED = "CheckpointFailed";
+export const REASON_DELETE_WAITING = "CheckpointDeleteWaiting";
 /** On the CocoonSet. */
 export const REASON_BRANCH_WAITING = "BranchWaiting";
 export const REASON_BRANCH_FAILED = "BranchCopyFailed";
 export const REASON_BRANCH_INCOMPATIBLE = "BranchIncompatible";
 export const REASON_BRANCHED = "Branched";
+export const REASON_BRANCH_NOT_APPLIED = "BranchNotApplied";

@@ -1,9 +1,11 @@
 // Which VMs a checkpoint holds and which of them a branch copies: pure functions of the specs and the
 // checkpoint's status, free of I/O (the reconcilers do the registry calls).
 
-import type { CocoonSet } from "../apis/v1/types.ts";
+import type { Pod } from "../apis/core.ts";
+import { type CocoonSet, DEFAULT_HIBERNATE_POLICY } from "../apis/v1/types.ts";
 import type { CheckpointMember, CocoonCheckpoint } from "../apis/v1alpha1/types.ts";
 import { ROLE_MAIN, ROLE_SUB_AGENT, ROLE_TOOLBOX } from "../contract/keys.ts";
+import { isPodTerminal, vmNameOf } from "../contract/pod.ts";
 import {
   RESTORE_DEPENDENCIES,
   type RestoreDependencies,
@@ -41,6 +43,23 @@ export function setSlots(cs: CocoonSet): SetSlot[] {
     });
   }
   return slots;
+}
+
+/**
+ * Why a slot's `:hibernate` is not a snapshot the set's current suspend confirmed, or undefined when
+ * it is. The suspend gate skips a Failed pod (it has no live VM), so its VM's `:hibernate`, if any, is
+ * from an earlier suspend. A retained suspend keeps every pod it snapshotted, so a slot without a pod
+ * was not snapshotted; under release a pod is deleted only after the gate saw its snapshot.
+ */
+export function unconfirmedBySuspend(cs: CocoonSet, slot: SetSlot, pods: readonly Pod[]): string | undefined {
+  const pod = pods.find((p) => vmNameOf(p) === slot.vmName);
+  if (pod) {
+    return isPodTerminal(pod)
+      ? `pod ${pod.metadata.name} is Failed, so the suspend took no snapshot of it`
+      : undefined;
+  }
+  const release = (cs.spec.hibernatePolicy || DEFAULT_HIBERNATE_POLICY) === "release";
+  return release ? undefined : "it has no pod, so the suspend took no snapshot of it";
 }
 
 /** Same place in a set: the same agent slot, or the toolbox of the same name. */

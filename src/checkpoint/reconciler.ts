@@ -4,11 +4,14 @@
 // and goes Ready. Deleting it deletes those tags, probe first; the finalizer stays until every one
 // is gone. A Ready checkpoint is never copied again; its set's keep-checkpoints prunes older ones.
 
+import type { Pod } from "../apis/core.ts";
 import { statusMergePatch } from "../apis/status.ts";
 import type { CocoonSet } from "../apis/v1/types.ts";
 import {
   API_VERSION_V1ALPHA1,
   type CheckpointMember,
+  type CheckpointPhase,
+  type CheckpointProgress,
   type CocoonCheckpoint,
   type CocoonCheckpointStatus,
   KIND_COCOONCHECKPOINT,
@@ -26,6 +29,7 @@ import { checkpointBytesTotal, checkpointDurationSeconds, checkpointsTotal } fro
 import {
   BASE_IMAGE_ANNOTATION,
   type CheckpointRegistry,
+  type Manifest,
   ManifestNotFoundError,
   referencedBytes,
 } from "../registry/index.ts";
@@ -34,7 +38,10 @@ import {
   ANN_KEEP_CHECKPOINTS,
   checkpointTag,
   FINALIZER_COCOONCHECKPOINT,
+  REASON_COPY_FAILED,
   REASON_COPYING,
+  REASON_DELETE_WAITING,
+  REASON_FAILED,
   REASON_KEEP_INVALID,
   REASON_PRUNED,
   REASON_READY,
@@ -43,11 +50,26 @@ import {
   REASON_WAITING,
 } from "./keys.ts";
 import { checkpointManifest } from "./manifest.ts";
-import { memberRestoreDependencies, mergeMembers, setSlots } from "./members.ts";
+import { memberRestoreDependencies, mergeMembers, setSlots, unconfirmedBySuspend } from "./members.ts";
 import { checkpointsToPrune, parseKeepCheckpoints } from "./prune.ts";
+import { bytesNotIn, settledSetGeneration } from "./size.ts";
+import {
+  CONDITION_PROGRESSING,
+  CONDITION_REASON_COPY_FAILED,
+  CONDITION_REASON_IN_USE,
+  CONDITION_REASON_TAG_DELETE_FAILED,
+  deletingCondition,
+  failureDeadlineMs,
+  phaseConditions,
+} from "./status.ts";
+import { isPinned, setsBranchingNow } from "./usage.ts";
 
 /** A Suspended set without any snapshot (nothing will announce one) is looked at again after this. */
 const NO_SNAPSHOT_RETRY_MS = 30_000;
+/** A failed copy under a failureDeadline is retried at most this far apart, so the deadline is kept. */
+const COPY_RETRY_MS = 10_000;
+/** A delete waiting for branches looks again after this; the sets' own events come sooner. */
+const DELETE_WAIT_MS = 30_000;
 
 /** Cached reads. */
 export interface CheckpointView {
@@ -55,6 +77,10 @@ export interface CheckpointView {
   /** The cache's objects naming the set (read only). */
   checkpointsOfSet(namespace: string, setName: string): readonly CocoonCheckpoint[];
   getCocoonSet(namespace: string, name: string): CocoonSet | undefined;
+  /** The namespace's sets, as cached (read only). */
+  listCocoonSets(namespace: string): readonly CocoonSet[];
+  /** The set's pods, as cached (read only). */
+  listSetPods(namespace: string, setName: string): readonly Pod[];
 }
 
 export interface CheckpointDeps {
@@ -100,9 +126,11 @@ export class CheckpointReconciler implements Reconciler {
       return { requeue: true };
     }
     if (ck.status?.phase === "Ready") {
+      await this.measureExclusive(ck, signal);
       await this.prune(ck, false);
       return {};
     }
+    if (ck.status?.phase === "Failed") return {};
 
     const setName = ck.spec.cocoonSetRef.name;
     const cs = this.deps.view.getCocoonSet(req.namespace, setName);
@@ -115,11 +143,56 @@ export class CheckpointReconciler implements Reconciler {
     const current = await unlessNotFound(() =>
       this.deps.client.get<CocoonCheckpoint>(COCOONCHECKPOINTS, req.namespace, req.name),
     );
-    if (!current || current.metadata.deletionTimestamp || current.status?.phase === "Ready") return {};
-    return this.copy(current, cs, signal);
+    if (!current || current.metadata.deletionTimestamp) return {};
+    const phase = current.status?.phase;
+    if (phase === "Ready" || phase === "Failed") return {};
+    if (this.pastDeadline(current)) {
+      await this.fail(current, current.status?.message || "the copy had not begun");
+      return {};
+    }
+    const held = { ck: current };
+    try {
+      return await this.copy(held, cs, signal);
+    } catch (err) {
+      return this.copyFailed(held.ck, err as Error);
+    }
   }
 
-  private async copy(ck: CocoonCheckpoint, cs: CocoonSet, signal: AbortSignal): Promise<Result> {
+  /**
+   * A copy that threw: the status says what the registry answered. Past the failure deadline the
+   * checkpoint is Failed; before it, the copy is retried (with backoff, or under a deadline at most
+   * COPY_RETRY_MS apart so the deadline is kept).
+   */
+  private async copyFailed(ck: CocoonCheckpoint, err: Error): Promise<Result> {
+    if (signalAborted(err)) throw err;
+    const message = `copy failed: ${err.message}`;
+    if (this.pastDeadline(ck)) {
+      await this.fail(ck, message);
+      return {};
+    }
+    // Progressing=True (CopyFailed) says it is retried; the message is the registry's answer alone.
+    await this.writeStatus(ck, { ...ck.status, phase: "Copying", message }, true);
+    this.event(ck, "Warning", REASON_COPY_FAILED, `${message}; retrying`);
+    const deadline = failureDeadlineMs(ck);
+    if (deadline === undefined) throw err;
+    return { requeueAfterMs: Math.max(1, Math.min(COPY_RETRY_MS, deadline - this.deps.clock.now())) };
+  }
+
+  private pastDeadline(ck: CocoonCheckpoint): boolean {
+    const deadline = failureDeadlineMs(ck);
+    return deadline !== undefined && this.deps.clock.now() >= deadline;
+  }
+
+  /** Failed, for good: the deadline passed before Ready. */
+  private async fail(ck: CocoonCheckpoint, why: string): Promise<void> {
+    const message = `not Ready within failureDeadline ${ck.spec.failureDeadline}: ${why}`;
+    await this.writeStatus(ck, { ...ck.status, phase: "Failed", message });
+    this.event(ck, "Warning", REASON_FAILED, message);
+  }
+
+  /** The copy; `held.ck` follows every status write, so a failure is reported on the latest object. */
+  private async copy(held: { ck: CocoonCheckpoint }, cs: CocoonSet, signal: AbortSignal): Promise<Result> {
+    const ck = held.ck;
     const { namespace, name } = names(ck);
     const setName = cs.metadata.name ?? "";
     const slots = setSlots(cs);
@@ -127,42 +200,87 @@ export class CheckpointReconciler implements Reconciler {
     // The member list is durable before the first tag is written: a delete then knows every tag
     // that may exist, whatever happens to the copy.
     const planned = mergeMembers(ck.status?.members ?? [], slots);
-    const copying = await this.writeStatus(ck, {
-      phase: "Copying",
-      message: `copying ${slots.length} snapshots of CocoonSet ${setName}`,
-      members: planned,
-    });
-    this.event(ck, "Normal", REASON_COPYING, `copying the :hibernate snapshots of ${slots.length} VMs`);
+    // A retry keeps the last failure in view (and writes nothing when it fails the same way again,
+    // so its own status writes do not wake it in a loop).
+    const retrying = ck.status?.phase === "Copying" && isRetrying(ck);
+    held.ck = await this.writeStatus(
+      ck,
+      {
+        ...ck.status,
+        phase: "Copying",
+        message: retrying
+          ? (ck.status?.message ?? "")
+          : `copying ${slots.length} snapshots of CocoonSet ${setName}`,
+        members: planned,
+      },
+      retrying,
+    );
+    if (ck.status?.phase !== "Copying") {
+      this.event(ck, "Normal", REASON_COPYING, `copying the :hibernate snapshots of ${slots.length} VMs`);
+    }
 
-    const tag = checkpointTag(name);
-    const copied: CheckpointMember[] = [];
+    // Only the snapshots this suspend confirmed: a slot the gate skipped keeps an older :hibernate.
+    const pods = this.deps.view.listSetPods(namespace, setName);
+    const skipped: CheckpointMember[] = [];
+    const sources: { slot: (typeof slots)[number]; manifest: Manifest }[] = [];
     const missing: string[] = [];
     for (const slot of slots) {
-      let source: Awaited<ReturnType<CheckpointRegistry["getManifest"]>>;
+      const why = unconfirmedBySuspend(cs, slot, pods);
+      if (why !== undefined) {
+        skipped.push({ ...slot, skipped: why });
+        continue;
+      }
       try {
-        source = await this.deps.registry.getManifest(slot.vmName, TAG_HIBERNATE, signal);
+        sources.push({
+          slot,
+          manifest: await this.deps.registry.getManifest(slot.vmName, TAG_HIBERNATE, signal),
+        });
       } catch (err) {
         if (!(err instanceof ManifestNotFoundError)) throw err;
         missing.push(slot.vmName);
-        continue;
       }
-      const raw = checkpointManifest(source.raw, namespace, name);
-      const digest = await this.deps.registry.putManifest(slot.vmName, tag, raw, source.mediaType, signal);
-      const annotations = source.manifest.annotations as Record<string, unknown> | undefined;
+    }
+    if (sources.length === 0) {
+      // No event of the set's announces a snapshot appearing: look again later.
+      const message = `CocoonSet ${setName} is Suspended but no VM of it has a :hibernate snapshot of this suspend`;
+      await this.wait(held.ck, message);
+      return { requeueAfterMs: NO_SNAPSHOT_RETRY_MS };
+    }
+
+    const tag = checkpointTag(name);
+    const progress: CheckpointProgress = {
+      membersCopied: 0,
+      membersTotal: sources.length,
+      bytesCopied: 0,
+      bytesTotal: sources.reduce((sum, s) => sum + referencedBytes(s.manifest.manifest), 0),
+    };
+    // Progress is written as it grows past what the status shows (a retry redoes tags it shows).
+    const shown = held.ck.status?.progress;
+    const showProgress = async () => {
+      const behind =
+        !shown || shown.bytesTotal !== progress.bytesTotal || progress.membersCopied > shown.membersCopied;
+      if (behind)
+        held.ck = await this.writeStatus(held.ck, { ...held.ck.status, progress: { ...progress } }, retrying);
+    };
+    await showProgress();
+    const copied: CheckpointMember[] = [];
+    for (const [i, { slot, manifest }] of sources.entries()) {
+      const raw = checkpointManifest(manifest.raw, namespace, name);
+      const digest = await this.deps.registry.putManifest(slot.vmName, tag, raw, manifest.mediaType, signal);
+      const annotations = manifest.manifest.annotations as Record<string, unknown> | undefined;
       const image = annotations?.[BASE_IMAGE_ANNOTATION];
+      const bytes = referencedBytes(manifest.manifest);
       copied.push({
         ...slot,
         digest,
         image: typeof image === "string" ? image : "",
         ...memberRestoreDependencies(cs, slot),
-        bytes: referencedBytes(source.manifest),
+        bytes,
       });
-    }
-    if (copied.length === 0) {
-      // No event of the set's announces a snapshot appearing: look again later.
-      const message = `CocoonSet ${setName} is Suspended but no VM of it has a :hibernate snapshot`;
-      await this.wait(copying, message);
-      return { requeueAfterMs: NO_SNAPSHOT_RETRY_MS };
+      progress.membersCopied++;
+      progress.bytesCopied += bytes;
+      // The last one's progress comes with Ready.
+      if (i < sources.length - 1) await showProgress();
     }
 
     // The copy is one suspend's state only if the set stayed suspended throughout: a wake and a
@@ -174,15 +292,17 @@ export class CheckpointReconciler implements Reconciler {
         (now.metadata.generation === cs.metadata.generation
           ? undefined
           : `CocoonSet ${setName} changed during the copy`));
-    if (moved) return this.wait(copying, `${moved}; copying again once it is Suspended`);
+    if (moved) return this.wait(held.ck, `${moved}; copying again once it is Suspended`);
 
-    const totalBytes = copied.reduce((sum, m) => sum + (m.bytes ?? 0), 0);
-    // Members planned earlier but not copied now keep an entry without a digest, so a delete still
-    // probes their tags; branches copy only members with one.
+    // Members planned but not copied now keep an entry without a digest, so a delete still probes
+    // their tags; branches copy only members with one. A skipped member says why.
     const members: CheckpointMember[] = [
       ...copied,
+      ...skipped,
       ...planned
-        .filter((p) => !copied.some((m) => m.vmName === p.vmName))
+        .filter(
+          (p) => !copied.some((m) => m.vmName === p.vmName) && !skipped.some((m) => m.vmName === p.vmName),
+        )
         .map(({ role, slot, toolbox, vmName }) => ({
           role,
           vmName,
@@ -190,33 +310,93 @@ export class CheckpointReconciler implements Reconciler {
           ...(toolbox === undefined ? {} : { toolbox }),
         })),
     ];
-    const updated = await this.writeStatus(copying, {
+    const notes = [
+      ...(missing.length === 0 ? [] : [`no :hibernate snapshot for ${missing.join(", ")}`]),
+      ...(skipped.length === 0
+        ? []
+        : [`not of this suspend, not copied: ${skipped.map((m) => m.vmName).join(", ")}`]),
+    ];
+    const updated = await this.writeStatus(held.ck, {
       phase: "Ready",
-      message:
-        missing.length === 0
-          ? `${copied.length} snapshots of CocoonSet ${setName}`
-          : `${copied.length} snapshots of CocoonSet ${setName}; no :hibernate snapshot for ${missing.join(", ")}`,
+      message: [`${copied.length} snapshots of CocoonSet ${setName}`, ...notes].join("; "),
       members,
-      totalBytes,
+      totalBytes: progress.bytesCopied,
+      progress,
+      // The copy tagged the :hibernate content itself: nothing is the checkpoint's alone yet.
+      exclusiveBytes: 0,
+      exclusiveBytesSetGeneration: cs.metadata.generation ?? 0,
       readyTime: formatRFC3339(this.deps.clock.now()),
     });
+    held.ck = updated;
     const labels = { namespace, cocoonset: setName };
     checkpointDurationSeconds.observe(labels, (this.deps.clock.now() - startedAt) / 1000);
-    checkpointBytesTotal.inc(labels, totalBytes);
+    checkpointBytesTotal.inc(labels, progress.bytesCopied);
     checkpointsTotal.inc({ ...labels, transition: "ready" });
-    this.event(ck, "Normal", REASON_READY, `${copied.length} snapshots tagged ${tag}, ${totalBytes} bytes`);
+    this.event(
+      ck,
+      "Normal",
+      REASON_READY,
+      `${copied.length} snapshots tagged ${tag}, ${progress.bytesCopied} bytes`,
+    );
     await this.prune(updated, true);
     return {};
   }
 
-  /** Pending with a message; no call when the status already says so. */
+  /**
+   * exclusiveBytes, measured again once per set generation whose `:hibernate` tags have settled: a
+   * GET of each member's checkpoint manifest and of its `:hibernate`. A registry error leaves the last
+   * figure (it is a report, not a decision) and is logged.
+   */
+  private async measureExclusive(ck: CocoonCheckpoint, signal: AbortSignal): Promise<void> {
+    const { namespace, name } = names(ck);
+    const generation = settledSetGeneration(
+      this.deps.view.getCocoonSet(namespace, ck.spec.cocoonSetRef.name),
+    );
+    if (generation === undefined || ck.status?.exclusiveBytesSetGeneration === generation) return;
+    const tag = checkpointTag(name);
+    let exclusive = 0;
+    try {
+      for (const member of ck.status?.members ?? []) {
+        if (!member.digest) continue;
+        const held = await this.deps.registry.getManifest(member.vmName, member.digest, signal);
+        const current = await this.deps.registry
+          .getManifest(member.vmName, TAG_HIBERNATE, signal)
+          .catch((err) => {
+            if (err instanceof ManifestNotFoundError) return undefined;
+            throw err;
+          });
+        exclusive += bytesNotIn(held.manifest, current?.manifest);
+      }
+    } catch (err) {
+      this.deps.log.warn(
+        { err, checkpoint: `${namespace}/${name}`, tag },
+        "measuring the checkpoint's own bytes failed",
+      );
+      return;
+    }
+    await this.patchStatus(ck, {
+      ...ck.status,
+      exclusiveBytes: exclusive,
+      exclusiveBytesSetGeneration: generation,
+    });
+  }
+
+  /**
+   * Pending with a message; no call when the status already says so. Past the failure deadline:
+   * Failed instead.
+   */
   private async wait(ck: CocoonCheckpoint, message: string): Promise<Result> {
+    if (this.pastDeadline(ck)) {
+      await this.fail(ck, message);
+      return {};
+    }
     const next: CocoonCheckpointStatus = { ...ck.status, phase: "Pending", message };
     if (await this.writeStatus(ck, next).then((u) => u !== ck)) {
       this.event(ck, "Normal", REASON_WAITING, message);
     }
-    // The set's own events wake the checkpoint (setup.ts); nothing to poll.
-    return {};
+    // The set's own events wake the checkpoint (setup.ts); only a deadline needs a timer.
+    const deadline = failureDeadlineMs(ck);
+    return deadline === undefined ? {} : { requeueAfterMs: Math.max(1, deadline - this.deps.clock.now()) };
   }
 
   /** keep-checkpoints on the source set: the Ready checkpoints beyond its N newest are deleted. */
@@ -237,11 +417,17 @@ export class CheckpointReconciler implements Reconciler {
       }
       return;
     }
-    // The cache may not show this checkpoint Ready yet: count it as this pass wrote it.
+    // The cache may not show this checkpoint Ready yet: count it as this pass wrote it. A pinned
+    // checkpoint neither goes nor counts; one a branch still copies from goes once the branch is done.
     const cached = this.deps.view
       .checkpointsOfSet(namespace, setName)
       .filter((c) => c.metadata.uid !== ck.metadata.uid);
-    for (const old of checkpointsToPrune([...cached, ck], keep)) {
+    const sets = this.deps.view.listCocoonSets(namespace);
+    const candidates = checkpointsToPrune(
+      [...cached, ck].filter((c) => !isPinned(c)),
+      keep,
+    ).filter((c) => setsBranchingNow(sets, c.metadata.name ?? "").length === 0);
+    for (const old of candidates) {
       this.event(
         old,
         "Normal",
@@ -262,18 +448,25 @@ export class CheckpointReconciler implements Reconciler {
     const finalizers = ck.metadata.finalizers ?? [];
     if (!finalizers.includes(FINALIZER_COCOONCHECKPOINT)) return {};
     const { namespace, name } = names(ck);
+    // The API server's sets, not the cache's: a branch that has just begun must hold the delete.
+    const sets = await this.deps.client.list<CocoonSet>(COCOONSETS, namespace);
+    const branching = setsBranchingNow(sets.items, name);
+    if (branching.length > 0) {
+      const message = `waiting for the branches of CocoonSet ${branching.join(", ")} to finish before deleting the tags`;
+      if (await this.writeDeleting(ck, CONDITION_REASON_IN_USE, message)) {
+        this.event(ck, "Normal", REASON_DELETE_WAITING, message);
+      }
+      return { requeueAfterMs: DELETE_WAIT_MS };
+    }
     const tag = checkpointTag(name);
     let deleted = 0;
     for (const member of ck.status?.members ?? []) {
       try {
         if (await this.deps.registry.deleteIfPresent(member.vmName, tag, signal)) deleted++;
       } catch (err) {
-        this.event(
-          ck,
-          "Warning",
-          REASON_TAG_DELETE_FAILED,
-          `delete ${member.vmName}:${tag}: ${(err as Error).message}`,
-        );
+        const message = `delete ${member.vmName}:${tag}: ${(err as Error).message}`;
+        this.event(ck, "Warning", REASON_TAG_DELETE_FAILED, message);
+        await this.writeDeleting(ck, CONDITION_REASON_TAG_DELETE_FAILED, `${message}; retrying`);
         throw err;
       }
     }
@@ -290,9 +483,47 @@ export class CheckpointReconciler implements Reconciler {
     return {};
   }
 
-  /** Patches /status to `next` when it differs; returns the checkpoint as it now is. */
-  private async writeStatus(ck: CocoonCheckpoint, next: CocoonCheckpointStatus): Promise<CocoonCheckpoint> {
-    const status: CocoonCheckpointStatus = { ...next, observedGeneration: ck.metadata.generation ?? 0 };
+  /** The Deleting condition; true when it changed (and was written). */
+  private async writeDeleting(
+    ck: CocoonCheckpoint,
+    reason: Parameters<typeof deletingCondition>[1],
+    message: string,
+  ): Promise<boolean> {
+    const generation = ck.metadata.generation ?? 0;
+    const conditions = deletingCondition(
+      ck.status?.conditions ?? [],
+      reason,
+      message,
+      generation,
+      this.deps.clock.now(),
+    );
+    const status: CocoonCheckpointStatus = { ...ck.status, conditions };
+    return (await this.patchStatus(ck, status)) !== ck;
+  }
+
+  /**
+   * Patches /status to `next` when it differs, with the Ready and Progressing conditions of its
+   * phase (`retrying`: the last copy failed); returns the checkpoint as it now is.
+   */
+  private async writeStatus(
+    ck: CocoonCheckpoint,
+    next: CocoonCheckpointStatus,
+    retrying = false,
+  ): Promise<CocoonCheckpoint> {
+    const generation = ck.metadata.generation ?? 0;
+    const phase: CheckpointPhase = next.phase ?? "Pending";
+    const conditions = phaseConditions(
+      next.conditions ?? ck.status?.conditions ?? [],
+      phase,
+      next.message ?? "",
+      generation,
+      this.deps.clock.now(),
+      retrying,
+    );
+    return this.patchStatus(ck, { ...next, observedGeneration: generation, conditions });
+  }
+
+  private async patchStatus(ck: CocoonCheckpoint, status: CocoonCheckpointStatus): Promise<CocoonCheckpoint> {
     if (isDeepStrictEqual(ck.status ?? {}, status)) return ck;
     const { namespace, name } = names(ck);
     const updated = await this.deps.client.patch<CocoonCheckpoint>(
@@ -313,6 +544,17 @@ export class CheckpointReconciler implements Reconciler {
       message,
     );
   }
+}
+
+function isRetrying(ck: CocoonCheckpoint): boolean {
+  return (
+    ck.status?.conditions?.find((c) => c.type === CONDITION_PROGRESSING)?.reason ===
+    CONDITION_REASON_COPY_FAILED
+  );
+}
+
+function signalAborted(err: Error): boolean {
+  return err.name === "AbortError";
 }
 
 function names(ck: CocoonCheckpoint): { namespace: string; name: string } {

@@ -10,7 +10,7 @@ import { deepCopyJson } from "../controller/deepcopy.ts";
 import type { EventRecorder } from "../controller/events.ts";
 import type { Manager } from "../controller/manager.ts";
 import type { Request } from "../controller/reconciler.ts";
-import type { OperatorInformers } from "../informers/informers.ts";
+import { type OperatorInformers, POD_BY_COCOONSET_INDEX } from "../informers/informers.ts";
 import type { Logger } from "../log.ts";
 import type { CheckpointRegistry, SnapshotRegistry } from "../registry/index.ts";
 import type { CheckpointCatalog } from "./catalog.ts";
@@ -55,6 +55,9 @@ export function setupCheckpointController(
       },
       checkpointsOfSet: (namespace, setName) => catalog.checkpointsOfSet(namespace, setName),
       getCocoonSet: (namespace, name) => informers.cocoonSets.get(namespace, name),
+      listCocoonSets: (namespace) => informers.cocoonSets.list(namespace),
+      listSetPods: (namespace, setName) =>
+        informers.pods.byIndex(POD_BY_COCOONSET_INDEX, `${namespace}/${setName}`),
     },
     registry: options.registry,
     events: options.events,
@@ -63,12 +66,16 @@ export function setupCheckpointController(
   });
   const controller = new Controller({ name: CHECKPOINT_CONTROLLER, reconciler, clock: options.clock })
     .for(catalog.informer)
-    // A set's every change (its suspend, its keep-checkpoints) wakes the checkpoints naming it.
-    .watches(informers.cocoonSets, (cs) =>
-      catalog
-        .checkpointsOfSet(cs.metadata.namespace ?? "", cs.metadata.name ?? "")
-        .map((ck) => ({ namespace: ck.metadata.namespace ?? "", name: ck.metadata.name ?? "" })),
-    );
+    // A set's every change (its suspend, its keep-checkpoints) wakes the checkpoints naming it, and
+    // the checkpoint it branches from (a delete or a prune waits for its branch to finish).
+    .watches(informers.cocoonSets, (cs) => {
+      const namespace = cs.metadata.namespace ?? "";
+      const requests = catalog
+        .checkpointsOfSet(namespace, cs.metadata.name ?? "")
+        .map((ck) => ({ namespace, name: ck.metadata.name ?? "" }));
+      const from = cs.metadata.annotations?.[ANN_FROM_CHECKPOINT];
+      return from === undefined ? requests : [...requests, { namespace, name: from }];
+    });
   manager.addInformer(catalog.informer);
   manager.addInformer(informers.cocoonSets);
   manager.addController(controller);

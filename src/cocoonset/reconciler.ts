@@ -40,6 +40,9 @@ function cocoonSetSteps(deps: CocoonSetDeps): readonly Step[] {
     // this same pass stamps the new generation and suspends.
     idlePolicyStep(),
     stampGeneration, // 5
+    // A set annotated from-checkpoint is seeded from the checkpoint before its first pod, whatever
+    // its suspend state: step 6 would otherwise create a suspended set's main fresh.
+    branchStep(deps.branching),
     reconcileSuspend, // 6
     // A resumed set whose snapshots the edited spec could not restore keeps them, Failed.
     holdIncompatibleSnapshots,
@@ -47,8 +50,6 @@ function cocoonSetSteps(deps: CocoonSetDeps): readonly Step[] {
     reconcileMigration, // 8
     reconcileWake, // 9
     reconcileUnsuspend, // 10
-    // A set annotated from-checkpoint is seeded from the checkpoint before its first pod.
-    branchStep(deps.branching),
     reconcileMain, // 11
     reconcileSubAgents, // 12
     reconcileToolboxes, // 13

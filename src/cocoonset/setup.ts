@@ -3,6 +3,7 @@
 
 import type { CocoonHibernation, CocoonSet } from "../apis/v1/types.ts";
 import type { BranchingDeps } from "../checkpoint/branch.ts";
+import { ANN_FROM_CHECKPOINT } from "../checkpoint/keys.ts";
 import { type Clock, systemClock } from "../clock.ts";
 import { KIND_COCOONSET } from "../contract/keys.ts";
 import { controllerOf } from "../contract/pod.ts";
@@ -82,12 +83,14 @@ export function setupCocoonSetController(manager: Manager, options: CocoonSetCon
 
 /**
  * A new generation or a status change (each status patch brings one more pass, which corrects a status
- * computed from a stale view of the pods), plus an edit of the idle policy's annotations (docs/idle.md).
+ * computed from a stale view of the pods), plus an edit of the idle policy's annotations (docs/idle.md)
+ * or of from-checkpoint (one added to a set with state of its own is answered at once).
  */
 export const cocoonSetChange: Predicate<CocoonSet> = {
   update: (oldSet, newSet) =>
     (generationChangedOrStatusChanged.update?.(oldSet, newSet) ?? true) ||
-    idlePolicyAnnotationsChanged(oldSet.metadata.annotations, newSet.metadata.annotations),
+    idlePolicyAnnotationsChanged(oldSet.metadata.annotations, newSet.metadata.annotations) ||
+    oldSet.metadata.annotations?.[ANN_FROM_CHECKPOINT] !== newSet.metadata.annotations?.[ANN_FROM_CHECKPOINT],
 };
 
 /** The set that controls the pod a CocoonHibernation names, read from the cached pod; none if unknown. */

@@ -84,6 +84,13 @@ export function judgeCheckpoint(state: CheckpointState, name: string): Verdict {
       summary: `cocooncheckpoint "${name}" is Ready: ${held.length} snapshots, ${humanSize(ck.status?.totalBytes ?? 0)}`,
     };
   }
+  if (phase === "Failed") {
+    return {
+      kind: "failed",
+      reason: "Failed",
+      message: `cocooncheckpoint "${name}" is Failed: ${ck.status?.message ?? "phase Failed"}`,
+    };
+  }
   if (set?.status?.phase === "Failed" && set.status.observedGeneration === set.metadata.generation) {
     const ready = set.status.conditions?.find((c) => c.type === "Ready");
     return {

@@ -9,7 +9,6 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import type { CocoonSet, CocoonSetSpec } from "../../src/apis/v1/types.ts";
-import type { CocoonCheckpoint } from "../../src/apis/v1alpha1/types.ts";
 import { ANN_FROM_CHECKPOINT, ANN_KEEP_CHECKPOINTS, CONDITION_BRANCHED } from "../../src/checkpoint/keys.ts";
 import {
   ANN_HIBERNATE_RECLAIM,
@@ -17,12 +16,18 @@ import {
   TAG_HIBERNATE,
   TRUE,
 } from "../../src/contract/keys.ts";
-import { createRegistryClient, type FetchLike } from "../../src/registry/index.ts";
-import { createTransport } from "../../src/registry/transport.ts";
 import { OciClient, type Simulator } from "../env/simulator/index.ts";
 import { apiRequest, testEnv, waitFor } from "../env/testenv.ts";
-import { getSet, objectEvents, patchSetSpec, setPods, setsPath } from "../support/setapi.ts";
-import { type SetEnv, startSetEnv } from "../support/setwait.ts";
+import {
+  checkpointsPath,
+  createCheckpoint as createCheckpointOf,
+  getCheckpoint as getCheckpointOf,
+  tagDigest,
+  waitCheckpointPhase,
+} from "../support/checkpointapi.ts";
+import { refusingRegistry } from "../support/refusingregistry.ts";
+import { createPoolSet, getSet, objectEvents, patchSetSpec, setPods, setsPath } from "../support/setapi.ts";
+import { type SetEnv, startSetEnv, waitPhase } from "../support/setwait.ts";
 
 const IMAGE = "ubuntu-dev-base";
 const env = testEnv();
@@ -32,29 +37,14 @@ const pool = `ckpt-${suffix}`;
 let ns: string;
 let sim: Simulator;
 let e2e: SetEnv | undefined;
-/** VMs whose `:hibernate` manifest PUT the registry refuses (a branch's copy halfway through). */
-const refusedTargets = new Set<string>();
-
-/** The real registry, except that it answers 403 DENIED to manifest PUTs into refusedTargets. */
-const refusingFetch: FetchLike = async (url, init) => {
-  const path = new URL(url).pathname;
-  const refused = [...refusedTargets].some((vm) => path.endsWith(`/${vm}/manifests/${TAG_HIBERNATE}`));
-  if (init.method === "PUT" && refused) {
-    if (init.body instanceof ReadableStream) await init.body.cancel();
-    return new Response(JSON.stringify({ errors: [{ code: "DENIED", message: "refused by the test" }] }), {
-      status: 403,
-      headers: { "content-type": "application/json" },
-    });
-  }
-  return transport(url, init);
-};
-
-const transport = createTransport();
+/** Refuses the `:hibernate` manifest PUTs of the VMs added (a branch's copy halfway through). */
+const refusing = refusingRegistry(env.registry);
+const refuseTarget = (vm: string) => refusing.puts.add(`/${vm}/manifests/${TAG_HIBERNATE}`);
 
 before(async () => {
   e2e = await startSetEnv(env, "ckpt", {
     nodes: [{ name: `ckpt-node-${suffix}`, pool }],
-    registry: createRegistryClient(env.registry, { fetch: refusingFetch }),
+    registry: refusing.registry,
   });
   ({ ns, sim } = e2e);
 });
@@ -63,7 +53,6 @@ after(async () => {
   await e2e?.stop();
 });
 
-const checkpointsPath = () => `/apis/cocoonset.cocoonstack.io/v1alpha1/namespaces/${ns}/cocooncheckpoints`;
 const vmName = (set: string, slot: number | string) => `vk-${ns}-${set}-${slot}`;
 const SLOTS = [0, 1, 2, "tools"] as const;
 
@@ -72,56 +61,13 @@ const groupSpec: Partial<CocoonSetSpec> = {
   toolboxes: [{ name: "tools", image: IMAGE, mode: "run" }],
 };
 
-async function createSet(name: string, spec: Partial<CocoonSetSpec>, annotations?: Record<string, string>) {
-  const cs: CocoonSet = {
-    apiVersion: "cocoonset.cocoonstack.io/v1",
-    kind: "CocoonSet",
-    metadata: { name, namespace: ns, ...(annotations ? { annotations } : {}) },
-    spec: { nodePool: pool, agent: { image: IMAGE, replicas: 0, mode: "clone" }, ...spec },
-  };
-  const res = await apiRequest(env, "POST", setsPath(ns), cs);
-  assert.equal(res.status, 201, JSON.stringify(res.body));
-}
-
-async function createCheckpoint(name: string, setName: string) {
-  return apiRequest(env, "POST", checkpointsPath(), {
-    apiVersion: "cocoonset.cocoonstack.io/v1alpha1",
-    kind: "CocoonCheckpoint",
-    metadata: { name, namespace: ns },
-    spec: { cocoonSetRef: { name: setName } },
-  });
-}
-
-async function getCheckpoint(name: string): Promise<CocoonCheckpoint | undefined> {
-  const res = await apiRequest(env, "GET", `${checkpointsPath()}/${name}`);
-  if (res.status === 404) return undefined;
-  assert.equal(res.status, 200, JSON.stringify(res.body));
-  return res.body as CocoonCheckpoint;
-}
-
-function checkpointPhase(name: string, phase: string, timeoutMs = 60_000): Promise<CocoonCheckpoint> {
-  return waitFor(
-    `checkpoint ${name} ${phase}`,
-    async () => {
-      const ck = await getCheckpoint(name);
-      return ck?.status?.phase === phase ? ck : undefined;
-    },
-    timeoutMs,
-  );
-}
-
-function setPhase(name: string, phase: string, timeoutMs = 90_000): Promise<CocoonSet> {
-  return waitFor(
-    `${name} ${phase}`,
-    async () => {
-      const cs = await getSet(env, ns, name);
-      return cs.status?.phase === phase && cs.status.observedGeneration === cs.metadata.generation
-        ? cs
-        : undefined;
-    },
-    timeoutMs,
-  );
-}
+const createSet = (name: string, spec: Partial<CocoonSetSpec>, annotations?: Record<string, string>) =>
+  createPoolSet(env, ns, pool, name, spec, annotations);
+const createCheckpoint = (name: string, setName: string) => createCheckpointOf(env, ns, name, setName);
+const getCheckpoint = (name: string) => getCheckpointOf(env, ns, name);
+const checkpointPhase = (name: string, phase: string, timeoutMs?: number) =>
+  waitCheckpointPhase(env, ns, name, phase, timeoutMs);
+const setPhase = (name: string, phase: string) => waitPhase(env, ns, name, phase, 90_000, true);
 
 function running(name: string): Promise<CocoonSet> {
   return waitFor(
@@ -135,9 +81,7 @@ function running(name: string): Promise<CocoonSet> {
   );
 }
 
-async function digestOf(vm: string, tag: string): Promise<string | undefined> {
-  return (await oci.getManifest(oci.repository(vm), tag))?.digest;
-}
+const digestOf = (vm: string, tag: string) => tagDigest(oci, vm, tag);
 
 async function hasEvent(object: string, reason: string): Promise<boolean> {
   return (await objectEvents(env, ns, object)).some((e) => e.reason === reason);
@@ -273,7 +217,7 @@ describe("checkpoint and branch", () => {
     }
 
     // Deleting the checkpoint deletes its tags, then the object.
-    const deleted = await apiRequest(env, "DELETE", `${checkpointsPath()}/ck1`);
+    const deleted = await apiRequest(env, "DELETE", `${checkpointsPath(ns)}/ck1`);
     assert.ok(deleted.status === 200 || deleted.status === 202, JSON.stringify(deleted.body));
     await waitFor(
       "ck1 gone",
@@ -325,7 +269,7 @@ describe("checkpoint bad input", () => {
     const moved = await apiRequest(
       env,
       "PATCH",
-      `${checkpointsPath()}/${"x".repeat(123)}`,
+      `${checkpointsPath(ns)}/${"x".repeat(123)}`,
       { spec: { cocoonSetRef: { name: "another-set" } } },
       "application/merge-patch+json",
     );
@@ -396,7 +340,7 @@ describe("checkpoint bad input", () => {
     assert.equal((await createCheckpoint("solid-ck", "solid")).status, 201);
     await checkpointPhase("solid-ck", "Ready");
 
-    refusedTargets.add(vmName("half", "tools"));
+    refuseTarget(vmName("half", "tools"));
     await createSet("half", groupSpec, { [ANN_FROM_CHECKPOINT]: "solid-ck" });
     await waitFor(
       "BranchCopyFailed event",
@@ -417,7 +361,7 @@ describe("checkpoint bad input", () => {
     );
     assert.equal(half.status?.conditions?.find((c) => c.type === CONDITION_BRANCHED)?.status, "False");
 
-    refusedTargets.clear();
+    refusing.puts.clear();
     await running("half");
     const restore = sim.record.events({ kind: "restore", vmName: vmName("half", "tools") })[0];
     assert.equal(restore?.snapshot?.takenOf, vmName("solid", "tools"));

@@ -19,22 +19,34 @@ export async function getSet(env: ApiConnection, ns: string, name: string): Prom
   return res.body as CocoonSet;
 }
 
-/** Creates a set of the main agent alone (image ubuntu-dev-base) in `pool`, annotated if asked. */
-export async function createMainOnlySet(
+/** Creates a set in `pool` (default: the main agent alone, image ubuntu-dev-base), annotated if asked. */
+export async function createPoolSet(
   env: ApiConnection,
   ns: string,
   pool: string,
   name: string,
+  spec: Partial<CocoonSetSpec> = {},
   annotations?: Record<string, string>,
 ): Promise<void> {
   const cs: CocoonSet = {
     apiVersion: "cocoonset.cocoonstack.io/v1",
     kind: "CocoonSet",
     metadata: { name, namespace: ns, ...(annotations ? { annotations } : {}) },
-    spec: { nodePool: pool, agent: { image: "ubuntu-dev-base", replicas: 0, mode: "clone" } },
+    spec: { nodePool: pool, agent: { image: "ubuntu-dev-base", replicas: 0, mode: "clone" }, ...spec },
   };
   const res = await apiRequest(env, "POST", setsPath(ns), cs);
   assert.equal(res.status, 201, JSON.stringify(res.body));
+}
+
+/** Creates a set of the main agent alone (image ubuntu-dev-base) in `pool`, annotated if asked. */
+export function createMainOnlySet(
+  env: ApiConnection,
+  ns: string,
+  pool: string,
+  name: string,
+  annotations?: Record<string, string>,
+): Promise<void> {
+  return createPoolSet(env, ns, pool, name, {}, annotations);
 }
 
 /** Merge-patches spec fields of the set. */

@@ -129,18 +129,21 @@ export async function createSet(
   assert.equal(res.status, 201, JSON.stringify(res.body));
 }
 
+/** The set in `phase`; with `atGeneration`, at its current generation too. */
 export function waitPhase(
   env: ApiConnection,
   ns: string,
   name: string,
   phase: string,
   timeoutMs = 90_000,
+  atGeneration = false,
 ): Promise<CocoonSet> {
   return waitFor(
     `${name} ${phase}`,
     async () => {
       const cs = await getSet(env, ns, name);
-      return cs.status?.phase === phase ? cs : undefined;
+      const caughtUp = !atGeneration || cs.status?.observedGeneration === cs.metadata.generation;
+      return cs.status?.phase === phase && caughtUp ? cs : undefined;
     },
     timeoutMs,
   );

@@ -3,7 +3,7 @@
 // CEL carries what needs no lookup: the name must make a valid registry tag `ckpt-<name>`, and the
 // spec cannot move to another set once written. Whether the set exists is the controller's to report.
 
-import { typeMetaProperties } from "../v1/k8s-schemas.ts";
+import { conditionListSchema, typeMetaProperties } from "../v1/k8s-schemas.ts";
 import type { CustomResourceDefinition, JSONSchemaProps } from "../v1/openapi.ts";
 import { crd, int32, int64, str } from "../v1/schema.ts";
 import { GROUP } from "../v1/types.ts";
@@ -18,6 +18,8 @@ import {
 export const MAX_CHECKPOINT_NAME_LENGTH = 128 - "ckpt-".length;
 
 const DNS_SUBDOMAIN = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$";
+/** Go's time.ParseDuration syntax without a sign: "90s", "1h30m", "1.5h". */
+const GO_DURATION = "^([0-9]+(\\.[0-9]*)?(ns|us|\u00b5s|ms|s|m|h))+$";
 
 export const checkpointRootRules = [
   {
@@ -39,6 +41,11 @@ const memberSchema: JSONSchemaProps = {
     },
     os: { description: "The guest OS of the snapshot.", type: "string" },
     role: { enum: ["main", "sub-agent", "toolbox"], type: "string" },
+    skipped: {
+      description:
+        "Why the member's :hibernate was not copied: not the snapshot of the suspend checkpointed.",
+      type: "string",
+    },
     slot: int32({ description: "Agent slot (0 = main); absent for a toolbox.", minimum: 0 }),
     snapshotCompatibilityClass: {
       description: "The snapshot compatibility class the VM ran under (empty for none).",
@@ -65,6 +72,15 @@ const checkpointSchema: JSONSchemaProps = {
           properties: { name: { maxLength: 253, minLength: 1, pattern: DNS_SUBDOMAIN, type: "string" } },
           required: ["name"],
         },
+        failureDeadline: {
+          description:
+            "A duration (Go syntax, e.g. 5m) from the checkpoint's creation: a checkpoint not Ready by then goes Failed.",
+          type: "string",
+          pattern: GO_DURATION,
+          "x-kubernetes-validations": [
+            { rule: "duration(self) > duration('0s')", message: "failureDeadline must be positive" },
+          ],
+        },
       },
       required: ["cocoonSetRef"],
       "x-kubernetes-validations": [{ message: "spec is immutable", rule: "self == oldSelf" }],
@@ -73,10 +89,30 @@ const checkpointSchema: JSONSchemaProps = {
       description: "CocoonCheckpointStatus is the observed state of a CocoonCheckpoint.",
       type: "object",
       properties: {
+        conditions: conditionListSchema,
+        exclusiveBytes: {
+          ...int64,
+          description:
+            "Bytes of its snapshots that the set's current :hibernate snapshots do not reference: what the registry keeps for checkpoints alone.",
+        },
+        exclusiveBytesSetGeneration: {
+          ...int64,
+          description: "The CocoonSet generation exclusiveBytes was measured at.",
+        },
         members: { type: "array", items: memberSchema, "x-kubernetes-list-type": "atomic" },
         message: str,
         observedGeneration: int64,
         phase: { enum: [...CHECKPOINT_PHASES], type: "string" },
+        progress: {
+          description: "How far the copy is: members tagged and their bytes, against the total.",
+          type: "object",
+          properties: {
+            bytesCopied: int64,
+            bytesTotal: int64,
+            membersCopied: int32({ minimum: 0 }),
+            membersTotal: int32({ minimum: 0 }),
+          },
+        },
         readyTime: { format: "date-time", type: "string" },
         totalBytes: int64,
       },

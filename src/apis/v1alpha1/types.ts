@@ -2,7 +2,7 @@
 // durable copy of a suspended CocoonSet's snapshots, and the source new sets branch from. Its own CRD:
 // the v1 kinds are untouched, and the Go operator ignores it.
 
-import { GROUP, type ObjectMeta } from "../v1/types.ts";
+import { type Condition, GROUP, type ObjectMeta } from "../v1/types.ts";
 
 export const VERSION_V1ALPHA1 = "v1alpha1";
 export const API_VERSION_V1ALPHA1 = `${GROUP}/${VERSION_V1ALPHA1}`;
@@ -12,8 +12,9 @@ export const PLURAL_COCOONCHECKPOINTS = "cocooncheckpoints";
 /**
  * Pending: waiting for the set to be Suspended at its current generation (or for the set to exist).
  * Copying: the member list is fixed and the tags are being written. Ready: every tag exists.
+ * Failed: spec.failureDeadline passed before Ready; final (the tags written stay until the delete).
  */
-export const CHECKPOINT_PHASES = ["Pending", "Copying", "Ready"] as const;
+export const CHECKPOINT_PHASES = ["Pending", "Copying", "Ready", "Failed"] as const;
 export type CheckpointPhase = (typeof CHECKPOINT_PHASES)[number];
 
 /** The member's place in its set: an agent slot (0 = main) or a toolbox by name. */
@@ -37,10 +38,22 @@ export interface CheckpointMember {
   snapshotCompatibilityClass?: string;
   /** Config plus layer sizes the manifest references. */
   bytes?: number;
+  /** Why the member's `:hibernate` was not copied: it is not the snapshot of the suspend checkpointed. */
+  skipped?: string;
 }
 
 export interface CocoonCheckpointSpec {
   cocoonSetRef: { name: string };
+  /** A Go duration from the checkpoint's creation; not Ready by then: phase Failed. */
+  failureDeadline?: string;
+}
+
+/** How far the copy is: members tagged and their bytes, against what the copy takes. */
+export interface CheckpointProgress {
+  membersCopied: number;
+  membersTotal: number;
+  bytesCopied: number;
+  bytesTotal: number;
 }
 
 export interface CocoonCheckpointStatus {
@@ -49,8 +62,15 @@ export interface CocoonCheckpointStatus {
   observedGeneration?: number;
   members?: CheckpointMember[];
   totalBytes?: number;
+  progress?: CheckpointProgress;
+  /** Bytes of its snapshots the set's current `:hibernate` snapshots do not reference. */
+  exclusiveBytes?: number;
+  /** The set generation exclusiveBytes was measured at. */
+  exclusiveBytesSetGeneration?: number;
   /** When the checkpoint became Ready (RFC 3339). */
   readyTime?: string;
+  /** Ready and Progressing, and Deleting while a delete waits or a tag delete fails. */
+  conditions?: Condition[];
 }
 
 export interface CocoonCheckpoint {

@@ -6,10 +6,15 @@ import type { Pod } from "../../../src/apis/core.ts";
 import type { CocoonSet } from "../../../src/apis/v1/types.ts";
 import type { CocoonCheckpoint } from "../../../src/apis/v1alpha1/types.ts";
 import type { CheckpointLookup } from "../../../src/checkpoint/catalog.ts";
-import { ANN_FROM_CHECKPOINT, CONDITION_BRANCHED } from "../../../src/checkpoint/keys.ts";
+import {
+  ANN_FROM_CHECKPOINT,
+  CONDITION_BRANCHED,
+  FINALIZER_COCOONCHECKPOINT,
+} from "../../../src/checkpoint/keys.ts";
 import { CocoonSetReconciler } from "../../../src/cocoonset/reconciler.ts";
 import { ANN_HIBERNATE_RECLAIM, ANN_RESTORE_FROM_HIBERNATE, TRUE } from "../../../src/contract/keys.ts";
-import { COCOONSETS, PODS } from "../../../src/controller/resources.ts";
+import { COCOONCHECKPOINTS, COCOONSETS, PODS } from "../../../src/controller/resources.ts";
+import { ANN_EXPIRE_AT } from "../../../src/idle/policy.ts";
 import { readReclaim } from "../../../src/pass/reclaimrecord.ts";
 import { FakeCheckpointRegistry } from "../../support/checkpointregistry.ts";
 import { cocoonSet, harness, NS, SET, seedSet, storedSet } from "../../support/cocoonset.ts";
@@ -35,10 +40,16 @@ function readyCheckpoint(registry: FakeCheckpointRegistry): CocoonCheckpoint {
   };
 }
 
-function fixture(lookup: (registry: FakeCheckpointRegistry) => CheckpointLookup, spec = {}) {
+function fixture(
+  lookup: (registry: FakeCheckpointRegistry) => CheckpointLookup,
+  spec = {},
+  annotations: Record<string, string> = {},
+) {
   const h = harness();
   const registry = new FakeCheckpointRegistry();
   const found = lookup(registry);
+  // The branch reads the checkpoint from the API server once as it starts.
+  if (found && found !== "unavailable") h.client.seed(COCOONCHECKPOINTS, found);
   // One replica and a toolbox the checkpoint holds, plus one the checkpoint lacks.
   const cs = cocoonSet(
     {
@@ -49,7 +60,7 @@ function fixture(lookup: (registry: FakeCheckpointRegistry) => CheckpointLookup,
       ],
       ...spec,
     },
-    { annotations: { [ANN_FROM_CHECKPOINT]: "ck" } },
+    { annotations: { [ANN_FROM_CHECKPOINT]: "ck", ...annotations } },
   );
   seedSet(h.client, cs);
   const lookups = { count: 0 };
@@ -205,8 +216,22 @@ describe("branchFromCheckpoint", () => {
       "recorded=3 owed=0",
       "every target recorded for a drop, none owed a restore",
     );
-    assert.equal(branched(stored)?.status, "False");
+    assert.deepEqual([branched(stored)?.status, branched(stored)?.reason], ["False", "CopyFailed"]);
+    assert.match(
+      branched(stored)?.message ?? "",
+      /^branch from CocoonCheckpoint ck: .*refused; retrying \(2 of 3 copied, 220 of 330 bytes\)$/,
+    );
     assert.ok(f.events.events.some((e) => e.reason === "BranchCopyFailed" && e.type === "Warning"));
+
+    // Failing the same way again writes nothing to the set: its own writes would wake it in a loop.
+    f.client.clearCalls();
+    await assert.rejects(f.run(), /refused/);
+    assert.deepEqual(
+      f.client.calls
+        .filter((c) => c.verb !== "get" && c.verb !== "list")
+        .map((c) => `${c.verb} ${c.resource}`),
+      [],
+    );
 
     f.registry.failOn = undefined;
     f.registry.log.length = 0;
@@ -240,7 +265,7 @@ describe("branchFromCheckpoint", () => {
     assert.deepEqual(f.registry.log, []);
   });
 
-  it("no longer acts once the set has had pods", async () => {
+  it("no longer acts once the set has had pods, and says so once with a Warning and a condition", async () => {
     const f = fixture((r) => readyCheckpoint(r));
     const cs = storedSet(f.client) as CocoonSet;
     // A reclaim record of its own: this set has VMs (a release suspend leaves no pods behind).
@@ -256,7 +281,97 @@ describe("branchFromCheckpoint", () => {
       0,
       "its own snapshot is not overwritten",
     );
-    assert.equal(branched(storedSet(f.client)), undefined);
+    const condition = branched(storedSet(f.client));
+    assert.deepEqual([condition?.status, condition?.reason], ["False", "NotApplied"]);
+    assert.match(condition?.message ?? "", /from-checkpoint=ck does not act/);
+    const warnings = () =>
+      f.events.events.filter((e) => e.reason === "BranchNotApplied" && e.type === "Warning");
+    assert.equal(warnings().length, 1);
+    assert.equal(f.lookups.count, 0, "the checkpoint is not even read");
+
+    f.client.clearCalls();
+    await f.run();
+    assert.equal(warnings().length, 1, "said once");
+    assert.equal(branched(storedSet(f.client))?.reason, "NotApplied");
+  });
+
+  for (const hibernatePolicy of ["retain", "release"] as const) {
+    it(`a set created suspended (${hibernatePolicy}) branches before the suspend path creates any pod`, async () => {
+      // Release suspends take a main alone.
+      const shape =
+        hibernatePolicy === "release" ? { agent: { image: IMAGE, replicas: 0 }, toolboxes: [] } : {};
+      const f = fixture((r) => readyCheckpoint(r), { suspend: true, hibernatePolicy, ...shape });
+      const copies = hibernatePolicy === "release" ? 1 : 3;
+      const podsAtCopy: number[] = [];
+      f.registry.failOn = (op) => {
+        if (op === "put") podsAtCopy.push(pods(f).length);
+        return undefined;
+      };
+      await f.run();
+      assert.deepEqual(podsAtCopy, Array(copies).fill(0), "every copy lands before the first pod exists");
+      assert.equal(branched(storedSet(f.client))?.status, "True");
+      assert.equal(
+        recordSummary(storedSet(f.client)),
+        `recorded=${copies} owed=${copies}`,
+        "the restores are owed",
+      );
+      // retain: step 6 creates the main to hibernate it, from the copied snapshot; release: no pod.
+      assert.deepEqual(
+        pods(f).map((p) => [p.metadata.name, p.metadata.annotations?.[ANN_RESTORE_FROM_HIBERNATE]]),
+        hibernatePolicy === "retain" ? [[`${SET}-0`, TRUE]] : [],
+      );
+    });
+  }
+
+  it("a set its expiry suspends before its first pod branches first, and its main restores from the copy", async () => {
+    // Expired at creation: the expiry policy suspends it in the same pass, before any pod.
+    const f = fixture((r) => readyCheckpoint(r), {}, { [ANN_EXPIRE_AT]: "2025-12-31T00:00:00Z" });
+    const podsAtCopy: number[] = [];
+    f.registry.failOn = (op) => {
+      if (op === "put") podsAtCopy.push(pods(f).length);
+      return undefined;
+    };
+    for (let i = 0; i < 3; i++) await f.run();
+    const stored = storedSet(f.client);
+    assert.equal(stored?.spec.suspend, true, "the expiry suspended it");
+    assert.deepEqual(podsAtCopy, [0, 0, 0]);
+    assert.equal(branched(stored)?.status, "True");
+    const main = pods(f).find((p) => p.metadata.name === `${SET}-0`);
+    assert.equal(main?.metadata.annotations?.[ANN_RESTORE_FROM_HIBERNATE], TRUE);
+  });
+
+  it("does not start when the API server shows the checkpoint's delete begun since the cache was read", async () => {
+    const f = fixture((r) => readyCheckpoint(r));
+    // The cache still shows it Ready; the server's object has a deletion timestamp (its finalizer holds it).
+    const ck = f.checkpoint as CocoonCheckpoint;
+    f.client.seed(COCOONCHECKPOINTS, {
+      ...ck,
+      metadata: { ...ck.metadata, finalizers: [FINALIZER_COCOONCHECKPOINT] },
+    });
+    await f.client.delete(COCOONCHECKPOINTS, NS, "ck");
+    f.registry.log.length = 0;
+    assert.deepEqual(await f.run(), { requeueAfterMs: 30_000 });
+    assert.deepEqual(
+      f.registry.log.filter((l) => l.startsWith("put") || l.startsWith("mount")),
+      [],
+      "nothing copied",
+    );
+    assert.deepEqual(pods(f), []);
+    const condition = branched(storedSet(f.client));
+    assert.deepEqual([condition?.status, condition?.reason], ["False", "WaitingForCheckpoint"]);
+    assert.match(condition?.message ?? "", /CocoonCheckpoint ck is being deleted/);
+  });
+
+  it("an annotation removed while the branch waits turns its condition final, releasing the checkpoint", async () => {
+    const f = fixture(() => undefined);
+    await f.run();
+    assert.equal(branched(storedSet(f.client))?.reason, "WaitingForCheckpoint");
+    await f.client.patch(COCOONSETS, NS, SET, { metadata: { annotations: { [ANN_FROM_CHECKPOINT]: null } } });
+    await f.run();
+    const condition = branched(storedSet(f.client));
+    assert.deepEqual([condition?.status, condition?.reason], ["False", "NotApplied"]);
+    assert.match(condition?.message ?? "", /was removed before the branch finished/);
+    assert.equal(pods(f).length, 1, "the main is created from the set's own state");
   });
 
   it("a branched set no longer reads the checkpoint or copies anything", async () => {

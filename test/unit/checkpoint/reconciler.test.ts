@@ -1,12 +1,19 @@
 // The CocoonCheckpoint reconciler (docs/checkpoints.md) over the fake API client and an in-memory registry.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import type { Pod } from "../../../src/apis/core.ts";
 import type { CocoonSet } from "../../../src/apis/v1/types.ts";
 import type { CocoonCheckpoint } from "../../../src/apis/v1alpha1/types.ts";
-import { FINALIZER_COCOONCHECKPOINT, MANIFEST_ANN_CHECKPOINT } from "../../../src/checkpoint/keys.ts";
+import {
+  ANN_FROM_CHECKPOINT,
+  ANN_PINNED,
+  FINALIZER_COCOONCHECKPOINT,
+  MANIFEST_ANN_CHECKPOINT,
+} from "../../../src/checkpoint/keys.ts";
 import { CheckpointReconciler, type CheckpointView } from "../../../src/checkpoint/reconciler.ts";
 import { FakeClock } from "../../../src/clock.ts";
-import { COCOONCHECKPOINTS, COCOONSETS } from "../../../src/controller/resources.ts";
+import { LABEL_COCOONSET } from "../../../src/contract/keys.ts";
+import { COCOONCHECKPOINTS, COCOONSETS, PODS } from "../../../src/controller/resources.ts";
 import { checkpointBytesTotal, checkpointsTotal } from "../../../src/metrics/checkpoint.ts";
 import { FakeCheckpointRegistry } from "../../support/checkpointregistry.ts";
 import { cocoonSet, NS, SET } from "../../support/cocoonset.ts";
@@ -34,6 +41,8 @@ function suspendedSet(annotations: Record<string, string> = {}): CocoonSet {
         { name: "tb", image: IMAGE },
         { name: "static", mode: "static", staticIP: "10.0.0.9", staticVMID: "x" },
       ],
+      // Released seats: every VM's snapshot is the suspend's without a pod to show for it.
+      hibernatePolicy: "release",
     },
     { annotations },
   );
@@ -50,6 +59,24 @@ function suspendedSet(annotations: Record<string, string> = {}): CocoonSet {
   };
 }
 
+/** A set annotated to branch from `checkpointName`, its Branched condition False with `reason`. */
+function branchingSet(name: string, checkpointName: string, reason: string): CocoonSet {
+  return {
+    ...cocoonSet({}, { name, annotations: { [ANN_FROM_CHECKPOINT]: checkpointName } }),
+    status: {
+      readyAgents: 0,
+      desiredAgents: 1,
+      readyToolboxes: 0,
+      desiredToolboxes: 0,
+      conditions: [branchedCondition("False", reason)],
+    },
+  };
+}
+
+function branchedCondition(status: "True" | "False", reason: string) {
+  return { type: "Branched", status, reason, message: "", lastTransitionTime: "2026-01-01T00:00:00Z" };
+}
+
 function fixture() {
   const client = new FakeClient();
   const registry = new FakeCheckpointRegistry();
@@ -61,18 +88,25 @@ function fixture() {
     checkpointsOfSet: (ns, set) =>
       client.all<CocoonCheckpoint>(COCOONCHECKPOINTS, ns).filter((c) => c.spec.cocoonSetRef.name === set),
     getCocoonSet: (ns, name) => client.peek<CocoonSet>(COCOONSETS, ns, name),
+    listCocoonSets: (ns) => client.all<CocoonSet>(COCOONSETS, ns),
+    listSetPods: (ns, set) =>
+      client.all<Pod>(PODS, ns).filter((p) => p.metadata.labels?.[LABEL_COCOONSET] === set),
   };
-  const reconciler = new CheckpointReconciler({
-    client,
-    view,
-    registry,
-    events,
-    clock: new FakeClock(),
-    log: silentLogger(),
-  });
+  const clock = new FakeClock();
+  const reconciler = new CheckpointReconciler({ client, view, registry, events, clock, log: silentLogger() });
   const run = (name = "ck") => reconciler.reconcile({ namespace: NS, name }, new AbortController().signal);
   const stored = (name = "ck") => client.peek<CocoonCheckpoint>(COCOONCHECKPOINTS, NS, name);
-  return { client, registry, events, run, stored, cache };
+  return { client, registry, events, run, stored, cache, clock };
+}
+
+/** The fixture with the suspended set's checkpoint "ck" copied and Ready. */
+async function readyFixture() {
+  const f = fixture();
+  f.client.seed(COCOONSETS, suspendedSet());
+  f.client.seed(COCOONCHECKPOINTS, checkpoint());
+  for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
+  await f.run();
+  return f;
 }
 
 describe("CheckpointReconciler", () => {
@@ -138,7 +172,7 @@ describe("CheckpointReconciler", () => {
     );
     assert.deepEqual(
       f.registry.log.filter((l) => l.startsWith("put") || l.startsWith("get")),
-      VMS.flatMap((vm) => [`get ${vm}:hibernate`, `put ${vm}:ckpt-ck`]),
+      [...VMS.map((vm) => `get ${vm}:hibernate`), ...VMS.map((vm) => `put ${vm}:ckpt-ck`)],
     );
     const status = f.stored()?.status;
     assert.equal(status?.phase, "Ready");
@@ -234,11 +268,7 @@ describe("CheckpointReconciler", () => {
   });
 
   it("deletes every member's tag probe-first, then releases the finalizer; a refused delete keeps it", async () => {
-    const f = fixture();
-    f.client.seed(COCOONSETS, suspendedSet());
-    f.client.seed(COCOONCHECKPOINTS, checkpoint());
-    for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
-    await f.run();
+    const f = await readyFixture();
     await f.client.delete(COCOONCHECKPOINTS, NS, "ck");
     f.registry.log.length = 0;
 
@@ -295,5 +325,237 @@ describe("CheckpointReconciler", () => {
     assert.equal(f.stored()?.status?.phase, "Ready");
     assert.ok(f.events.events.some((e) => e.reason === "KeepCheckpointsInvalid" && e.type === "Warning"));
     assert.equal(f.client.calls.filter((c) => c.verb === "delete").length, 0);
+  });
+
+  it("reports a refused copy in its conditions, retries before the deadline, and is Failed at it", async () => {
+    const f = fixture();
+    f.client.seed(COCOONSETS, suspendedSet());
+    // Created at the clock's start; the deadline ends 1500 ms later.
+    f.client.seed(COCOONCHECKPOINTS, {
+      ...checkpoint("ck", { creationTimestamp: "2026-01-01T00:00:00Z" }),
+      spec: { cocoonSetRef: { name: SET }, failureDeadline: "1500ms" },
+    });
+    for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
+    f.registry.failOn = (op, repo) =>
+      op === "put" && repo === VMS[1] ? FakeCheckpointRegistry.error(403) : undefined;
+
+    assert.deepEqual(await f.run(), { requeueAfterMs: 1500 }, "retried no later than the deadline");
+    const retrying = f.stored()?.status;
+    assert.equal(retrying?.phase, "Copying");
+    const ready = retrying?.conditions?.find((c) => c.type === "Ready");
+    const progressing = retrying?.conditions?.find((c) => c.type === "Progressing");
+    assert.deepEqual([ready?.status, ready?.reason], ["False", "CopyFailed"]);
+    assert.deepEqual([progressing?.status, progressing?.reason], ["True", "CopyFailed"]);
+    assert.match(ready?.message ?? "", /^copy failed: FAKE fake: 403 DENIED: refused$/);
+    assert.deepEqual(retrying?.progress, {
+      membersCopied: 1,
+      membersTotal: 3,
+      bytesCopied: 110,
+      bytesTotal: 330,
+    });
+    assert.ok(f.events.events.some((e) => e.reason === "CheckpointCopyFailed" && e.type === "Warning"));
+
+    // Failing the same way again writes nothing, so its own status writes cannot wake it in a loop.
+    f.client.clearCalls();
+    await f.run();
+    assert.deepEqual(
+      f.client.calls.filter((c) => c.verb !== "get"),
+      [],
+      "no write on a retry that fails alike",
+    );
+
+    f.clock.advance(1499);
+    assert.deepEqual(await f.run(), { requeueAfterMs: 1 });
+    assert.equal(f.stored()?.status?.phase, "Copying", "1 ms before the deadline it still retries");
+
+    f.clock.advance(1);
+    assert.deepEqual(await f.run(), {});
+    const failed = f.stored()?.status;
+    assert.equal(failed?.phase, "Failed");
+    assert.match(
+      failed?.message ?? "",
+      /^not Ready within failureDeadline 1500ms: copy failed: FAKE fake: 403 DENIED: refused$/,
+    );
+    const final = failed?.conditions?.find((c) => c.type === "Ready");
+    assert.deepEqual([final?.status, final?.reason, final?.observedGeneration], ["False", "Failed", 1]);
+    assert.equal(failed?.conditions?.find((c) => c.type === "Progressing")?.status, "False");
+
+    f.registry.failOn = undefined;
+    f.registry.log.length = 0;
+    f.client.clearCalls();
+    assert.deepEqual(await f.run(), {});
+    assert.deepEqual([f.registry.log, f.client.calls], [[], []], "Failed is final: no copy, no write");
+  });
+
+  it("a checkpoint whose deadline passed before its set was Suspended is Failed, not copied", async () => {
+    const f = fixture();
+    f.client.seed(COCOONSETS, suspendedSet());
+    f.client.seed(COCOONCHECKPOINTS, {
+      ...checkpoint("ck", { creationTimestamp: "2025-12-31T23:59:00Z" }),
+      spec: { cocoonSetRef: { name: SET }, failureDeadline: "1m" },
+    });
+    for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
+    await f.run();
+    assert.equal(f.stored()?.status?.phase, "Failed");
+    assert.equal(f.stored()?.status?.message, "not Ready within failureDeadline 1m: the copy had not begun");
+    assert.deepEqual(
+      f.registry.log.filter((l) => l.startsWith("put")),
+      [],
+    );
+  });
+
+  it("a Pending checkpoint is looked at again at its deadline and then Failed with what it waited for", async () => {
+    const f = fixture();
+    f.client.seed(COCOONCHECKPOINTS, {
+      ...checkpoint("ck", { creationTimestamp: "2026-01-01T00:00:00Z" }),
+      spec: { cocoonSetRef: { name: SET }, failureDeadline: "2s" },
+    });
+    assert.deepEqual(await f.run(), { requeueAfterMs: 2000 });
+    assert.equal(f.stored()?.status?.phase, "Pending");
+    f.clock.advance(2000);
+    await f.run();
+    assert.equal(
+      f.stored()?.status?.message,
+      `not Ready within failureDeadline 2s: CocoonSet ${SET} not found`,
+    );
+    assert.ok(f.events.events.some((e) => e.reason === "CheckpointFailed" && e.type === "Warning"));
+  });
+
+  it("copies only the snapshots the suspend confirmed: a Failed pod's slot is skipped and says why", async () => {
+    const f = fixture();
+    const cs = suspendedSet();
+    cs.spec.hibernatePolicy = "retain";
+    f.client.seed(COCOONSETS, cs);
+    f.client.seed(COCOONCHECKPOINTS, checkpoint());
+    for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
+    const pod = (name: string, vm: string, phase: "Pending" | "Failed"): Pod => ({
+      metadata: {
+        name,
+        namespace: NS,
+        labels: { [LABEL_COCOONSET]: SET },
+        annotations: { "vm.cocoonstack.io/name": vm },
+      },
+      spec: { containers: [{ name: "agent" }] },
+      status: { phase },
+    });
+    f.client.seed(PODS, pod(`${SET}-0`, VMS[0] ?? "", "Pending"));
+    f.client.seed(PODS, pod(`${SET}-1`, VMS[1] ?? "", "Failed"));
+    await f.run();
+    const status = f.stored()?.status;
+    assert.equal(status?.phase, "Ready");
+    assert.deepEqual(
+      status?.members?.map((m) => [m.vmName, m.digest !== undefined, m.skipped]),
+      [
+        [VMS[0], true, undefined],
+        [VMS[1], false, `pod ${SET}-1 is Failed, so the suspend took no snapshot of it`],
+        [VMS[2], false, "it has no pod, so the suspend took no snapshot of it"],
+      ],
+    );
+    assert.equal(f.registry.digestOf(VMS[1] ?? "", "ckpt-ck"), undefined);
+    assert.ok(!f.registry.log.includes(`get ${VMS[1]}:hibernate`), "its older snapshot is not even read");
+    assert.match(status?.message ?? "", new RegExp(`not of this suspend, not copied: ${VMS[1]}, ${VMS[2]}`));
+  });
+
+  it("a delete waits while a set's branch from it is under way, naming the set; then deletes the tags", async () => {
+    const f = await readyFixture();
+    f.client.seed(COCOONSETS, branchingSet("copying", "ck", "Copying"));
+    f.client.seed(COCOONSETS, branchingSet("retrying", "ck", "CopyFailed"));
+    f.client.seed(COCOONSETS, branchingSet("waiting", "ck", "WaitingForCheckpoint"));
+    await f.client.delete(COCOONCHECKPOINTS, NS, "ck");
+    f.registry.log.length = 0;
+
+    assert.deepEqual(await f.run(), { requeueAfterMs: 30_000 });
+    assert.deepEqual(f.registry.log, [], "no tag is touched");
+    const deleting = f.stored()?.status?.conditions?.find((c) => c.type === "Deleting");
+    assert.deepEqual([deleting?.status, deleting?.reason], ["True", "InUse"]);
+    assert.match(deleting?.message ?? "", /CocoonSet copying, retrying to finish/);
+    assert.equal(f.events.events.filter((e) => e.reason === "CheckpointDeleteWaiting").length, 1);
+    await f.run();
+    assert.equal(
+      f.events.events.filter((e) => e.reason === "CheckpointDeleteWaiting").length,
+      1,
+      "said once",
+    );
+
+    for (const name of ["copying", "retrying"]) {
+      await f.client.patch(
+        COCOONSETS,
+        NS,
+        name,
+        {
+          status: {
+            conditions: [branchedCondition("True", "FromCheckpoint")],
+          },
+        },
+        { subresource: "status" },
+      );
+    }
+    assert.deepEqual(await f.run(), {});
+    assert.equal(f.stored(), undefined, "gone once no branch needs it");
+    for (const vm of VMS) assert.equal(f.registry.digestOf(vm, "ckpt-ck"), undefined);
+  });
+
+  it("a refused tag delete shows in the Deleting condition", async () => {
+    const f = await readyFixture();
+    await f.client.delete(COCOONCHECKPOINTS, NS, "ck");
+    f.registry.failOn = (op) => (op === "deleteIfPresent" ? FakeCheckpointRegistry.error(405) : undefined);
+    await assert.rejects(f.run(), /refused/);
+    const deleting = f.stored()?.status?.conditions?.find((c) => c.type === "Deleting");
+    assert.deepEqual([deleting?.status, deleting?.reason], ["True", "TagDeleteFailed"]);
+    assert.equal(deleting?.message, `delete ${VMS[0]}:ckpt-ck: FAKE fake: 405 DENIED: refused; retrying`);
+  });
+
+  it("keep-checkpoints never takes a pinned checkpoint nor counts it, and skips one a branch copies from", async () => {
+    const f = fixture();
+    f.client.seed(COCOONSETS, suspendedSet({ "cocoonset.cocoonstack.io/keep-checkpoints": "1" }));
+    for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
+    f.client.seed(COCOONSETS, branchingSet("user", "b", "Copying"));
+    for (const [name, created, annotations] of [
+      ["pinned", "2026-01-01T00:00:01Z", { [ANN_PINNED]: "true" }],
+      ["a", "2026-01-01T00:00:02Z", {}],
+      ["b", "2026-01-01T00:00:03Z", {}],
+      ["c", "2026-01-01T00:00:04Z", {}],
+    ] as const) {
+      f.client.seed(COCOONCHECKPOINTS, checkpoint(name, { creationTimestamp: created, annotations }));
+      await f.run(name);
+    }
+    assert.deepEqual(
+      f.events.events.filter((e) => e.reason === "CheckpointPruned").map((e) => e.object),
+      ["a"],
+      "b is in use by a branch; pinned is never taken",
+    );
+    assert.equal(f.stored("pinned")?.metadata.deletionTimestamp, undefined);
+    assert.equal(f.stored("b")?.metadata.deletionTimestamp, undefined);
+  });
+
+  it("measures what it holds alone once per settled set generation: nothing at Ready, all once :hibernate is gone", async () => {
+    const f = await readyFixture();
+    assert.deepEqual(
+      [f.stored()?.status?.exclusiveBytes, f.stored()?.status?.exclusiveBytesSetGeneration],
+      [0, 1],
+    );
+
+    // The set woke at generation 2 and dropped its :hibernate tags.
+    for (const vm of VMS) await f.registry.deleteIfPresent(vm, "hibernate");
+    const woken = suspendedSet();
+    woken.metadata.generation = 2;
+    woken.status = { ...woken.status, phase: "Running", observedGeneration: 2 } as CocoonSet["status"];
+    f.client.seed(COCOONSETS, woken);
+    f.registry.log.length = 0;
+    await f.run();
+    assert.deepEqual(
+      [f.stored()?.status?.exclusiveBytes, f.stored()?.status?.exclusiveBytesSetGeneration],
+      [330, 2],
+    );
+    assert.deepEqual(
+      f.registry.log.filter((l) => l.startsWith("get")).length,
+      6,
+      "its manifest and the :hibernate of each member",
+    );
+
+    f.registry.log.length = 0;
+    f.client.clearCalls();
+    await f.run();
+    assert.deepEqual([f.registry.log, f.client.calls], [[], []], "measured once per generation");
   });
 });

@@ -113,6 +113,17 @@ function recordWrites(ctx: TestContext): [string, string, unknown, string][] {
   return seen;
 }
 
+/** After the create: the suspend, then the resume, and no other write. */
+function assertSuspendedThenResumed(ctx: TestContext): void {
+  assert.deepEqual(
+    ctx.fake
+      .writes()
+      .map((c) => c.body)
+      .slice(1),
+    [{ spec: { suspend: true } }, { spec: { suspend: false } }],
+  );
+}
+
 describe("checkpoint", () => {
   it("suspends a running set, waits for Ready, and only then resumes it", async () => {
     const ctx = testContext();
@@ -176,13 +187,7 @@ describe("checkpoint", () => {
     const err = await rejection(run(ctx, checkpoint, ["demo", "ck1"]));
     assert.equal(err.exitCode, EXIT_FAILED);
     assert.match(err.message, /^cocoonset "demo" to suspend failed/);
-    assert.deepEqual(
-      ctx.fake
-        .writes()
-        .map((c) => c.body)
-        .slice(1),
-      [{ spec: { suspend: true } }, { spec: { suspend: false } }],
-    );
+    assertSuspendedThenResumed(ctx);
   });
 
   it("fails when the checkpoint is deleted while it waits", async () => {
@@ -192,6 +197,25 @@ describe("checkpoint", () => {
     const err = await rejection(run(ctx, checkpoint, ["demo", "ck1", "--wait"]));
     assert.equal(err.exitCode, EXIT_FAILED);
     assert.match(err.message, /Deleted: cocooncheckpoint "ck1" was deleted/);
+  });
+
+  it("stops waiting at a Failed checkpoint with its message, and still resumes the set it suspended", async () => {
+    const ctx = testContext();
+    seedSet(ctx, "demo");
+    ctx.onSleep = () => {
+      setStatus(ctx, "demo", suspendedAt(2));
+      checkpointStatus(ctx, "ck1", {
+        phase: "Failed",
+        message: "not Ready within failureDeadline 1m: copy failed: denied",
+      });
+    };
+    const err = await rejection(run(ctx, checkpoint, ["demo", "ck1"]));
+    assert.equal(err.exitCode, EXIT_FAILED);
+    assert.match(
+      err.message,
+      /cocooncheckpoint "ck1" is Failed: not Ready within failureDeadline 1m: copy failed: denied/,
+    );
+    assertSuspendedThenResumed(ctx);
   });
 
   it("refuses an unknown set and an existing checkpoint, writing nothing", async () => {

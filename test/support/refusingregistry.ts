@@ -1,0 +1,31 @@
+// The real registry behind a registry client that answers 403 DENIED ("refused by the test") to the
+// manifest PUTs and DELETEs a test names, as a registry with a policy or a quota would.
+import { createRegistryClient, type FetchLike, type RegistryClient } from "../../src/registry/index.ts";
+import { createTransport } from "../../src/registry/transport.ts";
+
+export interface RefusingRegistry {
+  registry: RegistryClient;
+  /** Path suffixes (`/<vm>/manifests/<tag>`) whose manifest PUT is refused. */
+  puts: Set<string>;
+  /** Repositories (VM names) in which every manifest DELETE is refused. */
+  deletes: Set<string>;
+}
+
+export function refusingRegistry(base: string): RefusingRegistry {
+  const puts = new Set<string>();
+  const deletes = new Set<string>();
+  const transport = createTransport();
+  const fetch: FetchLike = async (url, init) => {
+    const path = new URL(url).pathname;
+    const refusedPut = init.method === "PUT" && [...puts].some((suffix) => path.endsWith(suffix));
+    const refusedDelete =
+      init.method === "DELETE" && [...deletes].some((vm) => path.includes(`/${vm}/manifests/`));
+    if (!refusedPut && !refusedDelete) return transport(url, init);
+    if (init.body instanceof ReadableStream) await init.body.cancel();
+    return new Response(JSON.stringify({ errors: [{ code: "DENIED", message: "refused by the test" }] }), {
+      status: 403,
+      headers: { "content-type": "application/json" },
+    });
+  };
+  return { registry: createRegistryClient(base, { fetch }), puts, deletes };
+}
