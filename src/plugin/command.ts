@@ -2,6 +2,7 @@
 
 import type { Client } from "../controller/client.ts";
 import type { RegistryClient } from "../registry/index.ts";
+import type { DryRun } from "./dryrun.ts";
 import type { CompletionKind, FlagSpec, ParsedArgs } from "./flags.ts";
 import type { OutputFormat } from "./output.ts";
 
@@ -9,6 +10,8 @@ export interface PositionalSpec {
   /** As written in usage, e.g. SET. */
   name: string;
   complete?: CompletionKind;
+  /** May be left out (usage shows it bracketed); the command says what stands in for it. */
+  optional?: boolean;
 }
 
 export interface Command {
@@ -36,8 +39,13 @@ export interface CommandContext extends Output {
   client: Client;
   namespace: string;
   output: OutputFormat;
+  /** --dry-run; `client` already answers writes without sending them. */
+  dryRun: DryRun;
   now(): number;
   sleep(ms: number): Promise<void>;
-  /** The snapshot registry (--registry, else OCI_REGISTRY); undefined when none is configured. */
-  registry(): RegistryClient | undefined;
+  /**
+   * The snapshot registry: --registry, else the operator's own (operatorconfig.ts), else
+   * OCI_REGISTRY; undefined when none is found.
+   */
+  registry(): Promise<RegistryClient | undefined>;
 }

@@ -18,7 +18,7 @@ import { agentPodName, agentVMName, toolboxPodName, toolboxVMName } from "../con
 import { COCOONSETS } from "../controller/resources.ts";
 import { getSet, setPods } from "./cluster.ts";
 import type { CommandContext } from "./command.ts";
-import { formatStructured } from "./output.ts";
+import { announce, formatStructured } from "./output.ts";
 import { type Verdict, type WaitSpec, WarningWatch, waitUntil } from "./wait.ts";
 
 export interface Member {
@@ -163,21 +163,36 @@ export function setWait(
 }
 
 /**
- * Merge-patches the set's spec, reports the generation the write produced, and with --wait polls
+ * Written by `suspend --release` beside the hibernatePolicy=release it sets for that suspend alone:
+ * the policy the set had before ("" when it had none), which `resume` puts back, removing this.
+ */
+export const ANN_RELEASE_UNTIL_RESUME = "cocoonset.cocoonstack.io/release-until-resume";
+
+/** A merge patch of a set: its spec, and annotations to set (null removes one). */
+export interface SetPatch {
+  spec: Record<string, unknown>;
+  annotations?: Record<string, string | null>;
+}
+
+/**
+ * Merge-patches the set, reports the generation the write produced, and with --wait polls
  * until `goal` holds at that generation. Prints the final object for -o json|yaml.
  */
 export async function changeSet(
   ctx: CommandContext,
   name: string,
-  spec: Record<string, unknown>,
+  patch: SetPatch,
   goal: SetGoal,
   timeoutMs: number | undefined,
   done: string,
 ): Promise<void> {
   const warnings = timeoutMs === undefined ? undefined : await WarningWatch.start(ctx, KIND_COCOONSET, name);
-  let cs = await ctx.client.patch<CocoonSet>(COCOONSETS, ctx.namespace, name, { spec });
+  let cs = await ctx.client.patch<CocoonSet>(COCOONSETS, ctx.namespace, name, {
+    ...(patch.annotations ? { metadata: { annotations: patch.annotations } } : {}),
+    spec: patch.spec,
+  });
   const generation = cs.metadata.generation ?? 0;
-  if (ctx.output === "table" || ctx.output === "wide") ctx.out(`cocoonset.cocoonstack.io/${name} ${done}`);
+  announce(ctx, COCOONSETS, name, done);
   if (warnings && timeoutMs !== undefined) {
     cs = (await waitUntil(ctx, setWait(ctx, name, generation, goal, warnings), timeoutMs)).cs;
   }

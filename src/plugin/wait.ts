@@ -5,7 +5,7 @@
 
 import { type ClusterEvent, objectEvents } from "./cluster.ts";
 import type { CommandContext } from "./command.ts";
-import { EXIT_FAILED, EXIT_TIMEOUT, PluginError } from "./errors.ts";
+import { EXIT_FAILED, EXIT_TIMEOUT, PluginError, UsageError } from "./errors.ts";
 import { type FlagSpec, type ParsedArgs, stringFlag } from "./flags.ts";
 import { formatDuration, humanDuration, parseDuration } from "./output.ts";
 
@@ -13,17 +13,41 @@ import { formatDuration, humanDuration, parseDuration } from "./output.ts";
 export const DEFAULT_WAIT_MS = 6 * 60_000;
 export const POLL_INTERVAL_MS = 1_000;
 
-export const WAIT_FLAG: FlagSpec = {
-  name: "wait",
-  kind: "optional",
-  value: "DURATION",
-  help: `wait until the operator has carried the change out (default ${formatDuration(DEFAULT_WAIT_MS)}); exit 3 if it reports failure, 4 on timeout`,
-};
+/** --wait, --wait=DURATION (or true, false) and kubectl's --timeout DURATION, which implies --wait. */
+export const WAIT_FLAGS: readonly FlagSpec[] = [
+  {
+    name: "wait",
+    kind: "optional",
+    value: "DURATION",
+    help: `wait until the operator has carried the change out (default ${formatDuration(DEFAULT_WAIT_MS)}); exit 3 if it reports failure, 4 on timeout`,
+  },
+  {
+    name: "timeout",
+    kind: "string",
+    value: "DURATION",
+    help: "how long --wait waits (kubectl's form of --wait=DURATION)",
+  },
+];
 
-/** The --wait timeout in ms; undefined when the flag is absent. */
+/** The --wait timeout in ms; undefined when the command does not wait. */
 export function waitTimeout(args: ParsedArgs): number | undefined {
-  if (!args.flags.has("wait")) return undefined;
-  const value = stringFlag(args, "wait");
+  const wait = args.flags.get("wait");
+  const timeout = stringFlag(args, "timeout");
+  if (wait === "false") {
+    if (timeout !== undefined)
+      throw new UsageError("--timeout is how long --wait waits, and --wait=false waits not");
+    return undefined;
+  }
+  if (wait === undefined && timeout === undefined) return undefined;
+  const dryRun = stringFlag(args, "dry-run");
+  if (dryRun !== undefined && dryRun !== "none") {
+    throw new UsageError("--wait and --dry-run do not go together: a dry run changes nothing to wait for");
+  }
+  const inline = typeof wait === "string" && wait !== "true" ? wait : undefined;
+  if (inline !== undefined && timeout !== undefined) {
+    throw new UsageError(`--wait=${inline} and --timeout ${timeout} both set the timeout: give one`);
+  }
+  const value = inline ?? timeout;
   return value === undefined ? DEFAULT_WAIT_MS : parseDuration(value);
 }
 

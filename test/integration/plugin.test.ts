@@ -122,7 +122,7 @@ describe("kubectl cocoon suspend / status / snapshots / resume", () => {
 
     const suspended = await cocoon(["suspend", "group", "--wait=120s"]);
     expectCode(suspended, EXIT_OK);
-    assert.equal(suspended.stdout, "cocoonset.cocoonstack.io/group suspended\n");
+    assert.equal(suspended.stdout, "cocoonset.cocoonset.cocoonstack.io/group suspended\n");
     const generation = (started.metadata.generation ?? 0) + 1;
     assert.match(suspended.stderr, new RegExp(`is Suspended \\(generation ${generation}\\)`));
     const cs = await getSet(env, ns, "group");
@@ -233,7 +233,10 @@ describe("kubectl cocoon hibernate / wake", () => {
     await running("group");
     const hibernated = await cocoon(["hibernate", "group-1", "--wait=120s"]);
     expectCode(hibernated, EXIT_OK);
-    assert.equal(hibernated.stdout, "cocoonhibernation.cocoonstack.io/group-1 created (desire Hibernate)\n");
+    assert.equal(
+      hibernated.stdout,
+      "cocoonhibernation.cocoonset.cocoonstack.io/group-1 created (desire Hibernate)\n",
+    );
     assert.match(hibernated.stderr, /pod "group-1" is Hibernated \(generation 1\)/);
 
     const woken = await cocoon(["wake", "group-1", "--wait=120s", "-o", "yaml"]);

@@ -3,7 +3,8 @@ import { ANN_LAST_ACTIVITY } from "../../idle/policy.ts";
 import { formatRFC3339 } from "../../rfc3339.ts";
 import { getSet } from "../cluster.ts";
 import type { Command } from "../command.ts";
-import { formatStructured } from "../output.ts";
+import { DRY_RUN_FLAG } from "../dryrun.ts";
+import { announce, formatStructured } from "../output.ts";
 
 export const touch: Command = {
   name: "touch",
@@ -11,7 +12,7 @@ export const touch: Command = {
   description: `Sets the annotation ${ANN_LAST_ACTIVITY} to the current time (RFC 3339, UTC) with a
 merge patch. The spec is untouched, so the generation does not change and nothing needs waiting for.`,
   positionals: [{ name: "SET", complete: "cocoonsets" }],
-  flags: [],
+  flags: [DRY_RUN_FLAG],
   examples: ["touch demo"],
   async run(ctx, args) {
     const [name = ""] = args.positionals;
@@ -21,6 +22,6 @@ merge patch. The spec is untouched, so the generation does not change and nothin
       metadata: { annotations: { [ANN_LAST_ACTIVITY]: stamp } },
     });
     if (ctx.output === "json" || ctx.output === "yaml") ctx.out(formatStructured(cs, ctx.output));
-    else ctx.out(`cocoonset.cocoonstack.io/${name} touched (${ANN_LAST_ACTIVITY}=${stamp})`);
+    else announce(ctx, COCOONSETS, name, `touched (${ANN_LAST_ACTIVITY}=${stamp})`);
   },
 };
