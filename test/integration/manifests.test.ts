@@ -183,7 +183,7 @@ describe("install manifests", () => {
     saKey = render("config/overlays/sa-key");
   });
 
-  it("config/default renders the namespace, the three CRDs, RBAC, the Deployment, its config and metrics Service", () => {
+  it("config/default renders the namespace, the three CRDs, RBAC, the Deployment, its config and metrics Service, the annotation policy", () => {
     const names = defaults.map((o) => `${o.kind}/${o.metadata.name}`).sort();
     assert.deepEqual(names, [
       "ClusterRole/cocoon-operator",
@@ -198,6 +198,8 @@ describe("install manifests", () => {
       "RoleBinding/cocoon-operator-leader-election",
       "Service/cocoon-operator-metrics",
       "ServiceAccount/cocoon-operator",
+      "ValidatingAdmissionPolicy/cocoonset-annotations.cocoonstack.io",
+      "ValidatingAdmissionPolicyBinding/cocoonset-annotations.cocoonstack.io",
     ]);
     for (const obj of defaults) {
       const namespaced = ![
@@ -205,6 +207,8 @@ describe("install manifests", () => {
         "CustomResourceDefinition",
         "ClusterRole",
         "ClusterRoleBinding",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
       ].includes(obj.kind);
       if (namespaced) assert.equal(obj.metadata.namespace, "cocoon-system", `${obj.kind} namespace`);
     }
