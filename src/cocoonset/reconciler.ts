@@ -6,7 +6,7 @@
 import type { BranchingDeps } from "../checkpoint/branch.ts";
 import { branchStep } from "../checkpoint/branch.ts";
 import type { Reconciler, Request, Result } from "../controller/reconciler.ts";
-import { idlePolicyStep, wakeForPolicyDeadline } from "../idle/step.ts";
+import { forgetPolicyDeadline, idlePolicyStep, wakeForPolicyDeadline } from "../idle/step.ts";
 import { classifyPods } from "../pass/classify.ts";
 import { Pass, type PassDeps, type Step } from "../pass/pass.ts";
 import { reconcileFailedMain } from "./steps/failed.ts";
@@ -68,6 +68,7 @@ export class CocoonSetReconciler implements Reconciler {
     if (!cs) {
       // Nothing is left to vouch for: a set deleted while suspended leaves no confirmation behind.
       this.deps.suspendConfirmations?.forget(`${req.namespace}/${req.name}`);
+      forgetPolicyDeadline(req.namespace, req.name);
       return {};
     }
     // 2. A set being deleted takes the teardown path only.

@@ -13,7 +13,9 @@ import { ANN_FROM_CHECKPOINT, ANN_KEEP_CHECKPOINTS } from "../../src/checkpoint/
 import {
   ANN_EXPIRE_ACTION,
   ANN_EXPIRE_AT,
+  ANN_EXPIRE_DELETE_GRACE,
   ANN_LAST_ACTIVITY,
+  ANN_NOTICE_BEFORE,
   ANN_PARKED_AT,
   ANN_SUSPEND_AFTER_IDLE,
 } from "../../src/idle/policy.ts";
@@ -95,6 +97,8 @@ describe("the annotation ValidatingAdmissionPolicy", () => {
       [ANN_EXPIRE_AT, "2026-02-31T18:00:00Z", /expire-at/],
       [ANN_EXPIRE_ACTION, "delete", /expire-action=delete: want Suspend or Delete/],
       [ANN_PARKED_AT, "now", /parked-at=now/],
+      [ANN_NOTICE_BEFORE, "-1m", /notice-before=-1m: want a Go duration of zero or more/],
+      [ANN_EXPIRE_DELETE_GRACE, "an hour", /expire-delete-grace=an hour: want a Go duration of zero or more/],
       [ANN_KEEP_CHECKPOINTS, "0", /keep-checkpoints=0: want a whole number/],
       [ANN_FROM_CHECKPOINT, "Not_A_Name", /from-checkpoint=Not_A_Name: want the name of a CocoonCheckpoint/],
       [ANN_RELEASE_UNTIL_RESUME, "always", /release-until-resume=always/],
@@ -119,6 +123,8 @@ describe("the annotation ValidatingAdmissionPolicy", () => {
       [ANN_EXPIRE_AT]: "2026-12-31T18:00:00.5+02:00",
       [ANN_EXPIRE_ACTION]: "Delete",
       [ANN_PARKED_AT]: "2026-12-01T09:33:47.123456789Z",
+      [ANN_NOTICE_BEFORE]: "0s",
+      [ANN_EXPIRE_DELETE_GRACE]: "90m",
       [ANN_KEEP_CHECKPOINTS]: "3",
       [ANN_FROM_CHECKPOINT]: "before-eval",
       [ANN_RELEASE_UNTIL_RESUME]: "",
