@@ -18,6 +18,7 @@ import { DEFAULT_LEASE_NAME, LeaderElector } from "./controller/leaderelection.t
 import { Manager } from "./controller/manager.ts";
 import { recordRestRequest } from "./controller/metrics.ts";
 import { setupHibernationController } from "./hibernation/setup.ts";
+import { ActivityLeases } from "./idle/activity.ts";
 import { createOperatorInformers, type OperatorInformers } from "./informers/informers.ts";
 import { log } from "./log.ts";
 import { SuspendConfirmations } from "./pass/suspendconfirmations.ts";
@@ -94,6 +95,7 @@ export function createOperator(config: OperatorConfig): Operator {
   const checkpoints = new CheckpointCatalog(client, { clock, namespace: config.watchNamespace });
   const checkpointRegistry = asCheckpointRegistry(registry);
   const suspendConfirmations = new SuspendConfirmations();
+  const activity = new ActivityLeases(client, { clock, namespace: config.watchNamespace });
   const cocoonSetController = setupCocoonSetController(manager, {
     client,
     informers,
@@ -101,6 +103,7 @@ export function createOperator(config: OperatorConfig): Operator {
     events,
     clock,
     suspendConfirmations,
+    activity,
     concurrency: config.cocoonSetConcurrency,
     ...(checkpointRegistry ? { branching: { checkpoints, registry: checkpointRegistry } } : {}),
   });

@@ -85,8 +85,8 @@ export class CocoonSetReconciler implements Reconciler {
       const outcome = await step(pass);
       if (!outcome.done) continue;
       if (outcome.phase) await writeStatus(pass, outcome.phase);
-      return wakeForPolicyDeadline(outcome.result, pass.cs, pass.deps.clock.now());
+      return wakeForPolicyDeadline(outcome.result, pass.cs, pass.deps.clock.now(), pass.deps.activity);
     }
-    return wakeForPolicyDeadline({}, pass.cs, pass.deps.clock.now());
+    return wakeForPolicyDeadline({}, pass.cs, pass.deps.clock.now(), pass.deps.activity);
   }
 }

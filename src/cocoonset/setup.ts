@@ -13,6 +13,7 @@ import type { EventRecorder } from "../controller/events.ts";
 import type { Manager } from "../controller/manager.ts";
 import { generationChangedOrStatusChanged, podRelevantChange } from "../controller/predicates.ts";
 import type { Request } from "../controller/reconciler.ts";
+import { type ActivityLeases, setOfLease } from "../idle/activity.ts";
 import { idlePolicyAnnotationsChanged } from "../idle/policy.ts";
 import type { OperatorInformers } from "../informers/informers.ts";
 import { type Logger, log } from "../log.ts";
@@ -40,6 +41,8 @@ export interface CocoonSetControllerOptions {
   expectations?: PodCreateExpectations;
   /** Suspends the gate confirmed; default a fresh one for this controller. */
   suspendConfirmations?: SuspendConfirmations;
+  /** The sets' activity Leases, watched: a renewal re-arms the set's idle deadline. */
+  activity?: ActivityLeases;
 }
 
 export function setupCocoonSetController(manager: Manager, options: CocoonSetControllerOptions): Controller {
@@ -63,6 +66,7 @@ export function setupCocoonSetController(manager: Manager, options: CocoonSetCon
     expectations,
     suspendConfirmations: options.suspendConfirmations ?? new SuspendConfirmations(),
     ...(options.branching ? { branching: options.branching } : {}),
+    ...(options.activity ? { activity: options.activity } : {}),
   });
   const controller = new Controller({
     name: COCOONSET_CONTROLLER,
@@ -76,6 +80,10 @@ export function setupCocoonSetController(manager: Manager, options: CocoonSetCon
   manager.addInformer(informers.cocoonSets);
   manager.addInformer(informers.pods);
   manager.addInformer(informers.hibernations);
+  if (options.activity) {
+    controller.watches(options.activity.informer, setOfLease);
+    manager.addInformer(options.activity.informer);
+  }
   manager.addController(controller);
   return controller;
 }

@@ -166,6 +166,7 @@ export class KubeClient implements Client, WatchClient {
   private readonly clock: Clock;
   private readonly counts = new Map<string, number>();
   private readonly listeners = new Set<(info: RequestInfo) => void>();
+  private lastServerDateMs: number | undefined;
   private agent: Agent | undefined;
   /** The client certificate the agent presents (exec plugins may rotate it). */
   private agentCert: string | undefined;
@@ -210,6 +211,14 @@ export class KubeClient implements Client, WatchClient {
   }
 
   /** Closes idle keep-alive connections (open watches end through their own signals). */
+  /**
+   * The API server's clock as of its last answer to a request/response call (its Date header, to the
+   * second); undefined before any answer.
+   */
+  serverDateMs(): number | undefined {
+    return this.lastServerDateMs;
+  }
+
   close(): void {
     this.agent?.destroy();
     this.agent = undefined;
@@ -399,6 +408,8 @@ export class KubeClient implements Client, WatchClient {
       } finally {
         req.setTimeout(0);
       }
+      const date = Date.parse(res.headers.date ?? "");
+      if (!Number.isNaN(date)) this.lastServerDateMs = date;
       const status = res.statusCode ?? 0;
       // client-go's checkWait: a 429 or 5xx carrying Retry-After is retried after that many seconds,
       // at most MAX_RETRY_AFTER_RETRIES times, before the error reaches the caller.

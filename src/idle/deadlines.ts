@@ -149,9 +149,23 @@ function idleSuspendAtMs(idle: IdleSuspendPolicy, startMs: number, nowMs: number
   return idleSinceMs(idle, startMs, nowMs) + idle.afterMs;
 }
 
+/**
+ * How far ahead of the operator's clock a reported use may be and still count (as now): clocks
+ * differ by a little. A stamp further ahead is clamped away (it counts as no use, and the step warns),
+ * so a stamp in the far future cannot keep a set from ever going idle.
+ */
+export const MAX_ACTIVITY_AHEAD_MS = 5 * 60_000;
+
+/** Whether a reported use is too far ahead of nowMs to count. */
+export function isFarFuture(activityMs: number, nowMs: number): boolean {
+  return activityMs > nowMs + MAX_ACTIVITY_AHEAD_MS;
+}
+
 function idleSinceMs(idle: IdleSuspendPolicy, startMs: number, nowMs: number): number {
-  const lastActivity = idle.lastActivityMs === undefined ? startMs : Math.min(idle.lastActivityMs, nowMs);
-  return Math.max(startMs, lastActivity);
+  const uses = [idle.lastActivityMs, idle.leaseRenewMs].filter(
+    (at): at is number => at !== undefined && !isFarFuture(at, nowMs),
+  );
+  return Math.max(startMs, ...uses.map((at) => Math.min(at, nowMs)));
 }
 
 export type IdleVerdict =

@@ -61,6 +61,8 @@ export interface IdleSuspendPolicy {
   after: string;
   /** The last-activity annotation, when present. */
   lastActivityMs?: number;
+  /** The renewal time of the set's activity Lease (activity.ts), when it has one. */
+  leaseRenewMs?: number;
 }
 
 export interface ExpiryPolicy {
@@ -81,7 +83,11 @@ export interface IdlePolicy {
   problems: string[];
 }
 
-export function readIdlePolicy(annotations: Readonly<Record<string, string>> | undefined): IdlePolicy {
+/** `leaseRenewMs`: the renewal of the set's activity Lease, another report of its last use. */
+export function readIdlePolicy(
+  annotations: Readonly<Record<string, string>> | undefined,
+  leaseRenewMs?: number,
+): IdlePolicy {
   const problems: string[] = [];
   const noticeBeforeMs = durationOrDefault(
     annotations,
@@ -106,6 +112,7 @@ export function readIdlePolicy(annotations: Readonly<Record<string, string>> | u
         afterMs: nsToMs(duration.ns),
         after: formatGoDuration(duration.ns),
         ...(lastActivityMs === undefined ? {} : { lastActivityMs }),
+        ...(leaseRenewMs === undefined ? {} : { leaseRenewMs }),
       };
     }
   }

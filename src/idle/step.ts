@@ -16,17 +16,40 @@ import {
   nextDeadlineTimestampSeconds,
   parkedDurationSeconds,
 } from "../metrics/cocoon.ts";
-import { CONTINUE, finish, type Pass, type Step, type StepOutcome } from "../pass/pass.ts";
+import {
+  type ActivitySource,
+  CONTINUE,
+  finish,
+  type Pass,
+  type Step,
+  type StepOutcome,
+} from "../pass/pass.ts";
 import { patchSetAnnotations, setEvent } from "../pass/writes.ts";
 import { formatRFC3339Nano, parseRFC3339 } from "../rfc3339.ts";
-import { dueNotices, idleVerdict, type Notice, nextActionAtMs, nextDeadlineInMs } from "./deadlines.ts";
+import { activityLeaseName } from "./activity.ts";
+import {
+  dueNotices,
+  idleVerdict,
+  isFarFuture,
+  MAX_ACTIVITY_AHEAD_MS,
+  type Notice,
+  nextActionAtMs,
+  nextDeadlineInMs,
+} from "./deadlines.ts";
 import { formatGoDuration, msToNs } from "./duration.ts";
-import { ANN_EXPIRE_AT, ANN_LAST_ACTIVITY, ANN_PARKED_AT, readIdlePolicy } from "./policy.ts";
+import {
+  ANN_EXPIRE_AT,
+  ANN_LAST_ACTIVITY,
+  ANN_PARKED_AT,
+  type IdleSuspendPolicy,
+  readIdlePolicy,
+} from "./policy.ts";
 
 export const REASON_IDLE_SUSPENDED = "IdleSuspended";
 export const REASON_EXPIRED = "Expired";
 export const REASON_IDLE_POLICY_INVALID = "IdlePolicyInvalid";
 export const REASON_EXPIRING_SOON = "ExpiringSoon";
+export const REASON_ACTIVITY_IN_FUTURE = "ActivityInFuture";
 export const REASON_IDLE_SUSPEND_SOON = "IdleSuspendSoon";
 
 /** A write refused because the set changed after the cache's copy: look again after this. */
@@ -42,8 +65,13 @@ export function idlePolicyStep(): Step {
  * for the deadline instead of polling. An immediate requeue stays as it is (its pass computes the
  * deadline again); a set without a pending deadline keeps its result.
  */
-export function wakeForPolicyDeadline(result: Result, cs: CocoonSet, now: number): Result {
-  const policy = readIdlePolicy(cs.metadata.annotations);
+export function wakeForPolicyDeadline(
+  result: Result,
+  cs: CocoonSet,
+  now: number,
+  activity: ActivitySource | undefined,
+): Result {
+  const policy = readIdlePolicy(cs.metadata.annotations, activity?.lastUseMs(cs));
   showNextAction(cs, nextActionAtMs(cs, policy, now));
   if (result.requeue && !result.requeueAfterMs) return result;
   const inMs = nextDeadlineInMs(cs, policy, now);
@@ -64,9 +92,14 @@ export function forgetPolicyDeadline(namespace: string, name: string): void {
 }
 
 async function applyIdlePolicy(pass: Pass): Promise<StepOutcome> {
-  const policy = readIdlePolicy(pass.cs.metadata.annotations);
+  const activity = pass.deps.activity;
+  const policy = readIdlePolicy(pass.cs.metadata.annotations, activity?.lastUseMs(pass.cs));
   for (const problem of policy.problems) setEvent(pass, "Warning", REASON_IDLE_POLICY_INVALID, problem);
   const now = pass.deps.clock.now();
+  if (policy.idle) {
+    await activity?.ensureReportable(pass.cs, pass.deps.client);
+    warnFarFuture(pass, policy.idle, now);
+  }
   for (const notice of dueNotices(pass.cs, policy, now)) giveNotice(pass, notice, now);
   await endParking(pass, now);
   const verdict = idleVerdict(pass.cs, policy, now);
@@ -108,6 +141,23 @@ async function applyIdlePolicy(pass: Pass): Promise<StepOutcome> {
   setEvent(pass, "Normal", REASON_EXPIRED, `${reached}: deleting`);
   // The deletion's own watch event starts the teardown pass.
   return finish();
+}
+
+/** A reported use too far ahead of the operator's clock counts as none (deadlines.ts): say so. */
+function warnFarFuture(pass: Pass, idle: IdleSuspendPolicy, now: number): void {
+  const reports: [string, number | undefined][] = [
+    [`the ${ANN_LAST_ACTIVITY} annotation`, idle.lastActivityMs],
+    [`the Lease ${activityLeaseName(pass.name)}`, idle.leaseRenewMs],
+  ];
+  for (const [where, at] of reports) {
+    if (at === undefined || !isFarFuture(at, now)) continue;
+    setEvent(
+      pass,
+      "Warning",
+      REASON_ACTIVITY_IN_FUTURE,
+      `${where} reports a use at ${formatRFC3339Nano(at)}, more than ${formatGoDuration(msToNs(MAX_ACTIVITY_AHEAD_MS))} ahead of the operator's clock: not counted; write the reporter's current time (kubectl cocoon touch uses the API server's)`,
+    );
+  }
 }
 
 /** The Warning a while before the policy acts (notice-before), so whoever uses the set can keep it. */

@@ -190,6 +190,7 @@ function commandContext(args: ParsedArgs, io: PluginIO): CommandContext {
     out: (text) => io.stdout(`${text}\n`),
     info: (text) => io.stderr(`${text}\n`),
     now: io.now,
+    serverNow: () => connection?.client.serverDateMs() ?? io.now(),
     sleep: io.sleep,
     registry() {
       registry ??= findRegistry(ctx, stringFlag(args, "registry"), io);

@@ -42,6 +42,11 @@ export interface CommandContext extends Output {
   /** --dry-run; `client` already answers writes without sending them. */
   dryRun: DryRun;
   now(): number;
+  /**
+   * The API server's time as of its last answer (to the second), else now(): a stamp others compare
+   * with the operator's clock is taken from the cluster, not from this machine.
+   */
+  serverNow(): number;
   sleep(ms: number): Promise<void>;
   /**
    * The snapshot registry: --registry, else the operator's own (operatorconfig.ts), else

@@ -36,6 +36,8 @@ export interface StatusOptions {
   phase?: CocoonSetPhase;
   /** RFC 3339 time stamped on a condition whose status changes. */
   now: string;
+  /** The set's last use reported beside its last-activity annotation (its activity Lease). */
+  lastUseMs?: number;
 }
 
 export function computeStatus(
@@ -73,7 +75,12 @@ export function computeStatus(
   // When the idle or expiry policy will act (docs/idle.md), computed by the policy's own room.
   Object.assign(
     status,
-    idleStatusFields(cs, readIdlePolicy(cs.metadata.annotations), phase, Date.parse(opts.now)),
+    idleStatusFields(
+      cs,
+      readIdlePolicy(cs.metadata.annotations, opts.lastUseMs),
+      phase,
+      Date.parse(opts.now),
+    ),
   );
   status.conditions = setStatusConditions(
     cs.status?.conditions ?? [],

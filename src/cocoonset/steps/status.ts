@@ -28,7 +28,12 @@ export async function writeStatus(
   phase: CocoonSetPhase | undefined = pass.phase,
 ): Promise<boolean> {
   const now = formatRFC3339(pass.deps.clock.now());
-  const next = computeStatus(pass.cs, pass.pods, { now, ...(phase ? { phase } : {}) });
+  const lastUseMs = pass.deps.activity?.lastUseMs(pass.cs);
+  const next = computeStatus(pass.cs, pass.pods, {
+    now,
+    ...(phase ? { phase } : {}),
+    ...(lastUseMs === undefined ? {} : { lastUseMs }),
+  });
   if (statusEqual(pass.cs.status, next)) return false;
   await patchSetStatus(pass, statusMergePatch(pass.cs.status, next), next);
   return true;

@@ -85,13 +85,24 @@ describe("idleVerdict: idle suspend", () => {
     assert.equal(verdictAt(cs, START + 30 * MIN).action, "idle-suspend");
   });
 
-  it("counts a last-activity in the future as now", () => {
+  it("counts a last-activity up to 5m ahead as now, and one further ahead as none", () => {
     const now = START + 40 * MIN;
-    const cs = runningSet({ ...idle30m, [ANN_LAST_ACTIVITY]: formatRFC3339Nano(now + 24 * 60 * MIN) });
+    const cs = runningSet({ ...idle30m, [ANN_LAST_ACTIVITY]: formatRFC3339Nano(now + 5 * MIN) });
     assert.deepEqual(verdictAt(cs, now), { action: "none" });
     assert.equal(deadlineAt(cs, now), 30 * MIN);
     const fields = idleStatusFields(cs, readIdlePolicy(cs.metadata.annotations), "Running", now);
     assert.equal(fields.idleSuspendAt, formatRFC3339Nano(now + 30 * MIN));
+    const far = runningSet({ ...idle30m, [ANN_LAST_ACTIVITY]: formatRFC3339Nano(now + 5 * MIN + 1) });
+    assert.equal(verdictAt(far, now).action, "idle-suspend");
+  });
+
+  it("takes the later of the annotation and the activity Lease's renewal", () => {
+    const now = START + 40 * MIN;
+    const cs = runningSet({ ...idle30m, [ANN_LAST_ACTIVITY]: formatRFC3339Nano(START + 5 * MIN) });
+    const withLease = readIdlePolicy(cs.metadata.annotations, START + 25 * MIN);
+    assert.equal(nextDeadlineInMs(cs, withLease, now), 15 * MIN);
+    assert.deepEqual(idleVerdict(cs, withLease, now), { action: "none" });
+    assert.equal(verdictAt(cs, now).action, "idle-suspend");
   });
 
   it("does nothing to a set not Running at its generation, already suspended, or being deleted", () => {

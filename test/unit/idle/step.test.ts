@@ -207,12 +207,31 @@ describe("idle suspend in the CocoonSet pass", () => {
     assert.equal(stored(h).spec.suspend, true);
   });
 
-  it("a future last-activity counts as now", async () => {
-    h.clock.advance(40 * MIN);
-    await annotateSet(h, { [ANN_LAST_ACTIVITY]: formatRFC3339Nano(START + 24 * 60 * MIN) });
+  it("a last-activity a little ahead (clock skew) counts as now", async () => {
+    h.clock.advance(20 * MIN);
+    await annotateSet(h, { [ANN_LAST_ACTIVITY]: formatRFC3339Nano(START + 22 * MIN) });
     assert.deepEqual(await reconcile(h), { requeueAfterMs: 30 * MIN });
     assert.equal(stored(h).spec.suspend, undefined);
-    assert.equal(stored(h).status?.idleSuspendAt, formatRFC3339Nano(START + 70 * MIN));
+    assert.equal(stored(h).status?.idleSuspendAt, formatRFC3339Nano(START + 50 * MIN));
+    assert.deepEqual(h.events.events, []);
+  });
+
+  it("a last-activity far in the future is not counted, with a Warning: the set still goes idle", async () => {
+    h.clock.advance(20 * MIN);
+    const farAhead = formatRFC3339Nano(START + 24 * 60 * MIN);
+    await annotateSet(h, { [ANN_LAST_ACTIVITY]: farAhead });
+    assert.deepEqual(await reconcile(h), { requeueAfterMs: 10 * MIN });
+    assert.deepEqual(h.events.events, [
+      {
+        object: SET,
+        type: "Warning",
+        reason: "ActivityInFuture",
+        message: `the cocoonset.cocoonstack.io/last-activity annotation reports a use at ${farAhead}, more than 5m0s ahead of the operator's clock: not counted; write the reporter's current time (kubectl cocoon touch uses the API server's)`,
+      },
+    ]);
+    h.clock.advance(10 * MIN);
+    await reconcile(h);
+    assert.equal(stored(h).spec.suspend, true);
   });
 
   it("a touch the cache had not shown yet refuses the patch: no suspend, a look again shortly", async () => {

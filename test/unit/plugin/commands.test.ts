@@ -332,6 +332,16 @@ describe("touch", () => {
     );
     assert.equal(ctx.fake.peek<CocoonSet>(COCOONSETS, "ns", "demo")?.metadata.generation, 1);
   });
+
+  it("stamps the API server's time, not this machine's", async () => {
+    const ctx = testContext();
+    seedSet(ctx);
+    ctx.serverNow = () => Date.parse("2026-05-14T15:30:00Z");
+    await run(ctx, touch, ["demo"]);
+    assert.deepEqual(ctx.stdout, [
+      "cocoonset.cocoonset.cocoonstack.io/demo touched (cocoonset.cocoonstack.io/last-activity=2026-05-14T15:30:00Z)",
+    ]);
+  });
 });
 
 describe("resume", () => {

@@ -37,6 +37,7 @@ export function testContext(
     out: (text) => stdout.push(text),
     info: (text) => stderr.push(text),
     now: () => now,
+    serverNow: () => now,
     sleep: async (ms) => {
       now += ms;
       ctx.onSleep(now - NOW);
