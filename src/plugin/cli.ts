@@ -27,7 +27,8 @@ export interface PluginIO {
   stderr(text: string): void;
   env: Readonly<Record<string, string | undefined>>;
   now(): number;
-  sleep(ms: number): Promise<void>;
+  /** Resolves after ms, or rejects once the signal aborts. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
 export const GLOBAL_FLAGS: readonly FlagSpec[] = [
@@ -192,6 +193,8 @@ function commandContext(args: ParsedArgs, io: PluginIO): CommandContext {
     now: io.now,
     serverNow: () => connection?.client.serverDateMs() ?? io.now(),
     sleep: io.sleep,
+    watchObject: (rt, name, signal) =>
+      connected().client.watch(rt, connected().namespace, { fieldSelector: `metadata.name=${name}`, signal }),
     registry() {
       registry ??= findRegistry(ctx, stringFlag(args, "registry"), io);
       return registry;

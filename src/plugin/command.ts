@@ -1,6 +1,7 @@
 // What a command is (one entry of the table in commands/index.ts) and what it is given to run.
 
 import type { Client } from "../controller/client.ts";
+import type { ResourceType } from "../controller/resources.ts";
 import type { RegistryClient } from "../registry/index.ts";
 import type { DryRun } from "./dryrun.ts";
 import type { CompletionKind, FlagSpec, ParsedArgs } from "./flags.ts";
@@ -47,7 +48,13 @@ export interface CommandContext extends Output {
    * with the operator's clock is taken from the cluster, not from this machine.
    */
   serverNow(): number;
-  sleep(ms: number): Promise<void>;
+  /** Resolves after ms, or rejects once the signal aborts. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+  /**
+   * The watch events of one object of the namespace, until the signal aborts; absent where there is
+   * no watch (the --wait loop then polls).
+   */
+  watchObject?(rt: ResourceType, name: string, signal: AbortSignal): AsyncIterable<unknown>;
   /**
    * The snapshot registry: --registry, else the operator's own (operatorconfig.ts), else
    * OCI_REGISTRY; undefined when none is found.

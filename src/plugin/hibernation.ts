@@ -109,7 +109,8 @@ export async function changeHibernation(
     const what = `pod "${podName}" to ${desire === "Hibernate" ? "hibernate" : "wake"}`;
     const judge = ({ current, pod }: Awaited<ReturnType<typeof read>>) =>
       judgeHibernation(current, pod, generation, desire);
-    ch = (await waitUntil(ctx, { what, read, judge, warnings }, timeoutMs)).current;
+    const watched = { rt: COCOONHIBERNATIONS, name };
+    ch = (await waitUntil(ctx, { what, watched, read, judge, warnings }, timeoutMs)).current;
   }
   if (ctx.output === "json" || ctx.output === "yaml") ctx.out(formatStructured(ch, ctx.output));
 }

@@ -352,8 +352,10 @@ describe("kubectl cocoon touch, flags and kubeconfig rules", () => {
       ["status", "group", "-o", "xml"],
       ["suspend", "group", "--wait=soon"],
       ["frobnicate"],
-      ["status"],
+      ["snapshots"],
       ["status", "a", "b"],
+      ["suspend", "group", "-l", "team=x"],
+      ["suspend", "group", "--wait=1m", "--timeout", "2m"],
     ]) {
       const bad = await cocoon(argv);
       expectCode(bad, EXIT_USAGE);
@@ -361,6 +363,35 @@ describe("kubectl cocoon touch, flags and kubeconfig rules", () => {
     }
     const noWrite = await getSet(env, ns, "group");
     assert.equal(noWrite.spec.suspend, false, "a bad --wait value stops suspend before its write");
+  });
+
+  it("lists sets by name for kubectl, and --dry-run=server has the API server admit a write it does not store", async () => {
+    const listed = await cocoon(["status", "-o", "name"]);
+    expectCode(listed, EXIT_OK);
+    const names = listed.stdout.trim().split("\n");
+    assert.ok(names.includes("cocoonset.cocoonset.cocoonstack.io/group"), listed.stdout);
+    // A line kubectl takes back.
+    const kubectl = join(controlPlaneBinDir(), "kubectl");
+    const got = await run(
+      kubectl,
+      ["-n", ns, "get", "cocoonset.cocoonset.cocoonstack.io/group", "-o", "name"],
+      {
+        ...pluginBaseEnv(),
+        PATH: process.env.PATH ?? "",
+      },
+    );
+    assert.equal(got.stdout, "cocoonset.cocoonset.cocoonstack.io/group\n");
+
+    const before = await getSet(env, ns, "group");
+    const dry = await cocoon(["suspend", "group", "--dry-run=server"]);
+    expectCode(dry, EXIT_OK);
+    assert.equal(dry.stdout, "cocoonset.cocoonset.cocoonstack.io/group suspended (server dry run)\n");
+    const after = await getSet(env, ns, "group");
+    assert.equal(after.metadata.resourceVersion, before.metadata.resourceVersion, "nothing stored");
+    const client = await cocoon(["migrate", "group", "--to", nodeB, "--dry-run=client"]);
+    expectCode(client, EXIT_OK);
+    assert.equal(client.stdout, `cocoonset.cocoonset.cocoonstack.io/group migrating to ${nodeB} (dry run)\n`);
+    assert.equal((await getSet(env, ns, "group")).metadata.resourceVersion, before.metadata.resourceVersion);
   });
 
   it("takes the namespace from the context, --kubeconfig over KUBECONFIG, and refuses an unknown --context", async () => {

@@ -74,6 +74,7 @@ copy fails or times out, the set is resumed all the same and the checkpoint is l
           ctx,
           {
             what: `cocooncheckpoint "${name}" to be Ready`,
+            watched: { rt: COCOONCHECKPOINTS, name },
             read,
             judge: (s) => judgeCheckpoint(s, name),
             warnings,
