@@ -11,14 +11,14 @@ import {
 import { asCheckpointRegistry, setsBranchingFrom, setupCheckpointController } from "./checkpoint/setup.ts";
 import type { Clock } from "./clock.ts";
 import { systemClock } from "./clock.ts";
-import { setupCocoonSetController } from "./cocoonset/setup.ts";
+import { setupCocoonSetController, watchActivity } from "./cocoonset/setup.ts";
 import { KubeClient, type KubeClientConfig } from "./controller/client.ts";
 import { KubeEventRecorder } from "./controller/events.ts";
 import { DEFAULT_LEASE_NAME, LeaderElector } from "./controller/leaderelection.ts";
 import { Manager } from "./controller/manager.ts";
 import { recordRestRequest } from "./controller/metrics.ts";
 import { setupHibernationController } from "./hibernation/setup.ts";
-import { ActivityLeases } from "./idle/activity.ts";
+import { ActivityLeases, mayListActivityLeases } from "./idle/activity.ts";
 import { createOperatorInformers, type OperatorInformers } from "./informers/informers.ts";
 import { log } from "./log.ts";
 import { SuspendConfirmations } from "./pass/suspendconfirmations.ts";
@@ -168,6 +168,16 @@ export function createOperator(config: OperatorConfig): Operator {
     });
   };
 
+  const startActivity = async (): Promise<void> => {
+    if (await mayListActivityLeases(client, config.watchNamespace)) {
+      watchActivity(manager, cocoonSetController, activity);
+      return;
+    }
+    log.warn(
+      "may not list Leases (coordination.k8s.io): idle sets are judged by their last-activity annotation only; apply config/rbac to read their activity Leases",
+    );
+  };
+
   return {
     manager,
     client,
@@ -176,6 +186,7 @@ export function createOperator(config: OperatorConfig): Operator {
     checkpoints,
     suspendConfirmations,
     async start(signal) {
+      await startActivity();
       await startCheckpoints(signal);
       await manager.start(signal);
     },

@@ -41,7 +41,7 @@ export interface CocoonSetControllerOptions {
   expectations?: PodCreateExpectations;
   /** Suspends the gate confirmed; default a fresh one for this controller. */
   suspendConfirmations?: SuspendConfirmations;
-  /** The sets' activity Leases, watched: a renewal re-arms the set's idle deadline. */
+  /** The sets' activity Leases; watchActivity() starts their watch once they may be listed. */
   activity?: ActivityLeases;
 }
 
@@ -80,12 +80,14 @@ export function setupCocoonSetController(manager: Manager, options: CocoonSetCon
   manager.addInformer(informers.cocoonSets);
   manager.addInformer(informers.pods);
   manager.addInformer(informers.hibernations);
-  if (options.activity) {
-    controller.watches(options.activity.informer, setOfLease);
-    manager.addInformer(options.activity.informer);
-  }
   manager.addController(controller);
   return controller;
+}
+
+/** Watches the activity Leases: a renewal runs the set's pass, which re-arms its idle deadline. */
+export function watchActivity(manager: Manager, controller: Controller, activity: ActivityLeases): void {
+  controller.watches(activity.informer, setOfLease);
+  manager.addInformer(activity.informer);
 }
 
 /**

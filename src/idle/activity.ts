@@ -10,7 +10,7 @@ import type { Clock } from "../clock.ts";
 import { LABEL_COCOONSET } from "../contract/keys.ts";
 import { createInformer, type Informer, stripManagedFields } from "../controller/cache.ts";
 import type { Client, WatchClient } from "../controller/client.ts";
-import { isAlreadyExists } from "../controller/errors.ts";
+import { ApiError, isAlreadyExists } from "../controller/errors.ts";
 import type { Request } from "../controller/reconciler.ts";
 import { LEASES } from "../controller/resources.ts";
 import type { ActivitySource } from "../pass/pass.ts";
@@ -49,6 +49,21 @@ export class ActivityLeases implements ActivitySource {
   async ensureReportable(cs: CocoonSet, client: Client): Promise<void> {
     if (!this.informer.hasSynced() || this.lease(cs)) return;
     await createActivityLease(client, cs);
+  }
+}
+
+/**
+ * One LIST of the labelled Leases: false when the operator may not (a ClusterRole from before
+ * activity Leases, 403), so it runs on the annotation alone instead of waiting for a cache that
+ * cannot sync. Anything else is thrown.
+ */
+export async function mayListActivityLeases(client: Client, namespace: string | undefined): Promise<boolean> {
+  try {
+    await client.list(LEASES, namespace, { labelSelector: LABEL_COCOONSET, limit: 1 });
+    return true;
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 403) return false;
+    throw err;
   }
 }
 

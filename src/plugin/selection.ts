@@ -1,12 +1,13 @@
 // Which sets a command acts on, as kubectl picks objects: one by name, or every set of the namespace
-// (of every namespace with -A, where the command allows it) whose labels match -l SELECTOR.
+// (of every namespace with -A, for `status`) whose labels match -l SELECTOR.
 
 import type { CocoonSet } from "../apis/v1/types.ts";
 import { COCOONSETS } from "../controller/resources.ts";
 import { getSet } from "./cluster.ts";
 import type { CommandContext } from "./command.ts";
 import { PluginError, UsageError } from "./errors.ts";
-import { booleanFlag, type FlagSpec, type ParsedArgs, stringFlag } from "./flags.ts";
+import type { FlagSpec, ParsedArgs } from "./flags.ts";
+import { stringFlag } from "./flags.ts";
 
 export const SELECTOR_FLAG: FlagSpec = {
   name: "selector",
@@ -50,7 +51,7 @@ export async function targetSets(ctx: CommandContext, args: ParsedArgs): Promise
   }
   if (name !== undefined) return [await getSet(ctx, name)];
   if (selector === undefined) throw new UsageError("needs SET or -l SELECTOR");
-  const sets = await listSets(ctx, selector, booleanFlag(args, "all-namespaces"));
+  const sets = await listSets(ctx, selector, false);
   if (sets.length === 0) {
     throw new PluginError(`no cocoonsets in namespace "${ctx.namespace}" match -l ${selector}`);
   }

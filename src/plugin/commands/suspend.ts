@@ -41,8 +41,10 @@ the command returns once the Suspended condition is True for this change.`,
     const release = booleanFlag(args, "release");
     const keep = booleanFlag(args, "keep-release");
     if (keep && !release) throw new PluginError("--keep-release goes with --release");
-    for (const cs of await targetSets(ctx, args)) {
-      if (release) refuseReleaseOfGroup(cs);
+    const sets = await targetSets(ctx, args);
+    // Every set checked before any is written: -l either suspends them all or none.
+    if (release) for (const cs of sets) refuseReleaseOfGroup(cs);
+    for (const cs of sets) {
       await changeSet(
         ctx,
         cs.metadata.name ?? "",
