@@ -576,3 +576,55 @@ describe("the registry, found without a flag", () => {
     });
   });
 });
+
+describe("--wait follows a watch", () => {
+  it("reads again on the set's watch event, without waiting out a poll interval", {
+    timeout: 5_000,
+  }, async () => {
+    const ctx = testContext();
+    seedSet(ctx);
+    const slept: number[] = [];
+    // Time stands still: only a watch event can wake the loop (a poll would sleep out its interval).
+    ctx.sleep = (ms, signal) =>
+      new Promise<void>((_, reject) => {
+        slept.push(ms);
+        signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
+      });
+    let emit: () => void = () => {};
+    ctx.watchObject = (rt, name, signal) => ({
+      async *[Symbol.asyncIterator]() {
+        assert.deepEqual([rt.plural, name], ["cocoonsets", "demo"]);
+        while (!signal.aborted) {
+          await new Promise<void>((resolve) => {
+            emit = resolve;
+          });
+          yield {};
+        }
+      },
+    });
+    const waiting = run(ctx, suspend, ["demo", "--wait"]);
+    await new Promise((done) => setTimeout(done, 20));
+    writeStatus(ctx, {
+      phase: "Suspended",
+      observedGeneration: 2,
+      readyAgents: 0,
+      desiredAgents: 1,
+      readyToolboxes: 0,
+      desiredToolboxes: 0,
+      conditions: [
+        {
+          type: "Suspended",
+          status: "True",
+          reason: "Suspended",
+          message: "",
+          observedGeneration: 2,
+          lastTransitionTime: "",
+        },
+      ],
+    });
+    emit();
+    await waiting;
+    assert.match(ctx.stderr.at(-1) ?? "", /cocoonset "demo" is Suspended \(generation 2\)/);
+    assert.deepEqual(slept, [5_000], "one watched read interval begun, never waited out");
+  });
+});
