@@ -1,6 +1,6 @@
 # The two commands a newcomer needs: `make run` and `make test`. Each does its own set-up.
 # `make help` lists every target (the text after `##`).
-.PHONY: all help deps lint build testenv test run sandbox-up sandbox-down import-crds bench
+.PHONY: all help deps lint build plugin testenv test run sandbox-up sandbox-down import-crds bench
 
 all: lint build test ## Lint (typecheck + biome), build dist/, then the full test suite
 
@@ -22,6 +22,15 @@ lint: deps ## Typecheck (tsc) and lint and format-check (biome)
 # dist/: the JavaScript compiled from src/ that the image and `npm start` run.
 build: deps ## Compile src/ to JavaScript in dist/ (what the image and npm start run)
 	npm run build
+
+# The kubectl-cocoon release in dist/plugin/: kubectl-cocoon.mjs (the bundle), the krew archive
+# kubectl-cocoon-$(PLUGIN_VERSION).tar.gz and cocoon.yaml (its krew manifest, with the archive's
+# sha256 and the uri $(PLUGIN_URI_BASE)/$(PLUGIN_VERSION)/kubectl-cocoon-$(PLUGIN_VERSION).tar.gz).
+# Both default to the package's version and the repository's releases (scripts/plugin.ts).
+PLUGIN_VERSION ?=
+PLUGIN_URI_BASE ?=
+plugin: deps ## Build the kubectl-cocoon bundle, krew archive and manifest into dist/plugin/
+	npm run plugin -- $(if $(PLUGIN_VERSION),--version $(PLUGIN_VERSION)) $(if $(PLUGIN_URI_BASE),--uri-base $(PLUGIN_URI_BASE))
 
 # kube-apiserver, kube-scheduler, kubectl and etcd built from Go modules (cached outside the tree).
 testenv: ## Build the test control plane binaries (cached in ~/.cache/cocoon-operator)

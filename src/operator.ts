@@ -11,13 +11,14 @@ import {
 import { asCheckpointRegistry, setsBranchingFrom, setupCheckpointController } from "./checkpoint/setup.ts";
 import type { Clock } from "./clock.ts";
 import { systemClock } from "./clock.ts";
-import { setupCocoonSetController } from "./cocoonset/setup.ts";
+import { setupCocoonSetController, watchActivity } from "./cocoonset/setup.ts";
 import { KubeClient, type KubeClientConfig } from "./controller/client.ts";
 import { KubeEventRecorder } from "./controller/events.ts";
 import { DEFAULT_LEASE_NAME, LeaderElector } from "./controller/leaderelection.ts";
 import { Manager } from "./controller/manager.ts";
 import { recordRestRequest } from "./controller/metrics.ts";
 import { setupHibernationController } from "./hibernation/setup.ts";
+import { ActivityLeases, mayListActivityLeases } from "./idle/activity.ts";
 import { createOperatorInformers, type OperatorInformers } from "./informers/informers.ts";
 import { log } from "./log.ts";
 import { SuspendConfirmations } from "./pass/suspendconfirmations.ts";
@@ -94,6 +95,7 @@ export function createOperator(config: OperatorConfig): Operator {
   const checkpoints = new CheckpointCatalog(client, { clock, namespace: config.watchNamespace });
   const checkpointRegistry = asCheckpointRegistry(registry);
   const suspendConfirmations = new SuspendConfirmations();
+  const activity = new ActivityLeases(client, { clock, namespace: config.watchNamespace });
   const cocoonSetController = setupCocoonSetController(manager, {
     client,
     informers,
@@ -101,6 +103,7 @@ export function createOperator(config: OperatorConfig): Operator {
     events,
     clock,
     suspendConfirmations,
+    activity,
     concurrency: config.cocoonSetConcurrency,
     ...(checkpointRegistry ? { branching: { checkpoints, registry: checkpointRegistry } } : {}),
   });
@@ -165,6 +168,16 @@ export function createOperator(config: OperatorConfig): Operator {
     });
   };
 
+  const startActivity = async (): Promise<void> => {
+    if (await mayListActivityLeases(client, config.watchNamespace)) {
+      watchActivity(manager, cocoonSetController, activity);
+      return;
+    }
+    log.warn(
+      "may not list Leases (coordination.k8s.io): idle sets are judged by their last-activity annotation only; apply config/rbac to read their activity Leases",
+    );
+  };
+
   return {
     manager,
     client,
@@ -173,6 +186,7 @@ export function createOperator(config: OperatorConfig): Operator {
     checkpoints,
     suspendConfirmations,
     async start(signal) {
+      await startActivity();
       await startCheckpoints(signal);
       await manager.start(signal);
     },

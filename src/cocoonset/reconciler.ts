@@ -6,7 +6,7 @@
 import type { BranchingDeps } from "../checkpoint/branch.ts";
 import { branchStep } from "../checkpoint/branch.ts";
 import type { Reconciler, Request, Result } from "../controller/reconciler.ts";
-import { idlePolicyStep, wakeForPolicyDeadline } from "../idle/step.ts";
+import { forgetPolicyDeadline, idlePolicyStep, wakeForPolicyDeadline } from "../idle/step.ts";
 import { classifyPods } from "../pass/classify.ts";
 import { Pass, type PassDeps, type Step } from "../pass/pass.ts";
 import { reconcileFailedMain } from "./steps/failed.ts";
@@ -72,6 +72,7 @@ export class CocoonSetReconciler implements Reconciler {
     if (!cs) {
       // Nothing is left to vouch for: a set deleted while suspended leaves no confirmation behind.
       this.deps.suspendConfirmations?.forget(`${req.namespace}/${req.name}`);
+      forgetPolicyDeadline(req.namespace, req.name);
       return {};
     }
     // 2. A set being deleted takes the teardown path only.
@@ -88,8 +89,8 @@ export class CocoonSetReconciler implements Reconciler {
       const outcome = await step(pass);
       if (!outcome.done) continue;
       if (outcome.phase) await writeStatus(pass, outcome.phase);
-      return wakeForPolicyDeadline(outcome.result, pass.cs, pass.deps.clock.now());
+      return wakeForPolicyDeadline(outcome.result, pass.cs, pass.deps.clock.now(), pass.deps.activity);
     }
-    return wakeForPolicyDeadline({}, pass.cs, pass.deps.clock.now());
+    return wakeForPolicyDeadline({}, pass.cs, pass.deps.clock.now(), pass.deps.activity);
   }
 }

@@ -14,6 +14,7 @@ import type { EventRecorder } from "../controller/events.ts";
 import type { Manager } from "../controller/manager.ts";
 import { generationChangedOrStatusChanged, podRelevantChange } from "../controller/predicates.ts";
 import type { Request } from "../controller/reconciler.ts";
+import { type ActivityLeases, setOfLease } from "../idle/activity.ts";
 import { idlePolicyAnnotationsChanged } from "../idle/policy.ts";
 import type { OperatorInformers } from "../informers/informers.ts";
 import { type Logger, log } from "../log.ts";
@@ -41,6 +42,8 @@ export interface CocoonSetControllerOptions {
   expectations?: PodCreateExpectations;
   /** Suspends the gate confirmed; default a fresh one for this controller. */
   suspendConfirmations?: SuspendConfirmations;
+  /** The sets' activity Leases; watchActivity() starts their watch once they may be listed. */
+  activity?: ActivityLeases;
 }
 
 export function setupCocoonSetController(manager: Manager, options: CocoonSetControllerOptions): Controller {
@@ -64,6 +67,7 @@ export function setupCocoonSetController(manager: Manager, options: CocoonSetCon
     expectations,
     suspendConfirmations: options.suspendConfirmations ?? new SuspendConfirmations(),
     ...(options.branching ? { branching: options.branching } : {}),
+    ...(options.activity ? { activity: options.activity } : {}),
   });
   const controller = new Controller({
     name: COCOONSET_CONTROLLER,
@@ -79,6 +83,12 @@ export function setupCocoonSetController(manager: Manager, options: CocoonSetCon
   manager.addInformer(informers.hibernations);
   manager.addController(controller);
   return controller;
+}
+
+/** Watches the activity Leases: a renewal runs the set's pass, which re-arms its idle deadline. */
+export function watchActivity(manager: Manager, controller: Controller, activity: ActivityLeases): void {
+  controller.watches(activity.informer, setOfLease);
+  manager.addInformer(activity.informer);
 }
 
 /**

@@ -53,11 +53,16 @@ export interface DeleteOptions {
 }
 
 /** Every read and write the reconcilers make; an in-memory fake of it serves unit tests. */
+export interface WriteOptions {
+  /** dryRun=All: the API server validates and admits the write (webhooks and policies included) and stores nothing. */
+  dryRun?: boolean;
+}
+
 export interface Client {
   /** Uncached read, straight from the API server. */
   get<T>(rt: ResourceType, namespace: string, name: string): Promise<T>;
   list<T>(rt: ResourceType, namespace: string | undefined, opts?: ListOptions<T>): Promise<ListResult<T>>;
-  create<T>(rt: ResourceType, namespace: string, obj: T): Promise<T>;
+  create<T>(rt: ResourceType, namespace: string, obj: T, opts?: WriteOptions): Promise<T>;
   update<T>(rt: ResourceType, obj: T & { metadata: { name?: string; namespace?: string } }): Promise<T>;
   /** JSON merge patch (application/merge-patch+json), on the object or its status subresource. */
   patch<T>(
@@ -65,7 +70,7 @@ export interface Client {
     namespace: string,
     name: string,
     mergePatch: unknown,
-    opts?: { subresource?: "status" },
+    opts?: { subresource?: "status" } & WriteOptions,
   ): Promise<T>;
   /** Throws NotFoundError when the object is already gone; callers decide whether that matters. */
   delete(rt: ResourceType, namespace: string, name: string, opts?: DeleteOptions): Promise<void>;
@@ -161,6 +166,7 @@ export class KubeClient implements Client, WatchClient {
   private readonly clock: Clock;
   private readonly counts = new Map<string, number>();
   private readonly listeners = new Set<(info: RequestInfo) => void>();
+  private lastServerDateMs: number | undefined;
   private agent: Agent | undefined;
   /** The client certificate the agent presents (exec plugins may rotate it). */
   private agentCert: string | undefined;
@@ -205,6 +211,14 @@ export class KubeClient implements Client, WatchClient {
   }
 
   /** Closes idle keep-alive connections (open watches end through their own signals). */
+  /**
+   * The API server's clock as of its last answer to a request/response call (its Date header, to the
+   * second); undefined before any answer.
+   */
+  serverDateMs(): number | undefined {
+    return this.lastServerDateMs;
+  }
+
   close(): void {
     this.agent?.destroy();
     this.agent = undefined;
@@ -241,8 +255,11 @@ export class KubeClient implements Client, WatchClient {
     return { items, resourceVersion };
   }
 
-  async create<T>(rt: ResourceType, namespace: string, obj: T): Promise<T> {
-    return (await this.json("POST", "create", rt, namespace, undefined, { body: obj })) as T;
+  async create<T>(rt: ResourceType, namespace: string, obj: T, opts: WriteOptions = {}): Promise<T> {
+    return (await this.json("POST", "create", rt, namespace, undefined, {
+      body: obj,
+      query: dryRunQuery(opts),
+    })) as T;
   }
 
   async update<T>(
@@ -259,12 +276,13 @@ export class KubeClient implements Client, WatchClient {
     namespace: string,
     name: string,
     mergePatch: unknown,
-    opts: { subresource?: "status" } = {},
+    opts: { subresource?: "status" } & WriteOptions = {},
   ): Promise<T> {
     return (await this.json("PATCH", "patch", rt, namespace, name, {
       body: mergePatch,
       contentType: "application/merge-patch+json",
       subresource: opts.subresource,
+      query: dryRunQuery(opts),
     })) as T;
   }
 
@@ -390,6 +408,8 @@ export class KubeClient implements Client, WatchClient {
       } finally {
         req.setTimeout(0);
       }
+      const date = Date.parse(res.headers.date ?? "");
+      if (!Number.isNaN(date)) this.lastServerDateMs = date;
       const status = res.statusCode ?? 0;
       // client-go's checkWait: a 429 or 5xx carrying Retry-After is retried after that many seconds,
       // at most MAX_RETRY_AFTER_RETRIES times, before the error reaches the caller.
@@ -566,4 +586,8 @@ function readBody(res: IncomingMessage): Promise<string> {
 export function watchErrorToApiError(status: unknown) {
   const s = (status ?? {}) as { code?: number; reason?: string; message?: string };
   return apiErrorFromStatus(s.code ?? 500, s.reason, s.message ?? "watch error");
+}
+
+function dryRunQuery(opts: WriteOptions): URLSearchParams | undefined {
+  return opts.dryRun ? new URLSearchParams({ dryRun: "All" }) : undefined;
 }

@@ -20,6 +20,10 @@ export interface IdleStatusFields {
   idleClockStart?: string;
   idleSuspendAt?: string;
   expireAt?: string;
+  /** When the ExpiringSoon notice for this expireAt was given: a Delete waits its grace from here. */
+  expiryNoticedAt?: string;
+  /** The idleSuspendAt whose IdleSuspendSoon notice was given. */
+  idleSuspendNoticedFor?: string;
 }
 
 /**
@@ -40,11 +44,97 @@ export function idleStatusFields(
     const start = stored === undefined || restartsIdleClock(cs, phase) ? nowMs : stored;
     fields.idleClockStart = formatRFC3339Nano(start);
     if (phase === "Running" && !cs.spec.suspend) {
-      fields.idleSuspendAt = formatRFC3339Nano(idleSuspendAtMs(policy.idle, start, nowMs));
+      const at = idleSuspendAtMs(policy.idle, start, nowMs);
+      fields.idleSuspendAt = formatRFC3339Nano(at);
+      // The pass that reaches the notice window gives the notice (notices()).
+      if (policy.noticeBeforeMs > 0 && nowMs >= at - policy.noticeBeforeMs) {
+        fields.idleSuspendNoticedFor = fields.idleSuspendAt;
+      }
     }
   }
-  if (policy.expiry) fields.expireAt = formatRFC3339Nano(policy.expiry.atMs);
+  if (policy.expiry) {
+    fields.expireAt = formatRFC3339Nano(policy.expiry.atMs);
+    const noticedAt = expiryNoticedAtMs(cs, policy.expiry);
+    if (noticedAt !== undefined) fields.expiryNoticedAt = formatRFC3339Nano(noticedAt);
+    else if (
+      pendingExpiry(cs, policy) &&
+      givesExpiryNotice(policy, policy.expiry) &&
+      nowMs >= policy.expiry.atMs - policy.noticeBeforeMs
+    ) {
+      fields.expiryNoticedAt = formatRFC3339Nano(nowMs);
+    }
+  }
   return fields;
+}
+
+/**
+ * Whether an expiry gives notice: with notice-before above zero, and always for a Delete with a grace,
+ * which counts from the notice.
+ */
+function givesExpiryNotice(policy: IdlePolicy, expiry: ExpiryPolicy): boolean {
+  return policy.noticeBeforeMs > 0 || (expiry.action === "Delete" && expiry.deleteGraceMs > 0);
+}
+
+/** When the last status says the notice of this very expiry was given; undefined when it was not. */
+function expiryNoticedAtMs(cs: CocoonSet, expiry: ExpiryPolicy): number | undefined {
+  if (cs.status?.expireAt === undefined || parseRFC3339(cs.status.expireAt) !== expiry.atMs) return undefined;
+  return parseRFC3339(cs.status.expiryNoticedAt);
+}
+
+/**
+ * When an expire-action Delete deletes: at expire-at, and no sooner than the grace after its notice
+ * (not yet given: it is given now, or at the start of its window, whichever is later).
+ */
+function expiryDeleteAtMs(cs: CocoonSet, policy: IdlePolicy, expiry: ExpiryPolicy, nowMs: number): number {
+  const noticedAt = expiryNoticedAtMs(cs, expiry) ?? Math.max(nowMs, expiry.atMs - policy.noticeBeforeMs);
+  return Math.max(expiry.atMs, noticedAt + expiry.deleteGraceMs);
+}
+
+/** When the expiry acts: expire-at for a Suspend, later for a Delete within its grace. */
+function expiryActsAtMs(cs: CocoonSet, policy: IdlePolicy, expiry: ExpiryPolicy, nowMs: number): number {
+  return expiry.action === "Delete" ? expiryDeleteAtMs(cs, policy, expiry, nowMs) : expiry.atMs;
+}
+
+export type Notice =
+  | { kind: "expiry"; expiry: ExpiryPolicy; actsAtMs: number }
+  | { kind: "idle-suspend"; idle: IdleSuspendPolicy; atMs: number };
+
+/**
+ * The Warning notices due at nowMs that the last status does not record as given: an expiry within
+ * notice-before of its time (or already past it), an idle suspend within notice-before of it.
+ */
+export function dueNotices(cs: CocoonSet, policy: IdlePolicy, nowMs: number): Notice[] {
+  if (cs.metadata.deletionTimestamp) return [];
+  const out: Notice[] = [];
+  const expiry = pendingExpiry(cs, policy);
+  if (
+    expiry &&
+    givesExpiryNotice(policy, expiry) &&
+    nowMs >= expiry.atMs - policy.noticeBeforeMs &&
+    expiryNoticedAtMs(cs, expiry) === undefined
+  ) {
+    out.push({ kind: "expiry", expiry, actsAtMs: expiryActsAtMs(cs, policy, expiry, nowMs) });
+  }
+  const idle = armedIdle(cs, policy);
+  if (idle && policy.noticeBeforeMs > 0) {
+    const at = idleSuspendAtMs(idle.policy, idle.startMs, nowMs);
+    const noticed = cs.status?.idleSuspendNoticedFor;
+    if (nowMs >= at - policy.noticeBeforeMs && nowMs < at && parseRFC3339(noticed) !== at) {
+      out.push({ kind: "idle-suspend", idle: idle.policy, atMs: at });
+    }
+  }
+  return out;
+}
+
+/** The time of the next thing the policy does to the set (a suspend or a delete), for the gauge. */
+export function nextActionAtMs(cs: CocoonSet, policy: IdlePolicy, nowMs: number): number | undefined {
+  if (cs.metadata.deletionTimestamp) return undefined;
+  const times: number[] = [];
+  const expiry = pendingExpiry(cs, policy);
+  if (expiry) times.push(expiryActsAtMs(cs, policy, expiry, nowMs));
+  const idle = armedIdle(cs, policy);
+  if (idle) times.push(idleSuspendAtMs(idle.policy, idle.startMs, nowMs));
+  return times.length === 0 ? undefined : Math.min(...times);
 }
 
 /** A status for a generation the last status did not see, or the first Running one, restarts the clock. */
@@ -59,9 +149,23 @@ function idleSuspendAtMs(idle: IdleSuspendPolicy, startMs: number, nowMs: number
   return idleSinceMs(idle, startMs, nowMs) + idle.afterMs;
 }
 
+/**
+ * How far ahead of the operator's clock a reported use may be and still count (as now): clocks
+ * differ by a little. A stamp further ahead is clamped away (it counts as no use, and the step warns),
+ * so a stamp in the far future cannot keep a set from ever going idle.
+ */
+export const MAX_ACTIVITY_AHEAD_MS = 5 * 60_000;
+
+/** Whether a reported use is too far ahead of nowMs to count. */
+export function isFarFuture(activityMs: number, nowMs: number): boolean {
+  return activityMs > nowMs + MAX_ACTIVITY_AHEAD_MS;
+}
+
 function idleSinceMs(idle: IdleSuspendPolicy, startMs: number, nowMs: number): number {
-  const lastActivity = idle.lastActivityMs === undefined ? startMs : Math.min(idle.lastActivityMs, nowMs);
-  return Math.max(startMs, lastActivity);
+  const uses = [idle.lastActivityMs, idle.leaseRenewMs].filter(
+    (at): at is number => at !== undefined && !isFarFuture(at, nowMs),
+  );
+  return Math.max(startMs, ...uses.map((at) => Math.min(at, nowMs)));
 }
 
 export type IdleVerdict =
@@ -75,7 +179,7 @@ const NONE: IdleVerdict = { action: "none" };
 export function idleVerdict(cs: CocoonSet, policy: IdlePolicy, nowMs: number): IdleVerdict {
   if (cs.metadata.deletionTimestamp) return NONE;
   const expiry = pendingExpiry(cs, policy);
-  if (expiry && nowMs >= expiry.atMs) return { action: "expire", expiry };
+  if (expiry && nowMs >= expiryActsAtMs(cs, policy, expiry, nowMs)) return { action: "expire", expiry };
   const idle = armedIdle(cs, policy);
   if (idle && nowMs >= idleSuspendAtMs(idle.policy, idle.startMs, nowMs)) {
     return {
@@ -102,9 +206,13 @@ export function nextDeadlineInMs(cs: CocoonSet, policy: IdlePolicy, nowMs: numbe
   if (cs.metadata.deletionTimestamp) return undefined;
   const deadlines: number[] = [];
   const expiry = pendingExpiry(cs, policy);
-  if (expiry) deadlines.push(expiry.atMs);
+  if (expiry) deadlines.push(expiry.atMs - policy.noticeBeforeMs, expiryActsAtMs(cs, policy, expiry, nowMs));
   const idle = armedIdle(cs, policy);
-  if (idle) deadlines.push(idleSuspendAtMs(idle.policy, idle.startMs, nowMs));
+  if (idle) {
+    const at = idleSuspendAtMs(idle.policy, idle.startMs, nowMs);
+    deadlines.push(at);
+    if (policy.noticeBeforeMs > 0) deadlines.push(at - policy.noticeBeforeMs);
+  }
   const ahead = deadlines.filter((at) => at > nowMs);
   return ahead.length === 0
     ? undefined

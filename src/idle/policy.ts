@@ -4,7 +4,7 @@
 // delete on a typo).
 
 import { parseRFC3339 } from "../rfc3339.ts";
-import { type DurationParse, formatGoDuration, nsToMs, parseGoDuration } from "./duration.ts";
+import { type DurationParse, formatGoDuration, msToNs, nsToMs, parseGoDuration } from "./duration.ts";
 
 /** Go duration: a Running set idle this long is suspended. */
 export const ANN_SUSPEND_AFTER_IDLE = "cocoonset.cocoonstack.io/suspend-after-idle";
@@ -14,6 +14,15 @@ export const ANN_LAST_ACTIVITY = "cocoonset.cocoonstack.io/last-activity";
 export const ANN_EXPIRE_AT = "cocoonset.cocoonstack.io/expire-at";
 /** Suspend (default) or Delete: what expiry does. */
 export const ANN_EXPIRE_ACTION = "cocoonset.cocoonstack.io/expire-action";
+/** Go duration (0 turns the notice off): how long before a suspend or an expiry its Warning comes. */
+export const ANN_NOTICE_BEFORE = "cocoonset.cocoonstack.io/notice-before";
+/**
+ * Go duration: an expire-action Delete deletes no sooner than this after its ExpiringSoon notice,
+ * so an expire-at already past when it is written does not delete the set at once.
+ */
+export const ANN_EXPIRE_DELETE_GRACE = "cocoonset.cocoonstack.io/expire-delete-grace";
+export const DEFAULT_NOTICE_BEFORE_MS = 10 * 60_000;
+export const DEFAULT_EXPIRE_DELETE_GRACE_MS = 60 * 60_000;
 /**
  * RFC 3339, written by the operator with the spec.suspend it sets for idleness or expiry, and removed
  * once the set is resumed: the start of the time parked, durable across operator restarts.
@@ -26,7 +35,13 @@ export const ANN_PARKED_AT = "cocoonset.cocoonstack.io/parked-at";
  * last-activity is not among them: a touch only postpones, and the pass already armed for the old
  * deadline reads it.
  */
-const POLICY_ANNOTATIONS = [ANN_SUSPEND_AFTER_IDLE, ANN_EXPIRE_AT, ANN_EXPIRE_ACTION] as const;
+const POLICY_ANNOTATIONS = [
+  ANN_SUSPEND_AFTER_IDLE,
+  ANN_EXPIRE_AT,
+  ANN_EXPIRE_ACTION,
+  ANN_NOTICE_BEFORE,
+  ANN_EXPIRE_DELETE_GRACE,
+] as const;
 
 export function idlePolicyAnnotationsChanged(
   oldAnnotations: Readonly<Record<string, string>> | undefined,
@@ -46,11 +61,15 @@ export interface IdleSuspendPolicy {
   after: string;
   /** The last-activity annotation, when present. */
   lastActivityMs?: number;
+  /** The renewal time of the set's activity Lease (activity.ts), when it has one. */
+  leaseRenewMs?: number;
 }
 
 export interface ExpiryPolicy {
   atMs: number;
   action: ExpireAction;
+  /** Delete only: the least time from the ExpiringSoon notice to the delete. */
+  deleteGraceMs: number;
 }
 
 export interface IdlePolicy {
@@ -58,13 +77,25 @@ export interface IdlePolicy {
   idle?: IdleSuspendPolicy;
   /** Absent when expire-at is absent or expire-at or expire-action is bad. */
   expiry?: ExpiryPolicy;
+  /** How long before a deadline its Warning event comes; 0: none. */
+  noticeBeforeMs: number;
   /** For each part of the policy a bad value turns off, a message naming the value and the part. */
   problems: string[];
 }
 
-export function readIdlePolicy(annotations: Readonly<Record<string, string>> | undefined): IdlePolicy {
+/** `leaseRenewMs`: the renewal of the set's activity Lease, another report of its last use. */
+export function readIdlePolicy(
+  annotations: Readonly<Record<string, string>> | undefined,
+  leaseRenewMs?: number,
+): IdlePolicy {
   const problems: string[] = [];
-  const policy: IdlePolicy = { problems };
+  const noticeBeforeMs = durationOrDefault(
+    annotations,
+    ANN_NOTICE_BEFORE,
+    DEFAULT_NOTICE_BEFORE_MS,
+    problems,
+  );
+  const policy: IdlePolicy = { noticeBeforeMs, problems };
   const after = annotations?.[ANN_SUSPEND_AFTER_IDLE];
   if (after !== undefined) {
     const duration = positiveDuration(after);
@@ -81,6 +112,7 @@ export function readIdlePolicy(annotations: Readonly<Record<string, string>> | u
         afterMs: nsToMs(duration.ns),
         after: formatGoDuration(duration.ns),
         ...(lastActivityMs === undefined ? {} : { lastActivityMs }),
+        ...(leaseRenewMs === undefined ? {} : { leaseRenewMs }),
       };
     }
   }
@@ -95,7 +127,13 @@ export function readIdlePolicy(annotations: Readonly<Record<string, string>> | u
         `${ANN_EXPIRE_ACTION}=${JSON.stringify(action)} is not one of ${EXPIRE_ACTIONS.join(", ")}; expiry is off`,
       );
     } else {
-      policy.expiry = { atMs, action: action ?? DEFAULT_EXPIRE_ACTION };
+      const deleteGraceMs = durationOrDefault(
+        annotations,
+        ANN_EXPIRE_DELETE_GRACE,
+        DEFAULT_EXPIRE_DELETE_GRACE_MS,
+        problems,
+      );
+      policy.expiry = { atMs, action: action ?? DEFAULT_EXPIRE_ACTION, deleteGraceMs };
     }
   }
   return policy;
@@ -103,6 +141,27 @@ export function readIdlePolicy(annotations: Readonly<Record<string, string>> | u
 
 function isExpireAction(value: string): value is ExpireAction {
   return (EXPIRE_ACTIONS as readonly string[]).includes(value);
+}
+
+/**
+ * A Go duration of zero or more in ms, or the default when the annotation is absent or bad (a bad
+ * value only loses its setting: the notice and the grace stay at their defaults, never shorter).
+ */
+function durationOrDefault(
+  annotations: Readonly<Record<string, string>> | undefined,
+  key: string,
+  defaultMs: number,
+  problems: string[],
+): number {
+  const text = annotations?.[key];
+  if (text === undefined) return defaultMs;
+  const parsed = parseGoDuration(text);
+  const why = !parsed.ok ? parsed.error : parsed.ns < 0n ? "the duration must not be negative" : undefined;
+  if (why === undefined && parsed.ok) return nsToMs(parsed.ns);
+  problems.push(
+    `${key}=${JSON.stringify(text)}: ${why}; using the default ${formatGoDuration(msToNs(defaultMs))}`,
+  );
+  return defaultMs;
 }
 
 /** A Go duration above zero, or why not. */

@@ -10,17 +10,47 @@ import type { CocoonSet } from "../apis/v1/types.ts";
 import { isConflict, isNotFound } from "../controller/errors.ts";
 import type { Result } from "../controller/reconciler.ts";
 import { COCOONSETS } from "../controller/resources.ts";
-import { expiredTotal, idleSuspendTotal, parkedDurationSeconds } from "../metrics/cocoon.ts";
-import { CONTINUE, finish, type Pass, type Step, type StepOutcome } from "../pass/pass.ts";
+import {
+  expiredTotal,
+  idleSuspendTotal,
+  nextDeadlineTimestampSeconds,
+  parkedDurationSeconds,
+} from "../metrics/cocoon.ts";
+import {
+  type ActivitySource,
+  CONTINUE,
+  finish,
+  type Pass,
+  type Step,
+  type StepOutcome,
+} from "../pass/pass.ts";
 import { patchSetAnnotations, setEvent } from "../pass/writes.ts";
 import { formatRFC3339Nano, parseRFC3339 } from "../rfc3339.ts";
-import { idleVerdict, nextDeadlineInMs } from "./deadlines.ts";
+import { activityLeaseName } from "./activity.ts";
+import {
+  dueNotices,
+  idleVerdict,
+  isFarFuture,
+  MAX_ACTIVITY_AHEAD_MS,
+  type Notice,
+  nextActionAtMs,
+  nextDeadlineInMs,
+} from "./deadlines.ts";
 import { formatGoDuration, msToNs } from "./duration.ts";
-import { ANN_PARKED_AT, readIdlePolicy } from "./policy.ts";
+import {
+  ANN_EXPIRE_AT,
+  ANN_LAST_ACTIVITY,
+  ANN_PARKED_AT,
+  type IdleSuspendPolicy,
+  readIdlePolicy,
+} from "./policy.ts";
 
 export const REASON_IDLE_SUSPENDED = "IdleSuspended";
 export const REASON_EXPIRED = "Expired";
 export const REASON_IDLE_POLICY_INVALID = "IdlePolicyInvalid";
+export const REASON_EXPIRING_SOON = "ExpiringSoon";
+export const REASON_ACTIVITY_IN_FUTURE = "ActivityInFuture";
+export const REASON_IDLE_SUSPEND_SOON = "IdleSuspendSoon";
 
 /** A write refused because the set changed after the cache's copy: look again after this. */
 export const STALE_SET_RETRY_MS = 1_000;
@@ -35,17 +65,42 @@ export function idlePolicyStep(): Step {
  * for the deadline instead of polling. An immediate requeue stays as it is (its pass computes the
  * deadline again); a set without a pending deadline keeps its result.
  */
-export function wakeForPolicyDeadline(result: Result, cs: CocoonSet, now: number): Result {
+export function wakeForPolicyDeadline(
+  result: Result,
+  cs: CocoonSet,
+  now: number,
+  activity: ActivitySource | undefined,
+): Result {
+  const policy = readIdlePolicy(cs.metadata.annotations, activity?.lastUseMs(cs));
+  showNextAction(cs, nextActionAtMs(cs, policy, now));
   if (result.requeue && !result.requeueAfterMs) return result;
-  const inMs = nextDeadlineInMs(cs, readIdlePolicy(cs.metadata.annotations), now);
+  const inMs = nextDeadlineInMs(cs, policy, now);
   if (inMs === undefined) return result;
   return { ...result, requeueAfterMs: Math.min(result.requeueAfterMs || inMs, inMs) };
 }
 
+/** The gauge of the set's next policy action; the set's series goes when there is none. */
+function showNextAction(cs: CocoonSet, atMs: number | undefined): void {
+  const labels = { namespace: cs.metadata.namespace ?? "", cocoonset: cs.metadata.name ?? "" };
+  if (atMs === undefined) nextDeadlineTimestampSeconds.remove(labels);
+  else nextDeadlineTimestampSeconds.set(labels, atMs / 1000);
+}
+
+/** A set that is gone has no next deadline. */
+export function forgetPolicyDeadline(namespace: string, name: string): void {
+  nextDeadlineTimestampSeconds.remove({ namespace, cocoonset: name });
+}
+
 async function applyIdlePolicy(pass: Pass): Promise<StepOutcome> {
-  const policy = readIdlePolicy(pass.cs.metadata.annotations);
+  const activity = pass.deps.activity;
+  const policy = readIdlePolicy(pass.cs.metadata.annotations, activity?.lastUseMs(pass.cs));
   for (const problem of policy.problems) setEvent(pass, "Warning", REASON_IDLE_POLICY_INVALID, problem);
   const now = pass.deps.clock.now();
+  if (policy.idle) {
+    await activity?.ensureReportable(pass.cs, pass.deps.client);
+    warnFarFuture(pass, policy.idle, now);
+  }
+  for (const notice of dueNotices(pass.cs, policy, now)) giveNotice(pass, notice, now);
   await endParking(pass, now);
   const verdict = idleVerdict(pass.cs, policy, now);
   if (verdict.action === "none") return CONTINUE;
@@ -86,6 +141,45 @@ async function applyIdlePolicy(pass: Pass): Promise<StepOutcome> {
   setEvent(pass, "Normal", REASON_EXPIRED, `${reached}: deleting`);
   // The deletion's own watch event starts the teardown pass.
   return finish();
+}
+
+/** A reported use too far ahead of the operator's clock counts as none (deadlines.ts): say so. */
+function warnFarFuture(pass: Pass, idle: IdleSuspendPolicy, now: number): void {
+  const reports: [string, number | undefined][] = [
+    [`the ${ANN_LAST_ACTIVITY} annotation`, idle.lastActivityMs],
+    [`the Lease ${activityLeaseName(pass.name)}`, idle.leaseRenewMs],
+  ];
+  for (const [where, at] of reports) {
+    if (at === undefined || !isFarFuture(at, now)) continue;
+    setEvent(
+      pass,
+      "Warning",
+      REASON_ACTIVITY_IN_FUTURE,
+      `${where} reports a use at ${formatRFC3339Nano(at)}, more than ${formatGoDuration(msToNs(MAX_ACTIVITY_AHEAD_MS))} ahead of the operator's clock: not counted; write the reporter's current time (kubectl cocoon touch uses the API server's)`,
+    );
+  }
+}
+
+/** The Warning a while before the policy acts (notice-before), so whoever uses the set can keep it. */
+function giveNotice(pass: Pass, notice: Notice, now: number): void {
+  const when = (atMs: number) =>
+    `${formatRFC3339Nano(atMs)} (in ${formatGoDuration(msToNs(Math.max(0, Math.ceil((atMs - now) / 1000) * 1000)))})`;
+  if (notice.kind === "idle-suspend") {
+    setEvent(
+      pass,
+      "Warning",
+      REASON_IDLE_SUSPEND_SOON,
+      `idle (suspend-after-idle ${notice.idle.after}): suspending at ${when(notice.atMs)} unless it is used; record a use with kubectl cocoon touch ${pass.name} or the ${ANN_LAST_ACTIVITY} annotation`,
+    );
+    return;
+  }
+  const { expiry } = notice;
+  const expireAt = `expire-at ${formatRFC3339Nano(expiry.atMs)}`;
+  const message =
+    expiry.action === "Delete"
+      ? `${expireAt}: deleting the set at ${when(notice.actsAtMs)}, no sooner than expire-delete-grace ${formatGoDuration(msToNs(expiry.deleteGraceMs))} after this notice`
+      : `${expireAt}: suspending the set at ${when(notice.actsAtMs)}`;
+  setEvent(pass, "Warning", REASON_EXPIRING_SOON, `${message}; move or remove ${ANN_EXPIRE_AT} to keep it`);
 }
 
 /**

@@ -3,7 +3,7 @@
 // namespace and cocoonset, as upstream.
 
 import { metricsRegistry } from "../controller/metrics.ts";
-import { Counter, Histogram } from "../controller/prom.ts";
+import { Counter, Gauge, Histogram } from "../controller/prom.ts";
 
 const SET_LABELS = ["namespace", "cocoonset"] as const;
 /** Phase-duration buckets of the Go operator: 10 s … 30 min. */
@@ -72,6 +72,12 @@ export const expiredTotal = counter(
   "Sets that reached their expire-at, by the expire-action taken (Suspend or Delete).",
   [...SET_LABELS, "action"] as const,
 );
+export const nextDeadlineTimestampSeconds = new Gauge({
+  name: "cocoon_operator_idle_next_deadline_timestamp_seconds",
+  help: "When the idle or expiry policy next suspends or deletes the set (Unix time); absent when it will not.",
+  labelNames: SET_LABELS,
+  registers: [metricsRegistry],
+});
 /** Parked durations: a minute … a week. */
 const PARKED_BUCKETS = [60, 600, 3600, 4 * 3600, 24 * 3600, 7 * 24 * 3600];
 export const parkedDurationSeconds = new Histogram({

@@ -57,6 +57,16 @@ export interface PassDeps {
    * Suspended set is not probed again. Absent: every gate pass probes the registry.
    */
   suspendConfirmations?: SuspendConfirmations;
+  /** Reports of the sets' use beside their last-activity annotation. Absent: the annotation only. */
+  activity?: ActivitySource;
+}
+
+/** Where else a set's use is reported (src/idle/activity.ts: a Lease per set). */
+export interface ActivitySource {
+  /** The last use reported for the set, undefined when none is (or the source is not synced). */
+  lastUseMs(cs: CocoonSet): number | undefined;
+  /** Makes the set reportable (creates its Lease) once the source knows it is not yet. */
+  ensureReportable(cs: CocoonSet, client: Client): Promise<void>;
 }
 
 /**

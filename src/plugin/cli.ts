@@ -8,6 +8,7 @@ import type { Command, CommandContext } from "./command.ts";
 import { COMMANDS } from "./commands/index.ts";
 import { COMPLETION_SHELLS, complete, completionScript } from "./completion.ts";
 import { type Connection, connect, loadKubeconfig } from "./connect.ts";
+import { dryRunClient, parseDryRun } from "./dryrun.ts";
 import { EXIT_ERROR, EXIT_OK, PluginError, UsageError } from "./errors.ts";
 import {
   booleanFlag,
@@ -18,6 +19,7 @@ import {
   positionalWords,
   stringFlag,
 } from "./flags.ts";
+import { operatorRegistry } from "./operatorconfig.ts";
 import { parseOutputFormat } from "./output.ts";
 
 export interface PluginIO {
@@ -25,7 +27,8 @@ export interface PluginIO {
   stderr(text: string): void;
   env: Readonly<Record<string, string | undefined>>;
   now(): number;
-  sleep(ms: number): Promise<void>;
+  /** Resolves after ms, or rejects once the signal aborts. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
 export const GLOBAL_FLAGS: readonly FlagSpec[] = [
@@ -63,7 +66,7 @@ export const GLOBAL_FLAGS: readonly FlagSpec[] = [
     name: "registry",
     kind: "string",
     value: "HOST[/PATH]",
-    help: "the operator's snapshot registry (default: OCI_REGISTRY)",
+    help: "the operator's snapshot registry (default: the operator's own, from its Deployment in cocoon-system, else OCI_REGISTRY)",
   },
   { name: "help", short: "h", kind: "boolean", help: "show help" },
 ];
@@ -142,9 +145,10 @@ function findCommand(name: string): Command {
 function checkPositionals(command: Command, args: ParsedArgs): void {
   const want = command.positionals;
   const got = args.positionals;
-  if (got.length < want.length) {
+  const required = want.filter((p) => !p.optional).length;
+  if (got.length < required) {
     const missing = want
-      .slice(got.length)
+      .slice(got.length, required)
       .map((p) => p.name)
       .join(" ");
     throw new UsageError(`${command.name} needs ${missing}: kubectl cocoon ${usageLine(command)}`);
@@ -173,37 +177,55 @@ function commandContext(args: ParsedArgs, io: PluginIO): CommandContext {
     connection ??= connect(connectionFlags(args), io.env);
     return connection;
   };
-  let registry: RegistryClient | undefined | null = null;
-  return {
+  const dryRun = parseDryRun(stringFlag(args, "dry-run"));
+  let registry: Promise<RegistryClient | undefined> | undefined;
+  const ctx: CommandContext = {
     get client() {
-      return connected().client;
+      return dryRunClient(connected().client, dryRun);
     },
     get namespace() {
       return connected().namespace;
     },
     output,
+    dryRun,
     out: (text) => io.stdout(`${text}\n`),
     info: (text) => io.stderr(`${text}\n`),
     now: io.now,
+    serverNow: () => connection?.client.serverDateMs() ?? io.now(),
     sleep: io.sleep,
+    watchObject: (rt, name, signal) =>
+      connected().client.watch(rt, connected().namespace, { fieldSelector: `metadata.name=${name}`, signal }),
     registry() {
-      if (registry !== null) return registry;
-      const base = stringFlag(args, "registry") || io.env.OCI_REGISTRY || "";
-      try {
-        registry =
-          base === ""
-            ? undefined
-            : createRegistryClient(base, { logger: { warn: (_, msg) => io.stderr(`warning: ${msg}\n`) } });
-      } catch (err) {
-        throw new PluginError(`--registry ${base}: ${(err as Error).message}`);
-      }
+      registry ??= findRegistry(ctx, stringFlag(args, "registry"), io);
       return registry;
     },
   };
+  return ctx;
+}
+
+/** --registry, else the operator's own configuration in the cluster, else OCI_REGISTRY. */
+async function findRegistry(
+  ctx: CommandContext,
+  flag: string | undefined,
+  io: PluginIO,
+): Promise<RegistryClient | undefined> {
+  let base = flag;
+  let from = "--registry";
+  if (!base) {
+    const installed = await operatorRegistry(ctx);
+    if (installed.base !== undefined) ({ base, from } = installed);
+    else if (io.env.OCI_REGISTRY) [base, from] = [io.env.OCI_REGISTRY, "OCI_REGISTRY"];
+    else return undefined;
+  }
+  try {
+    return createRegistryClient(base, { logger: { warn: (_, msg) => io.stderr(`warning: ${msg}\n`) } });
+  } catch (err) {
+    throw new PluginError(`registry ${base} (from ${from}): ${(err as Error).message}`);
+  }
 }
 
 function usageLine(command: Command): string {
-  const positionals = command.positionals.map((p) => p.name).join(" ");
+  const positionals = command.positionals.map((p) => (p.optional ? `[${p.name}]` : p.name)).join(" ");
   const flags = command.flags.map((f) =>
     f.kind === "optional"
       ? `[--${f.name}[=${f.value}]]`

@@ -1,7 +1,9 @@
 // What a command is (one entry of the table in commands/index.ts) and what it is given to run.
 
 import type { Client } from "../controller/client.ts";
+import type { ResourceType } from "../controller/resources.ts";
 import type { RegistryClient } from "../registry/index.ts";
+import type { DryRun } from "./dryrun.ts";
 import type { CompletionKind, FlagSpec, ParsedArgs } from "./flags.ts";
 import type { OutputFormat } from "./output.ts";
 
@@ -9,6 +11,8 @@ export interface PositionalSpec {
   /** As written in usage, e.g. SET. */
   name: string;
   complete?: CompletionKind;
+  /** May be left out (usage shows it bracketed); the command says what stands in for it. */
+  optional?: boolean;
 }
 
 export interface Command {
@@ -36,8 +40,24 @@ export interface CommandContext extends Output {
   client: Client;
   namespace: string;
   output: OutputFormat;
+  /** --dry-run; `client` already answers writes without sending them. */
+  dryRun: DryRun;
   now(): number;
-  sleep(ms: number): Promise<void>;
-  /** The snapshot registry (--registry, else OCI_REGISTRY); undefined when none is configured. */
-  registry(): RegistryClient | undefined;
+  /**
+   * The API server's time as of its last answer (to the second), else now(): a stamp others compare
+   * with the operator's clock is taken from the cluster, not from this machine.
+   */
+  serverNow(): number;
+  /** Resolves after ms, or rejects once the signal aborts. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
+  /**
+   * The watch events of one object of the namespace, until the signal aborts; absent where there is
+   * no watch (the --wait loop then polls).
+   */
+  watchObject?(rt: ResourceType, name: string, signal: AbortSignal): AsyncIterable<unknown>;
+  /**
+   * The snapshot registry: --registry, else the operator's own (operatorconfig.ts), else
+   * OCI_REGISTRY; undefined when none is found.
+   */
+  registry(): Promise<RegistryClient | undefined>;
 }

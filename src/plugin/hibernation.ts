@@ -15,7 +15,7 @@ import { COCOONHIBERNATIONS } from "../controller/resources.ts";
 import { getHibernation, getPod, hibernations } from "./cluster.ts";
 import type { CommandContext } from "./command.ts";
 import { PluginError } from "./errors.ts";
-import { formatStructured } from "./output.ts";
+import { announce, formatStructured } from "./output.ts";
 import { type Verdict, WarningWatch, waitUntil } from "./wait.ts";
 
 const DONE_PHASE: Record<HibernationDesire, string> = { Hibernate: "Hibernated", Wake: "Active" };
@@ -97,8 +97,7 @@ export async function changeHibernation(
     timeoutMs === undefined ? undefined : await WarningWatch.start(ctx, KIND_COCOONHIBERNATION, name);
   let { ch, action } = await requestDesire(ctx, podName, existing, desire);
   const generation = ch.metadata.generation ?? 0;
-  if (ctx.output === "table" || ctx.output === "wide")
-    ctx.out(`cocoonhibernation.cocoonstack.io/${name} ${action}`);
+  announce(ctx, COCOONHIBERNATIONS, name, action);
   if (warnings && timeoutMs !== undefined) {
     const read = async () => {
       const [current, pod] = await Promise.all([
@@ -110,7 +109,8 @@ export async function changeHibernation(
     const what = `pod "${podName}" to ${desire === "Hibernate" ? "hibernate" : "wake"}`;
     const judge = ({ current, pod }: Awaited<ReturnType<typeof read>>) =>
       judgeHibernation(current, pod, generation, desire);
-    ch = (await waitUntil(ctx, { what, read, judge, warnings }, timeoutMs)).current;
+    const watched = { rt: COCOONHIBERNATIONS, name };
+    ch = (await waitUntil(ctx, { what, watched, read, judge, warnings }, timeoutMs)).current;
   }
   if (ctx.output === "json" || ctx.output === "yaml") ctx.out(formatStructured(ch, ctx.output));
 }

@@ -9,5 +9,5 @@ process.exitCode = await runPlugin(process.argv.slice(2), {
   stderr: (text) => process.stderr.write(text),
   env: process.env,
   now: () => systemClock.now(),
-  sleep: (ms) => systemClock.sleep(ms),
+  sleep: (ms, signal) => systemClock.sleep(ms, signal),
 });

@@ -3,15 +3,39 @@
 // structured result instead. Durations on the command line are Go's (30s, 5m, 1h30m).
 
 import { stringify } from "yaml";
+import type { ResourceType } from "../controller/resources.ts";
+import type { Output } from "./command.ts";
+import { type DryRun, dryRunSuffix } from "./dryrun.ts";
 import { UsageError } from "./errors.ts";
 
-export const OUTPUT_FORMATS = ["wide", "json", "yaml"] as const;
+export const OUTPUT_FORMATS = ["wide", "json", "yaml", "name"] as const;
 export type OutputFormat = "table" | (typeof OUTPUT_FORMATS)[number];
 
 export function parseOutputFormat(value: string | undefined): OutputFormat {
   if (value === undefined || value === "") return "table";
   if ((OUTPUT_FORMATS as readonly string[]).includes(value)) return value as OutputFormat;
   throw new UsageError(`unknown output format "${value}": want one of ${OUTPUT_FORMATS.join(", ")}`);
+}
+
+/** kubectl's name of an object, RESOURCE.GROUP/NAME (cocoonset.cocoonset.cocoonstack.io/demo), which kubectl takes back. */
+export function objectName(rt: ResourceType, name: string): string {
+  const singular = rt.kind.toLowerCase();
+  return `${rt.group === "" ? singular : `${singular}.${rt.group}`}/${name}`;
+}
+
+/**
+ * The line about a write, as kubectl prints it: `NAME ACTION` (with the dry run said), or the bare
+ * name for -o name; nothing for -o json|yaml, which print the object instead.
+ */
+export function announce(
+  ctx: Output & { output: OutputFormat; dryRun: DryRun },
+  rt: ResourceType,
+  name: string,
+  action: string,
+): void {
+  if (ctx.output === "json" || ctx.output === "yaml") return;
+  const ref = objectName(rt, name);
+  ctx.out(ctx.output === "name" ? ref : `${ref} ${action}${dryRunSuffix(ctx.dryRun)}`);
 }
 
 /** Rows under upper-case headers, columns padded to their widest cell, the last one unpadded. */

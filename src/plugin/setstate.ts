@@ -18,7 +18,7 @@ import { agentPodName, agentVMName, toolboxPodName, toolboxVMName } from "../con
 import { COCOONSETS } from "../controller/resources.ts";
 import { getSet, setPods } from "./cluster.ts";
 import type { CommandContext } from "./command.ts";
-import { formatStructured } from "./output.ts";
+import { announce, formatStructured } from "./output.ts";
 import { type Verdict, type WaitSpec, WarningWatch, waitUntil } from "./wait.ts";
 
 export interface Member {
@@ -103,6 +103,8 @@ const GOAL_TEXT: Record<SetGoal["kind"], string> = {
 
 export function judgeSet(state: SetState, generation: number, goal: SetGoal): Verdict {
   const { cs } = state;
+  const reverted = revertedChange(cs, goal);
+  if (reverted) return reverted;
   const observed = cs.status?.observedGeneration ?? 0;
   if (observed < generation) {
     return {
@@ -140,6 +142,46 @@ export function judgeSet(state: SetState, generation: number, goal: SetGoal): Ve
   return { kind: "waiting", progress: progress(phase, pending) };
 }
 
+/**
+ * The change the command made, put back by someone else since: a GitOps controller (Argo CD, Flux)
+ * restores spec as its source has it. Named after the field's manager, so the wait ends at once
+ * with who to talk to instead of timing out.
+ */
+function revertedChange(cs: CocoonSet, goal: SetGoal): Verdict | undefined {
+  const suspend = cs.spec.suspend === true;
+  let field: string;
+  let now: string;
+  if (goal.kind === "suspended" && !suspend) [field, now] = ["suspend", "false"];
+  else if (goal.kind !== "suspended" && suspend) [field, now] = ["suspend", "true"];
+  else if (goal.kind === "migrated" && (cs.spec.nodeName ?? "") !== goal.node)
+    [field, now] = ["nodeName", JSON.stringify(cs.spec.nodeName ?? "")];
+  else return undefined;
+  const manager = fieldManager(cs, field);
+  return {
+    kind: "failed",
+    reason: "Reverted",
+    message: `spec.${field} was set back to ${now}${manager ? ` by ${manager}` : ""}: a GitOps controller (Argo CD, Flux) puts the set back as its source has it; make the change in the source (docs/idle.md, GitOps)`,
+  };
+}
+
+/** One entry of metadata.managedFields (server-side field ownership), as far as it is read here. */
+interface ManagedFieldsEntry {
+  manager?: string;
+  time?: string;
+  fieldsV1?: unknown;
+}
+
+/** The manager that last wrote spec.FIELD, from the object's managedFields. */
+export function fieldManager(cs: CocoonSet, field: string): string | undefined {
+  const { managedFields = [] } = cs.metadata as { managedFields?: ManagedFieldsEntry[] };
+  const entries = managedFields.filter((e) => {
+    const spec = (e.fieldsV1 as Record<string, Record<string, unknown>> | undefined)?.["f:spec"];
+    return spec !== undefined && `f:${field}` in spec;
+  });
+  entries.sort((a, b) => (a.time ?? "").localeCompare(b.time ?? ""));
+  return entries.at(-1)?.manager;
+}
+
 function progress(phase: string, member: Member | undefined): string {
   const where = member?.pod?.spec.nodeName ? ` on ${member.pod.spec.nodeName}` : "";
   const waitingOn = member ? `; waiting on pod ${member.podName}${where}: ${memberState(member)}` : "";
@@ -156,6 +198,7 @@ export function setWait(
 ): WaitSpec<SetState> {
   return {
     what: `cocoonset "${name}" to ${GOAL_TEXT[goal.kind]}${goal.kind === "migrated" ? ` to node ${goal.node}` : ""}`,
+    watched: { rt: COCOONSETS, name },
     read: () => readSetState(ctx, name),
     judge: (state) => judgeSet(state, generation, goal),
     warnings,
@@ -163,21 +206,36 @@ export function setWait(
 }
 
 /**
- * Merge-patches the set's spec, reports the generation the write produced, and with --wait polls
+ * Written by `suspend --release` beside the hibernatePolicy=release it sets for that suspend alone:
+ * the policy the set had before ("" when it had none), which `resume` puts back, removing this.
+ */
+export const ANN_RELEASE_UNTIL_RESUME = "cocoonset.cocoonstack.io/release-until-resume";
+
+/** A merge patch of a set: its spec, and annotations to set (null removes one). */
+export interface SetPatch {
+  spec: Record<string, unknown>;
+  annotations?: Record<string, string | null>;
+}
+
+/**
+ * Merge-patches the set, reports the generation the write produced, and with --wait polls
  * until `goal` holds at that generation. Prints the final object for -o json|yaml.
  */
 export async function changeSet(
   ctx: CommandContext,
   name: string,
-  spec: Record<string, unknown>,
+  patch: SetPatch,
   goal: SetGoal,
   timeoutMs: number | undefined,
   done: string,
 ): Promise<void> {
   const warnings = timeoutMs === undefined ? undefined : await WarningWatch.start(ctx, KIND_COCOONSET, name);
-  let cs = await ctx.client.patch<CocoonSet>(COCOONSETS, ctx.namespace, name, { spec });
+  let cs = await ctx.client.patch<CocoonSet>(COCOONSETS, ctx.namespace, name, {
+    ...(patch.annotations ? { metadata: { annotations: patch.annotations } } : {}),
+    spec: patch.spec,
+  });
   const generation = cs.metadata.generation ?? 0;
-  if (ctx.output === "table" || ctx.output === "wide") ctx.out(`cocoonset.cocoonstack.io/${name} ${done}`);
+  announce(ctx, COCOONSETS, name, done);
   if (warnings && timeoutMs !== undefined) {
     cs = (await waitUntil(ctx, setWait(ctx, name, generation, goal, warnings), timeoutMs)).cs;
   }

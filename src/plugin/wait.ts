@@ -1,29 +1,58 @@
-// The --wait loop every state-changing command shares: poll the object, judge it, print progress
-// when it changes, and end with success, the operator's failure, or a timeout. Judges decide by
+// The --wait loop every state-changing command shares: read the object, judge it, print progress
+// when it changes, and end with success, the operator's failure, or a timeout. It reads again on each
+// watch event of the object (its status is where the operator reports), and at least every few
+// seconds for the progress of its pods; without a watch it polls every second. Judges decide by
 // generation (the one the command's write produced), never by a condition left from before it; the
 // operator's reason comes from the Warning events it emitted after the command started.
 
+import type { ResourceType } from "../controller/resources.ts";
 import { type ClusterEvent, objectEvents } from "./cluster.ts";
 import type { CommandContext } from "./command.ts";
-import { EXIT_FAILED, EXIT_TIMEOUT, PluginError } from "./errors.ts";
+import { EXIT_FAILED, EXIT_TIMEOUT, PluginError, UsageError } from "./errors.ts";
 import { type FlagSpec, type ParsedArgs, stringFlag } from "./flags.ts";
 import { formatDuration, humanDuration, parseDuration } from "./output.ts";
 
 /** Longer than the operator's own deadlines (3 min to suspend, 5 min to wake), so its verdict comes first. */
 export const DEFAULT_WAIT_MS = 6 * 60_000;
 export const POLL_INTERVAL_MS = 1_000;
+/** With a watch of the object: a read this often anyway, for progress the object does not carry (pods). */
+export const WATCHED_READ_INTERVAL_MS = 5_000;
 
-export const WAIT_FLAG: FlagSpec = {
-  name: "wait",
-  kind: "optional",
-  value: "DURATION",
-  help: `wait until the operator has carried the change out (default ${formatDuration(DEFAULT_WAIT_MS)}); exit 3 if it reports failure, 4 on timeout`,
-};
+/** --wait, --wait=DURATION (or true, false) and kubectl's --timeout DURATION, which implies --wait. */
+export const WAIT_FLAGS: readonly FlagSpec[] = [
+  {
+    name: "wait",
+    kind: "optional",
+    value: "DURATION",
+    help: `wait until the operator has carried the change out (default ${formatDuration(DEFAULT_WAIT_MS)}); exit 3 if it reports failure, 4 on timeout`,
+  },
+  {
+    name: "timeout",
+    kind: "string",
+    value: "DURATION",
+    help: "how long --wait waits (kubectl's form of --wait=DURATION)",
+  },
+];
 
-/** The --wait timeout in ms; undefined when the flag is absent. */
+/** The --wait timeout in ms; undefined when the command does not wait. */
 export function waitTimeout(args: ParsedArgs): number | undefined {
-  if (!args.flags.has("wait")) return undefined;
-  const value = stringFlag(args, "wait");
+  const wait = args.flags.get("wait");
+  const timeout = stringFlag(args, "timeout");
+  if (wait === "false") {
+    if (timeout !== undefined)
+      throw new UsageError("--timeout is how long --wait waits, and --wait=false waits not");
+    return undefined;
+  }
+  if (wait === undefined && timeout === undefined) return undefined;
+  const dryRun = stringFlag(args, "dry-run");
+  if (dryRun !== undefined && dryRun !== "none") {
+    throw new UsageError("--wait and --dry-run do not go together: a dry run changes nothing to wait for");
+  }
+  const inline = typeof wait === "string" && wait !== "true" ? wait : undefined;
+  if (inline !== undefined && timeout !== undefined) {
+    throw new UsageError(`--wait=${inline} and --timeout ${timeout} both set the timeout: give one`);
+  }
+  const value = inline ?? timeout;
   return value === undefined ? DEFAULT_WAIT_MS : parseDuration(value);
 }
 
@@ -86,13 +115,73 @@ function eventKey(event: ClusterEvent): string {
 export interface WaitSpec<T> {
   /** What is awaited, completing "waiting for …", e.g. `cocoonset "demo" to suspend`. */
   what: string;
+  /** The object whose watch events wake the loop. */
+  watched?: { rt: ResourceType; name: string };
   read(): Promise<T>;
   judge(state: T): Verdict;
   warnings: WarningWatch;
 }
 
-/** Polls until the judge says done; throws PluginError with EXIT_FAILED or EXIT_TIMEOUT otherwise. */
+/**
+ * Reads and judges until the judge says done, woken by the watched object's events; throws
+ * PluginError with EXIT_FAILED or EXIT_TIMEOUT otherwise.
+ */
 export async function waitUntil<T>(ctx: CommandContext, spec: WaitSpec<T>, timeoutMs: number): Promise<T> {
+  const stop = new AbortController();
+  const changes =
+    spec.watched && ctx.watchObject
+      ? new ChangeSignal(ctx.watchObject(spec.watched.rt, spec.watched.name, stop.signal))
+      : undefined;
+  try {
+    return await waitLoop(ctx, spec, timeoutMs, changes);
+  } finally {
+    stop.abort();
+  }
+}
+
+/** Turns a watch into "something changed since you last asked"; a watch that fails just stops waking. */
+class ChangeSignal {
+  private changed = false;
+  private wake: (() => void) | undefined;
+  alive = true;
+
+  constructor(events: AsyncIterable<unknown>) {
+    (async () => {
+      for await (const _ of events) {
+        this.changed = true;
+        this.wake?.();
+      }
+    })()
+      .catch(() => {})
+      .finally(() => {
+        this.alive = false;
+        this.wake?.();
+      });
+  }
+
+  /** Resolves at the next change, at once when one came since the last call, or after ms. */
+  async next(ctx: CommandContext, ms: number): Promise<void> {
+    if (this.changed) {
+      this.changed = false;
+      return;
+    }
+    const timer = new AbortController();
+    const changed = new Promise<void>((resolve) => {
+      this.wake = resolve;
+    });
+    await Promise.race([changed, ctx.sleep(ms, timer.signal).catch(() => {})]);
+    timer.abort();
+    this.wake = undefined;
+    this.changed = false;
+  }
+}
+
+async function waitLoop<T>(
+  ctx: CommandContext,
+  spec: WaitSpec<T>,
+  timeoutMs: number,
+  changes: ChangeSignal | undefined,
+): Promise<T> {
   const start = ctx.now();
   let shown = "";
   ctx.info(`waiting for ${spec.what} (timeout ${formatDuration(timeoutMs)})`);
@@ -122,6 +211,8 @@ export async function waitUntil<T>(ctx: CommandContext, spec: WaitSpec<T>, timeo
         EXIT_TIMEOUT,
       );
     }
-    await ctx.sleep(Math.min(POLL_INTERVAL_MS, timeoutMs - elapsed));
+    const remaining = timeoutMs - elapsed;
+    if (changes?.alive) await changes.next(ctx, Math.min(WATCHED_READ_INTERVAL_MS, remaining));
+    else await ctx.sleep(Math.min(POLL_INTERVAL_MS, remaining));
   }
 }

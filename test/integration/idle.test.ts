@@ -9,13 +9,17 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { parseAllDocuments } from "yaml";
 import type { CocoonSet } from "../../src/apis/v1/types.ts";
 import { ANN_HIBERNATE, TAG_HIBERNATE } from "../../src/contract/keys.ts";
+import { activityLeaseName } from "../../src/idle/activity.ts";
 import {
   ANN_EXPIRE_ACTION,
   ANN_EXPIRE_AT,
+  ANN_EXPIRE_DELETE_GRACE,
   ANN_LAST_ACTIVITY,
   ANN_PARKED_AT,
   ANN_SUSPEND_AFTER_IDLE,
@@ -200,16 +204,23 @@ describe("idle suspend and expiry on the real environment", () => {
     assert.ok(idleSeconds >= 8, event.message);
   });
 
-  it("deletes a set at its expire-at with expire-action Delete, through the finalizer", async () => {
+  it("an expire-at already past with expire-action Delete gives notice, waits its grace, then deletes through the finalizer", async () => {
     const name = "expirer";
-    // Far enough ahead that the first status shows it on a loaded machine; the set need not be Running.
-    const expireAt = new Date(Date.now() + 15_000).toISOString();
-    await createSet(name, { [ANN_EXPIRE_AT]: expireAt, [ANN_EXPIRE_ACTION]: "Delete" });
-    await waitForSet(
-      name,
-      "status.expireAt",
-      (cs) => Date.parse(cs.status?.expireAt ?? "") === Date.parse(expireAt),
+    const expireAt = new Date(Date.now() - 60 * 60_000).toISOString();
+    await createSet(name, {
+      [ANN_EXPIRE_AT]: expireAt,
+      [ANN_EXPIRE_ACTION]: "Delete",
+      [ANN_EXPIRE_DELETE_GRACE]: "20s",
+    });
+    const notice = await waitForEvent(name, "ExpiringSoon");
+    assert.equal(notice.type, "Warning");
+    assert.match(
+      notice.message,
+      /deleting the set at .*, no sooner than expire-delete-grace 20s after this notice/,
     );
+    const noticed = await waitForSet(name, "status.expiryNoticedAt", (cs) => !!cs.status?.expiryNoticedAt);
+    const noticedAt = Date.parse(noticed.status?.expiryNoticedAt ?? "");
+    assert.equal(noticed.metadata.deletionTimestamp, undefined, "not deleted at once");
 
     await waitFor(
       `${name} gone`,
@@ -220,8 +231,96 @@ describe("idle suspend and expiry on the real environment", () => {
       90_000,
     );
     assert.deepEqual(await setPods(env, ns, name), []);
+    assert.ok(Date.now() >= noticedAt + 20_000, "deleted no sooner than the grace after the notice");
     const event = await waitForEvent(name, "Expired");
     assert.equal(event.message, `expire-at ${formatRFC3339Nano(Date.parse(expireAt))} reached: deleting`);
+  });
+
+  it("a renewal of the set's activity Lease postpones the idle suspend, seen through the watch", async () => {
+    const name = "leased";
+    await createSet(name, { [ANN_SUSPEND_AFTER_IDLE]: "20s" });
+    const armed = await waitForSet(
+      name,
+      "Running with an idle deadline",
+      (cs) => isRunning(cs) && !!cs.status?.idleSuspendAt,
+    );
+    const firstDeadline = Date.parse(armed.status?.idleSuspendAt ?? "");
+    const leasePath = `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/${activityLeaseName(name)}`;
+    const lease = await waitFor(`${name}: its activity Lease`, async () => {
+      const res = await apiRequest(env, "GET", leasePath);
+      return res.status === 200
+        ? (res.body as { metadata: { ownerReferences?: { name: string }[] } })
+        : undefined;
+    });
+    assert.deepEqual(
+      lease.metadata.ownerReferences?.map((o) => o.name),
+      [name],
+    );
+
+    await new Promise((done) => setTimeout(done, 3_000));
+    const renewedAt = Date.now();
+    const res = await apiRequest(
+      env,
+      "PATCH",
+      leasePath,
+      // A MicroTime: RFC 3339 with exactly six fractional digits.
+      {
+        spec: {
+          renewTime: new Date(renewedAt).toISOString().replace("Z", "000Z"),
+          holderIdentity: "gateway",
+        },
+      },
+      "application/merge-patch+json",
+    );
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const moved = await waitForSet(
+      name,
+      "idleSuspendAt moved by the renewal",
+      (cs) => Date.parse(cs.status?.idleSuspendAt ?? "") > firstDeadline,
+      15_000,
+    );
+    // The status writer's clock counts whole seconds, and a renewal later than it counts as then.
+    const movedTo = Date.parse(moved.status?.idleSuspendAt ?? "");
+    assert.ok(
+      movedTo >= Math.floor(renewedAt / 1000) * 1000 + 20_000 && movedTo <= renewedAt + 20_000,
+      moved.status?.idleSuspendAt,
+    );
+    assert.equal((await getSet(env, ns, name)).spec.suspend, undefined);
+  });
+
+  it("the sample activity-reporter RBAC lets its holder renew that Lease and nothing else", async () => {
+    const docs = parseAllDocuments(
+      readFileSync(join(import.meta.dirname, "../../config/samples/activity-reporter.yaml"), "utf8"),
+    ).map((d) => d.toJS() as { kind: string; metadata: { name: string } });
+    const collection: Record<string, string> = {
+      ServiceAccount: `/api/v1/namespaces/${ns}/serviceaccounts`,
+      Role: `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`,
+      RoleBinding: `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`,
+    };
+    for (const doc of docs) {
+      const res = await apiRequest(env, "POST", collection[doc.kind] ?? "", doc);
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+    }
+    const can = async (group: string, resource: string, verb: string, name: string) => {
+      const res = await apiRequest(env, "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", {
+        apiVersion: "authorization.k8s.io/v1",
+        kind: "SubjectAccessReview",
+        spec: {
+          user: `system:serviceaccount:${ns}:demo-gateway`,
+          groups: ["system:serviceaccounts", "system:authenticated"],
+          resourceAttributes: { group, resource, verb, name, namespace: ns },
+        },
+      });
+      return (res.body as { status: { allowed?: boolean } }).status.allowed === true;
+    };
+    const own = activityLeaseName("demo-cocoonset");
+    for (const verb of ["get", "update", "patch"]) {
+      assert.ok(await can("coordination.k8s.io", "leases", verb, own), verb);
+    }
+    assert.equal(await can("coordination.k8s.io", "leases", "patch", activityLeaseName("other")), false);
+    assert.equal(await can("coordination.k8s.io", "leases", "delete", own), false);
+    assert.equal(await can("cocoonset.cocoonstack.io", "cocoonsets", "patch", "demo-cocoonset"), false);
+    assert.equal(await can("cocoonset.cocoonstack.io", "cocoonsets", "get", "demo-cocoonset"), false);
   });
 
   it("warns about a bad duration and leaves the set alone", async () => {

@@ -47,6 +47,8 @@ const API_CALLS: { group: string; resource: string; verbs: string[]; namespaced?
   { group: "", resource: "pods", verbs: ["get", "list", "watch", "create", "patch", "delete"] },
   // The event recorder: new events, and count bumps on repeats.
   { group: "", resource: "events", verbs: ["create", "patch"] },
+  // The idle sets' activity Leases, in every namespace: created, then watched.
+  { group: "coordination.k8s.io", resource: "leases", verbs: ["list", "watch", "create"] },
   // Leader election, in the operator's own namespace only.
   {
     group: "coordination.k8s.io",
@@ -133,15 +135,17 @@ function scanSourceForApiCalls(): { cluster: Set<Grant>; leases: Set<Grant>; gen
   const cluster = new Set<Grant>();
   const leases = new Set<Grant>();
   const generic: string[] = [];
+  let file = "";
+  // Leader election's Lease lives in the operator's namespace; every other call is cluster-wide.
   const add = (rt: ResourceType, verb: string, subresource?: string): void => {
     const resource = subresource ? `${rt.plural}/${subresource}` : rt.plural;
-    (rt.plural === "leases" ? leases : cluster).add(grant(rt.group, resource, verb));
+    (file === "src/controller/leaderelection.ts" ? leases : cluster).add(grant(rt.group, resource, verb));
   };
   // The kubectl plugin (src/plugin/) calls the API with its user's credentials, never the operator's.
   const files = globSync("src/**/*.ts", { cwd: repoRoot }).filter(
     (f) => f !== "src/controller/client.ts" && !f.startsWith("src/plugin/"),
   );
-  for (const file of files) {
+  for (file of files) {
     const source = readFileSync(join(repoRoot, file), "utf8");
     const calls = /\bclient\.(get|list|create|update|patch|delete|watch)\s*(?:<[^>(]*>)?\(/g;
     for (const match of source.matchAll(calls)) {
@@ -183,7 +187,7 @@ describe("install manifests", () => {
     saKey = render("config/overlays/sa-key");
   });
 
-  it("config/default renders the namespace, the three CRDs, RBAC, the Deployment, its config and metrics Service", () => {
+  it("config/default renders the namespace, the three CRDs, RBAC, the Deployment, its config and metrics Service, the annotation policy", () => {
     const names = defaults.map((o) => `${o.kind}/${o.metadata.name}`).sort();
     assert.deepEqual(names, [
       "ClusterRole/cocoon-operator",
@@ -198,6 +202,8 @@ describe("install manifests", () => {
       "RoleBinding/cocoon-operator-leader-election",
       "Service/cocoon-operator-metrics",
       "ServiceAccount/cocoon-operator",
+      "ValidatingAdmissionPolicy/cocoonset-annotations.cocoonstack.io",
+      "ValidatingAdmissionPolicyBinding/cocoonset-annotations.cocoonstack.io",
     ]);
     for (const obj of defaults) {
       const namespaced = ![
@@ -205,6 +211,8 @@ describe("install manifests", () => {
         "CustomResourceDefinition",
         "ClusterRole",
         "ClusterRoleBinding",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
       ].includes(obj.kind);
       if (namespaced) assert.equal(obj.metadata.namespace, "cocoon-system", `${obj.kind} namespace`);
     }
@@ -479,6 +487,12 @@ describe("kubectl apply -k and OCI_REGISTRY", () => {
     // A copy, so the test edits operator.env as a user would without touching the checkout.
     dir = mkdtempSync(join(tmpdir(), "cocoon-install-"));
     cpSync(join(repoRoot, "config"), join(dir, "config"), { recursive: true });
+    // Without the annotation policy: bound cluster-wide it would judge the other test files' sets on
+    // this shared API server (test/integration/annotation-policy.test.ts applies it to one namespace).
+    const kustomization = join(dir, "config/default/kustomization.yaml");
+    const withPolicy = readFileSync(kustomization, "utf8");
+    assert.match(withPolicy, /\n {2}- \.\.\/policy\n/);
+    writeFileSync(kustomization, withPolicy.replace(/\n {2}- \.\.\/policy\n/, "\n"));
   });
 
   after(() => {

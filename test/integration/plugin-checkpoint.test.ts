@@ -68,9 +68,9 @@ describe("kubectl cocoon checkpoint", () => {
     assert.equal(
       made.stdout,
       [
-        "cocooncheckpoint.cocoonstack.io/ck1 created",
-        "cocoonset.cocoonstack.io/src suspended",
-        "cocoonset.cocoonstack.io/src resumed",
+        "cocooncheckpoint.cocoonset.cocoonstack.io/ck1 created",
+        "cocoonset.cocoonset.cocoonstack.io/src suspended",
+        "cocoonset.cocoonset.cocoonstack.io/src resumed",
         "",
       ].join("\n"),
     );
@@ -192,7 +192,7 @@ describe("kubectl cocoon branch", () => {
     const digests = new Map((ck?.status?.members ?? []).map((m) => [m.slot ?? m.toolbox, m.digest]));
     const made = await cocoon(["branch", "ck1", "b1", "--replicas", "2", "--wait=120s"]);
     expectCode(made, EXIT_OK);
-    assert.equal(made.stdout, "cocoonset.cocoonstack.io/b1 created (from checkpoint ck1)\n");
+    assert.equal(made.stdout, "cocoonset.cocoonset.cocoonstack.io/b1 created (from checkpoint ck1)\n");
     assert.match(made.stderr, /cocoonset "b1" is Ready \(generation 1\)/);
     const cs = await waitRunning(env, ns, "b1", 3, 1);
     assert.equal(cs.metadata.annotations?.[ANN_FROM_CHECKPOINT], "ck1");

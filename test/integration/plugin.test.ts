@@ -122,7 +122,7 @@ describe("kubectl cocoon suspend / status / snapshots / resume", () => {
 
     const suspended = await cocoon(["suspend", "group", "--wait=120s"]);
     expectCode(suspended, EXIT_OK);
-    assert.equal(suspended.stdout, "cocoonset.cocoonstack.io/group suspended\n");
+    assert.equal(suspended.stdout, "cocoonset.cocoonset.cocoonstack.io/group suspended\n");
     const generation = (started.metadata.generation ?? 0) + 1;
     assert.match(suspended.stderr, new RegExp(`is Suspended \\(generation ${generation}\\)`));
     const cs = await getSet(env, ns, "group");
@@ -233,7 +233,10 @@ describe("kubectl cocoon hibernate / wake", () => {
     await running("group");
     const hibernated = await cocoon(["hibernate", "group-1", "--wait=120s"]);
     expectCode(hibernated, EXIT_OK);
-    assert.equal(hibernated.stdout, "cocoonhibernation.cocoonstack.io/group-1 created (desire Hibernate)\n");
+    assert.equal(
+      hibernated.stdout,
+      "cocoonhibernation.cocoonset.cocoonstack.io/group-1 created (desire Hibernate)\n",
+    );
     assert.match(hibernated.stderr, /pod "group-1" is Hibernated \(generation 1\)/);
 
     const woken = await cocoon(["wake", "group-1", "--wait=120s", "-o", "yaml"]);
@@ -333,10 +336,18 @@ describe("kubectl cocoon on a failed set", () => {
 });
 
 describe("kubectl cocoon touch, flags and kubeconfig rules", () => {
-  it("touch stamps last-activity without a new generation", async () => {
+  it("touch stamps last-activity with the API server's time, without a new generation", async () => {
     const before = await getSet(env, ns, "group");
-    const touched = await cocoon(["touch", "group"]);
-    expectCode(touched, EXIT_OK);
+    // This machine's clock two days off: the stamp still comes from the API server's.
+    const stdout: string[] = [];
+    const touched = await runPlugin(["-n", ns, "touch", "group"], {
+      stdout: (text) => stdout.push(text),
+      stderr: () => {},
+      env: pluginBaseEnv(),
+      now: () => Date.now() - 2 * 24 * 60 * 60_000,
+      sleep: async () => {},
+    });
+    assert.equal(touched, EXIT_OK, stdout.join(""));
     const after = await getSet(env, ns, "group");
     const stamp = after.metadata.annotations?.["cocoonset.cocoonstack.io/last-activity"] ?? "";
     assert.match(stamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
@@ -349,8 +360,10 @@ describe("kubectl cocoon touch, flags and kubeconfig rules", () => {
       ["status", "group", "-o", "xml"],
       ["suspend", "group", "--wait=soon"],
       ["frobnicate"],
-      ["status"],
+      ["snapshots"],
       ["status", "a", "b"],
+      ["suspend", "group", "-l", "team=x"],
+      ["suspend", "group", "--wait=1m", "--timeout", "2m"],
     ]) {
       const bad = await cocoon(argv);
       expectCode(bad, EXIT_USAGE);
@@ -358,6 +371,35 @@ describe("kubectl cocoon touch, flags and kubeconfig rules", () => {
     }
     const noWrite = await getSet(env, ns, "group");
     assert.equal(noWrite.spec.suspend, false, "a bad --wait value stops suspend before its write");
+  });
+
+  it("lists sets by name for kubectl, and --dry-run=server has the API server admit a write it does not store", async () => {
+    const listed = await cocoon(["status", "-o", "name"]);
+    expectCode(listed, EXIT_OK);
+    const names = listed.stdout.trim().split("\n");
+    assert.ok(names.includes("cocoonset.cocoonset.cocoonstack.io/group"), listed.stdout);
+    // A line kubectl takes back.
+    const kubectl = join(controlPlaneBinDir(), "kubectl");
+    const got = await run(
+      kubectl,
+      ["-n", ns, "get", "cocoonset.cocoonset.cocoonstack.io/group", "-o", "name"],
+      {
+        ...pluginBaseEnv(),
+        PATH: process.env.PATH ?? "",
+      },
+    );
+    assert.equal(got.stdout, "cocoonset.cocoonset.cocoonstack.io/group\n");
+
+    const before = await getSet(env, ns, "group");
+    const dry = await cocoon(["suspend", "group", "--dry-run=server"]);
+    expectCode(dry, EXIT_OK);
+    assert.equal(dry.stdout, "cocoonset.cocoonset.cocoonstack.io/group suspended (server dry run)\n");
+    const after = await getSet(env, ns, "group");
+    assert.equal(after.metadata.resourceVersion, before.metadata.resourceVersion, "nothing stored");
+    const client = await cocoon(["migrate", "group", "--to", nodeB, "--dry-run=client"]);
+    expectCode(client, EXIT_OK);
+    assert.equal(client.stdout, `cocoonset.cocoonset.cocoonstack.io/group migrating to ${nodeB} (dry run)\n`);
+    assert.equal((await getSet(env, ns, "group")).metadata.resourceVersion, before.metadata.resourceVersion);
   });
 
   it("takes the namespace from the context, --kubeconfig over KUBECONFIG, and refuses an unknown --context", async () => {

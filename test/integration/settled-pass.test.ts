@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import type { CocoonSet } from "../../src/apis/v1/types.ts";
-import { ANN_EXPIRE_AT, ANN_SUSPEND_AFTER_IDLE } from "../../src/idle/policy.ts";
+import { ANN_EXPIRE_AT, ANN_SUSPEND_AFTER_IDLE, DEFAULT_NOTICE_BEFORE_MS } from "../../src/idle/policy.ts";
 import { apiRequest, testEnv, waitFor } from "../env/testenv.ts";
 import { getSet, isRunning, setsPath } from "../support/setapi.ts";
 import { SettledPassProbe, suspendSets } from "../support/settledpass.ts";
@@ -115,11 +115,13 @@ describe("a settled pass on the real API server", () => {
       { requests: run.requests, registry: run.registryByMethod, chLists: run.chLists, events: run.events },
       { requests: {}, registry: {}, chLists: 0, events: 0 },
     );
-    // One timer at the idle deadline, an hour away: before the expiry in 2099 and the daily cap.
+    // One timer at the IdleSuspendSoon notice, notice-before (10m by default) ahead of the idle
+    // deadline an hour away: before the expiry in 2099 and the daily cap.
     assert.equal(run.results.length, 1, JSON.stringify(run.results));
     const { requeueAfterMs = 0 } = JSON.parse(run.results[0] ?? "{}") as { requeueAfterMs?: number };
+    const noticeAt = deadline - DEFAULT_NOTICE_BEFORE_MS;
     assert.ok(
-      requeueAfterMs >= deadline - runEnd && requeueAfterMs <= deadline - runStart + 1,
+      requeueAfterMs >= noticeAt - runEnd && requeueAfterMs <= noticeAt - runStart + 1,
       `requeue after ${requeueAfterMs} ms, idle deadline ${armed.status?.idleSuspendAt}`,
     );
   });

@@ -19,7 +19,13 @@
 
 import type { Pod } from "../../src/apis/core.ts";
 import { type CocoonHibernation, type CocoonSet, GROUP } from "../../src/apis/v1/types.ts";
-import type { Client, DeleteOptions, ListOptions, ListResult } from "../../src/controller/client.ts";
+import type {
+  Client,
+  DeleteOptions,
+  ListOptions,
+  ListResult,
+  WriteOptions,
+} from "../../src/controller/client.ts";
 import { deepCopyJson } from "../../src/controller/deepcopy.ts";
 import {
   AlreadyExistsError,
@@ -28,6 +34,7 @@ import {
   InvalidError,
   NotFoundError,
 } from "../../src/controller/errors.ts";
+import { applyMergePatch } from "../../src/controller/mergepatch.ts";
 import { COCOONHIBERNATIONS, COCOONSETS, PODS, type ResourceType } from "../../src/controller/resources.ts";
 import type { CachedHibernation, CocoonSetView } from "../../src/pass/pass.ts";
 
@@ -38,6 +45,8 @@ export interface RecordedCall {
   name: string;
   body?: unknown;
   subresource?: string;
+  /** A dryRun=All write: admitted and answered, nothing stored. */
+  dryRun?: true;
 }
 
 interface Meta {
@@ -56,19 +65,7 @@ type StoredObject = { metadata: Meta; spec?: unknown; status?: unknown };
 
 const WRITE_VERBS = new Set(["create", "update", "patch", "delete"]);
 
-/** RFC 7386: objects merge key by key, null deletes, anything else replaces. */
-export function applyMergePatch(target: unknown, patch: unknown): unknown {
-  if (patch === null || typeof patch !== "object" || Array.isArray(patch)) return deepCopyJson(patch);
-  const result: Record<string, unknown> =
-    target !== null && typeof target === "object" && !Array.isArray(target)
-      ? { ...(target as Record<string, unknown>) }
-      : {};
-  for (const [key, value] of Object.entries(patch as Record<string, unknown>)) {
-    if (value === null) delete result[key];
-    else result[key] = applyMergePatch(result[key], value);
-  }
-  return result;
-}
+export { applyMergePatch };
 
 function deepFreeze<T>(value: T): T {
   if (value === null || typeof value !== "object" || Object.isFrozen(value)) return value;
@@ -197,15 +194,23 @@ export class FakeClient implements Client {
     };
   }
 
-  async create<T>(rt: ResourceType, namespace: string, obj: T): Promise<T> {
+  async create<T>(rt: ResourceType, namespace: string, obj: T, opts?: WriteOptions): Promise<T> {
     const copy = deepCopyJson(obj) as StoredObject;
     const name = copy.metadata.name ?? "";
-    this.record({ verb: "create", resource: rt.plural, namespace, name, body: obj });
+    this.record({
+      verb: "create",
+      resource: rt.plural,
+      namespace,
+      name,
+      body: obj,
+      ...(opts?.dryRun ? { dryRun: true } : {}),
+    });
     const key = this.key(rt, namespace, name);
     if (this.objects.has(key)) {
       throw new AlreadyExistsError(409, "AlreadyExists", `${rt.plural} "${name}" already exists`);
     }
     copy.metadata.namespace = namespace;
+    if (opts?.dryRun) return { ...copy, metadata: { ...copy.metadata, generation: 1 } } as T;
     return deepCopyJson(this.insert(rt, copy)) as T;
   }
 
@@ -242,7 +247,7 @@ export class FakeClient implements Client {
     namespace: string,
     name: string,
     mergePatch: unknown,
-    opts?: { subresource?: "status" },
+    opts?: { subresource?: "status" } & WriteOptions,
   ): Promise<T> {
     this.record({
       verb: "patch",
@@ -251,6 +256,7 @@ export class FakeClient implements Client {
       name,
       body: mergePatch,
       ...(opts?.subresource ? { subresource: opts.subresource } : {}),
+      ...(opts?.dryRun ? { dryRun: true } : {}),
     });
     const current = this.mustGet(rt, namespace, name);
     const expected = (mergePatch as { metadata?: { resourceVersion?: string } } | null)?.metadata
@@ -259,6 +265,7 @@ export class FakeClient implements Client {
       throw new ConflictError(409, "Conflict", `the object ${name} has been modified`);
     }
     const patched = applyMergePatch(current, mergePatch) as StoredObject;
+    if (opts?.dryRun) return { ...patched, status: current.status } as T;
     if (opts?.subresource === "status") {
       return this.store(rt, current, { ...deepCopyJson(current), status: patched.status }) as T;
     }

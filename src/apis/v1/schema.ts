@@ -236,10 +236,23 @@ its expiry policy is valid: at that time the set is suspended or deleted.`,
       format: "date-time",
       type: "string",
     },
+    expiryNoticedAt: {
+      description: `ExpiryNoticedAt is when the operator gave the ExpiringSoon warning for the
+current expireAt. An expire-action Delete happens no sooner than
+cocoonset.cocoonstack.io/expire-delete-grace after it.`,
+      format: "date-time",
+      type: "string",
+    },
     idleClockStart: {
       description: `IdleClockStart is when the set last became Running or the operator first saw
 its current spec generation; idle time counts from the later of this and the
 cocoonset.cocoonstack.io/last-activity annotation. Set only with suspend-after-idle.`,
+      format: "date-time",
+      type: "string",
+    },
+    idleSuspendNoticedFor: {
+      description: `IdleSuspendNoticedFor is the idleSuspendAt the operator gave its
+IdleSuspendSoon warning for (cocoonset.cocoonstack.io/notice-before ahead of it).`,
       format: "date-time",
       type: "string",
     },

@@ -197,6 +197,10 @@ export interface CocoonSetStatus {
   idleSuspendAt?: string;
   /** RFC 3339: the set's expire-at, when its expiry policy is valid. */
   expireAt?: string;
+  /** RFC 3339: when the ExpiringSoon notice of that expire-at was given. */
+  expiryNoticedAt?: string;
+  /** RFC 3339: the idleSuspendAt whose IdleSuspendSoon notice was given. */
+  idleSuspendNoticedFor?: string;
 }
 
 export interface CocoonSet {

@@ -38,6 +38,8 @@ export interface StatusOptions {
   now: string;
   /** Why the set is Failed, when a step knows: the Ready condition's reason and message. */
   failure?: { reason: string; message: string };
+  /** The set's last use reported beside its last-activity annotation (its activity Lease). */
+  lastUseMs?: number;
 }
 
 export function computeStatus(
@@ -75,7 +77,12 @@ export function computeStatus(
   // When the idle or expiry policy will act (docs/idle.md), computed by the policy's own room.
   Object.assign(
     status,
-    idleStatusFields(cs, readIdlePolicy(cs.metadata.annotations), phase, Date.parse(opts.now)),
+    idleStatusFields(
+      cs,
+      readIdlePolicy(cs.metadata.annotations, opts.lastUseMs),
+      phase,
+      Date.parse(opts.now),
+    ),
   );
   status.conditions = setStatusConditions(
     cs.status?.conditions ?? [],

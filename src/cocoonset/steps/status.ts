@@ -30,10 +30,12 @@ export async function writeStatus(
   failure?: StatusOptions["failure"],
 ): Promise<boolean> {
   const now = formatRFC3339(pass.deps.clock.now());
+  const lastUseMs = pass.deps.activity?.lastUseMs(pass.cs);
   const next = computeStatus(pass.cs, pass.pods, {
     now,
     ...(phase ? { phase } : {}),
     ...(failure ? { failure } : {}),
+    ...(lastUseMs === undefined ? {} : { lastUseMs }),
   });
   if (statusEqual(pass.cs.status, next)) return false;
   await patchSetStatus(pass, statusMergePatch(pass.cs.status, next), next);

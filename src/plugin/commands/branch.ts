@@ -5,11 +5,12 @@ import { COCOONSETS } from "../../controller/resources.ts";
 import { describeMembers, getCheckpoint, heldMembers } from "../checkpoints.ts";
 import { findSet } from "../cluster.ts";
 import type { Command, CommandContext } from "../command.ts";
+import { DRY_RUN_FLAG } from "../dryrun.ts";
 import { PluginError, UsageError } from "../errors.ts";
 import { type ParsedArgs, stringFlag } from "../flags.ts";
-import { formatStructured } from "../output.ts";
+import { announce, formatStructured } from "../output.ts";
 import { setWait } from "../setstate.ts";
-import { WAIT_FLAG, WarningWatch, waitTimeout, waitUntil } from "../wait.ts";
+import { WAIT_FLAGS, WarningWatch, waitTimeout, waitUntil } from "../wait.ts";
 
 export const branch: Command = {
   name: "branch",
@@ -29,7 +30,8 @@ spec. With --wait the command returns once the new set is Ready at its generatio
       value: "N",
       help: "sub-agents of the new set, spec.agent.replicas (default: the source set's)",
     },
-    WAIT_FLAG,
+    ...WAIT_FLAGS,
+    DRY_RUN_FLAG,
   ],
   examples: ["branch before-eval run-1 --wait", "branch before-eval run-2 --replicas 4"],
   async run(ctx, args) {
@@ -57,8 +59,7 @@ spec. With --wait the command returns once the new set is Ready at its generatio
     const warnings =
       timeout === undefined ? undefined : await WarningWatch.start(ctx, KIND_COCOONSET, newName);
     let cs = await createBranch(ctx, newName, checkpointName, branchSpec(source.spec, replicas));
-    if (ctx.output === "table" || ctx.output === "wide")
-      ctx.out(`cocoonset.cocoonstack.io/${newName} created (from checkpoint ${checkpointName})`);
+    announce(ctx, COCOONSETS, newName, `created (from checkpoint ${checkpointName})`);
     if (warnings && timeout !== undefined) {
       const generation = cs.metadata.generation ?? 0;
       cs = (await waitUntil(ctx, setWait(ctx, newName, generation, { kind: "ready" }, warnings), timeout)).cs;

@@ -14,10 +14,11 @@ import {
 } from "../checkpoints.ts";
 import { getSet } from "../cluster.ts";
 import type { Command, CommandContext } from "../command.ts";
+import { DRY_RUN_FLAG } from "../dryrun.ts";
 import { PluginError } from "../errors.ts";
-import { formatStructured } from "../output.ts";
+import { announce, formatStructured } from "../output.ts";
 import { setWait } from "../setstate.ts";
-import { DEFAULT_WAIT_MS, WAIT_FLAG, WarningWatch, waitTimeout, waitUntil } from "../wait.ts";
+import { DEFAULT_WAIT_MS, WAIT_FLAGS, WarningWatch, waitTimeout, waitUntil } from "../wait.ts";
 
 export const checkpoint: Command = {
   name: "checkpoint",
@@ -32,7 +33,7 @@ command returns once the checkpoint is created. With --wait each stage (the susp
 resume) gets DURATION, and the command returns once the resumed set is Ready. If the suspend or the
 copy fails or times out, the set is resumed all the same and the checkpoint is left as it is.`,
   positionals: [{ name: "SET", complete: "cocoonsets" }, { name: "NAME" }],
-  flags: [WAIT_FLAG],
+  flags: [...WAIT_FLAGS, DRY_RUN_FLAG],
   examples: ["checkpoint demo before-eval --wait", "checkpoint demo nightly -o yaml"],
   async run(ctx, args) {
     const [setName = "", name = ""] = args.positionals;
@@ -45,8 +46,13 @@ copy fails or times out, the set is resumed all the same and the checkpoint is l
     const warnings =
       timeout === undefined ? undefined : await WarningWatch.start(ctx, KIND_COCOONCHECKPOINT, name);
     let ck = await createCheckpoint(ctx, setName, name);
-    if (ctx.output === "table" || ctx.output === "wide")
-      ctx.out(`cocooncheckpoint.cocoonstack.io/${name} created`);
+    announce(ctx, COCOONCHECKPOINTS, name, "created");
+    if (ctx.dryRun !== "none") {
+      // The copy needs a Suspended set; a dry run says the round it would make and stops.
+      if (!wasSuspended)
+        announce(ctx, COCOONSETS, setName, "suspended, and resumed once the checkpoint is Ready");
+      return;
+    }
     if (warnings && timeout !== undefined) {
       let suspended = false;
       try {
@@ -68,6 +74,7 @@ copy fails or times out, the set is resumed all the same and the checkpoint is l
           ctx,
           {
             what: `cocooncheckpoint "${name}" to be Ready`,
+            watched: { rt: COCOONCHECKPOINTS, name },
             read,
             judge: (s) => judgeCheckpoint(s, name),
             warnings,
@@ -117,8 +124,7 @@ async function createCheckpoint(
 /** Merge-patches spec.suspend; returns the generation the write produced. */
 async function writeSuspend(ctx: CommandContext, setName: string, suspend: boolean): Promise<number> {
   const cs = await ctx.client.patch<CocoonSet>(COCOONSETS, ctx.namespace, setName, { spec: { suspend } });
-  if (ctx.output === "table" || ctx.output === "wide")
-    ctx.out(`cocoonset.cocoonstack.io/${setName} ${suspend ? "suspended" : "resumed"}`);
+  announce(ctx, COCOONSETS, setName, suspend ? "suspended" : "resumed");
   return cs.metadata.generation ?? 0;
 }
 

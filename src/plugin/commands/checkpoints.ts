@@ -1,9 +1,10 @@
 import { checkpointTag } from "../../checkpoint/keys.ts";
+import { COCOONCHECKPOINTS } from "../../controller/resources.ts";
 import { checkpointsOf, heldMembers } from "../checkpoints.ts";
 import { findSet } from "../cluster.ts";
 import type { Command } from "../command.ts";
 import { PluginError } from "../errors.ts";
-import { age, formatStructured, formatTable, humanSize } from "../output.ts";
+import { age, formatStructured, formatTable, humanSize, objectName } from "../output.ts";
 
 export const checkpoints: Command = {
   name: "checkpoints",
@@ -24,6 +25,10 @@ digest, image, bytes).`,
         `cocoonset "${name}" not found in namespace "${ctx.namespace}", and no checkpoint names it`,
       );
     if (!set) ctx.info(`cocoonset "${name}" no longer exists; its checkpoints remain`);
+    if (ctx.output === "name") {
+      for (const ck of list) ctx.out(objectName(COCOONCHECKPOINTS, ck.metadata.name ?? ""));
+      return;
+    }
     if (ctx.output === "json" || ctx.output === "yaml") {
       const items = list.map((ck) => ({
         name: ck.metadata.name,

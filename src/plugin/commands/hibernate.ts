@@ -1,6 +1,7 @@
 import type { Command } from "../command.ts";
+import { DRY_RUN_FLAG } from "../dryrun.ts";
 import { changeHibernation } from "../hibernation.ts";
-import { WAIT_FLAG, waitTimeout } from "../wait.ts";
+import { WAIT_FLAGS, waitTimeout } from "../wait.ts";
 
 export const hibernate: Command = {
   name: "hibernate",
@@ -10,7 +11,7 @@ the existing one. The operator asks vk-cocoon to snapshot the VM and confirms th
 registry; the pod stays, without a running VM. With --wait the command returns once the
 CocoonHibernation is Hibernated for this change; HibernateTimedOut is reported after 3 minutes.`,
   positionals: [{ name: "POD", complete: "cocoon-pods" }],
-  flags: [WAIT_FLAG],
+  flags: [...WAIT_FLAGS, DRY_RUN_FLAG],
   examples: ["hibernate demo-1 --wait"],
   async run(ctx, args) {
     const [pod = ""] = args.positionals;

@@ -2,10 +2,11 @@ import { DEFAULT_NODE_POOL } from "../../apis/v1/types.ts";
 import { LABEL_NODE_POOL, LABEL_SNAPSHOT_CPU_CLASS } from "../../contract/keys.ts";
 import { getNode, getSet } from "../cluster.ts";
 import type { Command } from "../command.ts";
+import { DRY_RUN_FLAG } from "../dryrun.ts";
 import { PluginError, UsageError } from "../errors.ts";
 import { stringFlag } from "../flags.ts";
 import { changeSet } from "../setstate.ts";
-import { WAIT_FLAG, waitTimeout } from "../wait.ts";
+import { WAIT_FLAGS, waitTimeout } from "../wait.ts";
 
 export const migrate: Command = {
   name: "migrate",
@@ -26,7 +27,8 @@ node has no seat.`,
       complete: "nodes",
       required: true,
     },
-    WAIT_FLAG,
+    ...WAIT_FLAGS,
+    DRY_RUN_FLAG,
   ],
   examples: ["migrate demo --to node-b --wait"],
   async run(ctx, args) {
@@ -56,7 +58,7 @@ node has no seat.`,
     await changeSet(
       ctx,
       name,
-      { nodeName: node },
+      { spec: { nodeName: node } },
       { kind: "migrated", node },
       timeout,
       `migrating to ${node}`,

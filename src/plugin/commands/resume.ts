@@ -1,30 +1,45 @@
 import type { CocoonSet } from "../../apis/v1/types.ts";
 import { ANN_EXPIRE_ACTION, ANN_EXPIRE_AT, readIdlePolicy } from "../../idle/policy.ts";
 import { formatRFC3339Nano } from "../../rfc3339.ts";
-import { getSet } from "../cluster.ts";
 import type { Command } from "../command.ts";
+import { DRY_RUN_FLAG } from "../dryrun.ts";
 import { PluginError } from "../errors.ts";
-import { changeSet } from "../setstate.ts";
-import { WAIT_FLAG, waitTimeout } from "../wait.ts";
+import { SELECTOR_FLAG, targetSets } from "../selection.ts";
+import { ANN_RELEASE_UNTIL_RESUME, changeSet, type SetPatch } from "../setstate.ts";
+import { WAIT_FLAGS, waitTimeout } from "../wait.ts";
 
 export const resume: Command = {
   name: "resume",
-  summary: "Resume a suspended set: wake every VM from its snapshot",
+  summary: "Resume a suspended set (or every set -l selects): wake every VM from its snapshot",
   description: `Sets spec.suspend=false. The operator wakes every hibernated VM (a released main is
-recreated from its snapshot) and drops each snapshot once its VM runs again. With --wait the command
+recreated from its snapshot) and drops each snapshot once its VM runs again. A hibernatePolicy=release
+that \`suspend --release\` set for one suspend is put back to what it was. With --wait the command
 returns once the Ready condition is True for this change; WakeNoCapacity is reported while no node
 has a seat for a released main. A set whose ${ANN_EXPIRE_AT} has passed (with ${ANN_EXPIRE_ACTION}
-Suspend) is refused: the operator would suspend it again at once.`,
-  positionals: [{ name: "SET", complete: "cocoonsets" }],
-  flags: [WAIT_FLAG],
-  examples: ["resume demo --wait"],
+Suspend) is refused: the operator would suspend it again at once. -l SELECTOR resumes every set of
+the namespace it matches, one after another.`,
+  positionals: [{ name: "SET", complete: "cocoonsets", optional: true }],
+  flags: [SELECTOR_FLAG, ...WAIT_FLAGS, DRY_RUN_FLAG],
+  examples: ["resume demo --wait", "resume -l team=eval --wait"],
   async run(ctx, args) {
-    const [name = ""] = args.positionals;
     const timeout = waitTimeout(args);
-    refuseExpired(await getSet(ctx, name), ctx.now());
-    await changeSet(ctx, name, { suspend: false }, { kind: "ready" }, timeout, "resumed");
+    const sets = await targetSets(ctx, args);
+    for (const cs of sets) refuseExpired(cs, ctx.now());
+    for (const cs of sets) {
+      await changeSet(ctx, cs.metadata.name ?? "", resumePatch(cs), { kind: "ready" }, timeout, "resumed");
+    }
   },
 };
+
+/** spec.suspend=false, and the hibernatePolicy from before a one-suspend release. */
+function resumePatch(cs: CocoonSet): SetPatch {
+  const previous = cs.metadata.annotations?.[ANN_RELEASE_UNTIL_RESUME];
+  if (previous === undefined) return { spec: { suspend: false } };
+  return {
+    spec: { suspend: false, hibernatePolicy: previous === "" ? null : previous },
+    annotations: { [ANN_RELEASE_UNTIL_RESUME]: null },
+  };
+}
 
 /** An expired Suspend policy re-parks the set in the operator's next pass (docs/idle.md, Expiry). */
 function refuseExpired(cs: CocoonSet, nowMs: number): void {

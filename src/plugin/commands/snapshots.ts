@@ -1,5 +1,6 @@
 import { getSet, setPods } from "../cluster.ts";
 import type { Command } from "../command.ts";
+import { UsageError } from "../errors.ts";
 import { age, formatStructured, formatTable, humanSize } from "../output.ts";
 import { membersOf } from "../setstate.ts";
 import { requireRegistry, type SnapshotTag, vmSnapshots } from "../snapshots.ts";
@@ -16,7 +17,12 @@ or OCI_REGISTRY.`,
   examples: ["snapshots demo", "snapshots demo -o wide --registry registry.example.com/cocoon"],
   async run(ctx, args) {
     const [name = ""] = args.positionals;
-    const registry = requireRegistry(ctx.registry());
+    if (ctx.output === "name") {
+      throw new UsageError(
+        "snapshots are registry tags, not API objects: -o name does not apply; -o json lists them",
+      );
+    }
+    const registry = requireRegistry(await ctx.registry());
     const cs = await getSet(ctx, name);
     const members = membersOf(cs, await setPods(ctx, name));
     const tags: SnapshotTag[] = [];

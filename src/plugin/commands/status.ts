@@ -2,9 +2,13 @@ import { type CocoonSet, KIND_COCOONSET } from "../../apis/v1/types.ts";
 import { ANN_IP, ANN_VM_ID } from "../../contract/keys.ts";
 import { readLifecycleState } from "../../contract/lifecycle.ts";
 import { isPodReady } from "../../contract/pod.ts";
+import { COCOONSETS } from "../../controller/resources.ts";
 import { type ClusterEvent, eventTime, objectEvents } from "../cluster.ts";
 import type { Command, CommandContext } from "../command.ts";
-import { age, formatStructured, formatTable, humanDuration, humanSize } from "../output.ts";
+import { UsageError } from "../errors.ts";
+import { booleanFlag, stringFlag } from "../flags.ts";
+import { age, formatStructured, formatTable, humanDuration, humanSize, objectName } from "../output.ts";
+import { ALL_NAMESPACES_FLAG, listSets, SELECTOR_FLAG } from "../selection.ts";
 import { type Member, membersOf, readSetState } from "../setstate.ts";
 import { type SnapshotTag, vmSnapshots } from "../snapshots.ts";
 
@@ -17,12 +21,32 @@ export const status: Command = {
   description: `Shows the set's phase and conditions (each with the generation it judged), then one line
 per member: slot, pod, node, vk-cocoon's lifecycle state for the VM, readiness, and the snapshot tags
 the VM has in the registry with their age and size (when a registry is configured: --registry or
-OCI_REGISTRY), then the set's recent events. -o wide adds the VM name, VM ID and IP.`,
-  positionals: [{ name: "SET", complete: "cocoonsets" }],
-  flags: [],
-  examples: ["status demo", "status demo -o wide", "status demo -o json"],
+OCI_REGISTRY), then the set's recent events. -o wide adds the VM name, VM ID and IP.
+Without SET it lists the namespace's sets (-A: every namespace's; -l: those the selector matches),
+one line each: phase, ready agents and toolboxes, the idle-suspend and expiry times, age. -o name
+prints kubectl's names of the sets.`,
+  positionals: [{ name: "SET", complete: "cocoonsets", optional: true }],
+  flags: [SELECTOR_FLAG, ALL_NAMESPACES_FLAG],
+  examples: [
+    "status demo",
+    "status demo -o wide",
+    "status demo -o json",
+    "status -A",
+    "status -l team=eval -o name",
+  ],
   async run(ctx, args) {
-    const [name = ""] = args.positionals;
+    const [name] = args.positionals;
+    const selector = stringFlag(args, "selector");
+    const all = booleanFlag(args, "all-namespaces");
+    if (name === undefined) {
+      listing(ctx, await listSets(ctx, selector, all), all);
+      return;
+    }
+    if (selector !== undefined || all) throw new UsageError("-l and -A list sets: give them without SET");
+    if (ctx.output === "name") {
+      ctx.out(objectName(COCOONSETS, (await readSetState(ctx, name)).cs.metadata.name ?? name));
+      return;
+    }
     const { cs, pods } = await readSetState(ctx, name);
     const members = membersOf(cs, pods);
     const view: StatusView = {
@@ -45,7 +69,7 @@ async function memberSnapshots(
   ctx: CommandContext,
   members: readonly Member[],
 ): Promise<Map<string, SnapshotTag[]> | undefined> {
-  const registry = ctx.registry();
+  const registry = await ctx.registry();
   if (!registry) {
     ctx.info("snapshots not shown: no registry configured (--registry or OCI_REGISTRY)");
     return undefined;
@@ -58,6 +82,49 @@ async function memberSnapshots(
     return undefined;
   }
   return out;
+}
+
+/** One line per set, as kubectl get lists them. */
+function listing(ctx: CommandContext, sets: readonly CocoonSet[], allNamespaces: boolean): void {
+  if (ctx.output === "name") {
+    for (const cs of sets) ctx.out(objectName(COCOONSETS, cs.metadata.name ?? ""));
+    return;
+  }
+  if (ctx.output === "json" || ctx.output === "yaml") {
+    ctx.out(
+      formatStructured(
+        sets.map((cs) => ({
+          name: cs.metadata.name,
+          namespace: cs.metadata.namespace,
+          phase: cs.status?.phase,
+          ...scheduleOf(cs),
+        })),
+        ctx.output,
+      ),
+    );
+    return;
+  }
+  if (sets.length === 0) {
+    ctx.info(allNamespaces ? "No cocoonsets found" : `No cocoonsets found in ${ctx.namespace} namespace.`);
+    return;
+  }
+  const now = ctx.now();
+  const rows = sets.map((cs) => {
+    const s = cs.status;
+    const schedule = scheduleOf(cs);
+    return [
+      ...(allNamespaces ? [cs.metadata.namespace ?? ""] : []),
+      cs.metadata.name ?? "",
+      s?.phase ?? "<none>",
+      `${s?.readyAgents ?? 0}/${s?.desiredAgents ?? 0}`,
+      `${s?.readyToolboxes ?? 0}/${s?.desiredToolboxes ?? 0}`,
+      schedule.idleSuspendAt ?? "<none>",
+      schedule.expireAt ?? "<none>",
+      age(cs.metadata.creationTimestamp, now),
+    ];
+  });
+  const headers = ["name", "phase", "agents", "toolboxes", "idle suspend at", "expires at", "age"];
+  ctx.out(formatTable(allNamespaces ? ["namespace", ...headers] : headers, rows));
 }
 
 function scheduleOf(cs: CocoonSet): { idleSuspendAt?: string; expireAt?: string } {

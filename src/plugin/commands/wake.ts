@@ -1,6 +1,7 @@
 import type { Command } from "../command.ts";
+import { DRY_RUN_FLAG } from "../dryrun.ts";
 import { changeHibernation } from "../hibernation.ts";
-import { WAIT_FLAG, waitTimeout } from "../wait.ts";
+import { WAIT_FLAGS, waitTimeout } from "../wait.ts";
 
 export const wake: Command = {
   name: "wake",
@@ -10,7 +11,7 @@ operator clears the hibernate request, vk-cocoon restores the VM from its snapsh
 is dropped once the VM runs. With --wait the command returns once the CocoonHibernation is Active for
 this change; WakeTimedOut is reported after 5 minutes.`,
   positionals: [{ name: "POD", complete: "cocoon-pods" }],
-  flags: [WAIT_FLAG],
+  flags: [...WAIT_FLAGS, DRY_RUN_FLAG],
   examples: ["wake demo-1 --wait"],
   async run(ctx, args) {
     const [pod = ""] = args.positionals;

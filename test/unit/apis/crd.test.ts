@@ -61,8 +61,8 @@ const expectedExtras: Record<string, string[]> = {
     `${toolboxItem}.x-kubernetes-validations[image must be repo[:tag] when mode is clone (no registry port or digest)]`,
     `${schemaPrefix}.properties.spec.x-kubernetes-validations[toolbox backend must match spec.agent.backend (static toolboxes excepted)]`,
     // The idle and expiry policy's status fields and their printer column (docs/idle.md).
-    ...["expireAt", "idleClockStart", "idleSuspendAt"].flatMap((field) =>
-      ["description", "format", "type"].map((key) => `${statusPath}.properties.${field}.${key}`),
+    ...["expireAt", "expiryNoticedAt", "idleClockStart", "idleSuspendAt", "idleSuspendNoticedFor"].flatMap(
+      (field) => ["description", "format", "type"].map((key) => `${statusPath}.properties.${field}.${key}`),
     ),
     ...["jsonPath", "name", "type"].map((key) => `spec.versions[0].additionalPrinterColumns[4].${key}`),
   ],
@@ -204,6 +204,8 @@ const fullCocoonSet: CocoonSet = {
     idleClockStart: "2024-01-01T00:00:00Z",
     idleSuspendAt: "2024-01-01T00:30:00Z",
     expireAt: "2024-01-02T00:00:00Z",
+    expiryNoticedAt: "2024-01-01T23:50:00Z",
+    idleSuspendNoticedFor: "2024-01-01T00:30:00Z",
   },
 };
 

@@ -5,15 +5,19 @@ import { describe, it } from "node:test";
 import type { CocoonSet, CocoonSetPhase } from "../../../src/apis/v1/types.ts";
 import { computeStatus } from "../../../src/cocoonset/decide/computestatus.ts";
 import {
+  dueNotices,
   idleStatusFields,
   idleVerdict,
   MAX_DEADLINE_WAIT_MS,
+  nextActionAtMs,
   nextDeadlineInMs,
 } from "../../../src/idle/deadlines.ts";
 import {
   ANN_EXPIRE_ACTION,
   ANN_EXPIRE_AT,
+  ANN_EXPIRE_DELETE_GRACE,
   ANN_LAST_ACTIVITY,
+  ANN_NOTICE_BEFORE,
   ANN_SUSPEND_AFTER_IDLE,
   readIdlePolicy,
 } from "../../../src/idle/policy.ts";
@@ -45,7 +49,9 @@ function runningSet(
   return cs;
 }
 
-const idle30m = { [ANN_SUSPEND_AFTER_IDLE]: "30m" };
+/** Notices off: the deadlines alone (the notices have tests of their own below). */
+const NO_NOTICE = { [ANN_NOTICE_BEFORE]: "0s", [ANN_EXPIRE_DELETE_GRACE]: "0s" };
+const idle30m = { [ANN_SUSPEND_AFTER_IDLE]: "30m", ...NO_NOTICE };
 
 function verdictAt(cs: CocoonSet, now: number) {
   return idleVerdict(cs, readIdlePolicy(cs.metadata.annotations), now);
@@ -79,13 +85,24 @@ describe("idleVerdict: idle suspend", () => {
     assert.equal(verdictAt(cs, START + 30 * MIN).action, "idle-suspend");
   });
 
-  it("counts a last-activity in the future as now", () => {
+  it("counts a last-activity up to 5m ahead as now, and one further ahead as none", () => {
     const now = START + 40 * MIN;
-    const cs = runningSet({ ...idle30m, [ANN_LAST_ACTIVITY]: formatRFC3339Nano(now + 24 * 60 * MIN) });
+    const cs = runningSet({ ...idle30m, [ANN_LAST_ACTIVITY]: formatRFC3339Nano(now + 5 * MIN) });
     assert.deepEqual(verdictAt(cs, now), { action: "none" });
     assert.equal(deadlineAt(cs, now), 30 * MIN);
     const fields = idleStatusFields(cs, readIdlePolicy(cs.metadata.annotations), "Running", now);
     assert.equal(fields.idleSuspendAt, formatRFC3339Nano(now + 30 * MIN));
+    const far = runningSet({ ...idle30m, [ANN_LAST_ACTIVITY]: formatRFC3339Nano(now + 5 * MIN + 1) });
+    assert.equal(verdictAt(far, now).action, "idle-suspend");
+  });
+
+  it("takes the later of the annotation and the activity Lease's renewal", () => {
+    const now = START + 40 * MIN;
+    const cs = runningSet({ ...idle30m, [ANN_LAST_ACTIVITY]: formatRFC3339Nano(START + 5 * MIN) });
+    const withLease = readIdlePolicy(cs.metadata.annotations, START + 25 * MIN);
+    assert.equal(nextDeadlineInMs(cs, withLease, now), 15 * MIN);
+    assert.deepEqual(idleVerdict(cs, withLease, now), { action: "none" });
+    assert.equal(verdictAt(cs, now).action, "idle-suspend");
   });
 
   it("does nothing to a set not Running at its generation, already suspended, or being deleted", () => {
@@ -117,7 +134,11 @@ describe("idleVerdict: expiry", () => {
   const at = START + 90 * MIN;
   const expiring = (action?: string, opts: { suspend?: boolean } = {}) =>
     runningSet(
-      { [ANN_EXPIRE_AT]: formatRFC3339Nano(at), ...(action ? { [ANN_EXPIRE_ACTION]: action } : {}) },
+      {
+        [ANN_EXPIRE_AT]: formatRFC3339Nano(at),
+        ...(action ? { [ANN_EXPIRE_ACTION]: action } : {}),
+        ...NO_NOTICE,
+      },
       opts,
     );
 
@@ -126,14 +147,14 @@ describe("idleVerdict: expiry", () => {
     assert.equal(deadlineAt(expiring(), at - 1), 1);
     assert.deepEqual(verdictAt(expiring(), at), {
       action: "expire",
-      expiry: { atMs: at, action: "Suspend" },
+      expiry: { atMs: at, action: "Suspend", deleteGraceMs: 0 },
     });
   });
 
   it("deletes at expire-at with expire-action Delete, suspended or not", () => {
     assert.deepEqual(verdictAt(expiring("Delete"), at), {
       action: "expire",
-      expiry: { atMs: at, action: "Delete" },
+      expiry: { atMs: at, action: "Delete", deleteGraceMs: 0 },
     });
     assert.deepEqual(verdictAt(expiring("Delete", { suspend: true }), at).action, "expire");
     assert.equal(deadlineAt(expiring("Delete", { suspend: true }), at - 10), 10);
@@ -220,5 +241,98 @@ describe("the status writer's idle fields", () => {
     const invalid = status(runningSet({ [ANN_SUSPEND_AFTER_IDLE]: "-1m" }));
     assert.equal(invalid.idleClockStart, undefined);
     assert.equal(invalid.idleSuspendAt, undefined);
+  });
+});
+
+describe("notices and the Delete grace", () => {
+  const at = START + 90 * MIN;
+  const deleting = (annotations: Record<string, string> = {}) =>
+    runningSet({ [ANN_EXPIRE_AT]: formatRFC3339Nano(at), [ANN_EXPIRE_ACTION]: "Delete", ...annotations });
+  const policyOf = (cs: CocoonSet) => readIdlePolicy(cs.metadata.annotations);
+  /** The set as the next pass reads it: the status the pass at `now` wrote. */
+  const afterStatusAt = (cs: CocoonSet, now: number): CocoonSet => ({
+    ...cs,
+    status: {
+      ...(cs.status as NonNullable<CocoonSet["status"]>),
+      ...idleStatusFields(cs, policyOf(cs), "Running", now),
+    },
+  });
+
+  it("gives ExpiringSoon notice-before (default 10m) ahead, once, and wakes for it", () => {
+    const cs = deleting({ [ANN_EXPIRE_DELETE_GRACE]: "5m" });
+    assert.equal(deadlineAt(cs, at - 20 * MIN), 10 * MIN);
+    assert.deepEqual(dueNotices(cs, policyOf(cs), at - 10 * MIN - 1), []);
+    const notices = dueNotices(cs, policyOf(cs), at - 10 * MIN);
+    assert.deepEqual(
+      notices.map((n) => [n.kind, n.kind === "expiry" && n.actsAtMs]),
+      [["expiry", at]],
+    );
+    const noticed = afterStatusAt(cs, at - 10 * MIN);
+    assert.equal(noticed.status?.expiryNoticedAt, formatRFC3339Nano(at - 10 * MIN));
+    assert.deepEqual(dueNotices(noticed, policyOf(noticed), at - 5 * MIN), []);
+    // The grace (5m) is within the notice (10m): the delete comes at expire-at.
+    assert.equal(verdictAt(noticed, at).action, "expire");
+  });
+
+  it("an expire-at already past when written deletes only the grace (default 1h) after its notice", () => {
+    const cs = deleting();
+    const firstSeen = at + 3 * MIN;
+    assert.deepEqual(verdictAt(cs, firstSeen), { action: "none" });
+    const [notice] = dueNotices(cs, policyOf(cs), firstSeen);
+    assert.equal(notice?.kind === "expiry" && notice.actsAtMs, firstSeen + 60 * MIN);
+    const noticed = afterStatusAt(cs, firstSeen);
+    assert.equal(deadlineAt(noticed, firstSeen), 60 * MIN);
+    assert.deepEqual(verdictAt(noticed, firstSeen + 60 * MIN - 1), { action: "none" });
+    assert.equal(verdictAt(noticed, firstSeen + 60 * MIN).action, "expire");
+    // A pass whose cache does not show the notice yet deletes nothing either.
+    assert.deepEqual(verdictAt(cs, firstSeen + 60 * MIN), { action: "none" });
+  });
+
+  it("a new expire-at needs a notice of its own", () => {
+    const noticed = afterStatusAt(deleting(), at - 10 * MIN);
+    const moved: CocoonSet = {
+      ...noticed,
+      metadata: {
+        ...noticed.metadata,
+        annotations: { ...noticed.metadata.annotations, [ANN_EXPIRE_AT]: formatRFC3339Nano(at - 20 * MIN) },
+      },
+    };
+    assert.deepEqual(verdictAt(moved, at - 5 * MIN), { action: "none" });
+    assert.equal(dueNotices(moved, policyOf(moved), at - 5 * MIN).length, 1);
+  });
+
+  it("gives IdleSuspendSoon once per deadline, and a touch that moves the deadline earns a new one", () => {
+    const cs = runningSet({ [ANN_SUSPEND_AFTER_IDLE]: "30m" });
+    assert.equal(deadlineAt(cs, START), 20 * MIN);
+    assert.deepEqual(dueNotices(cs, policyOf(cs), START + 20 * MIN - 1), []);
+    const [notice] = dueNotices(cs, policyOf(cs), START + 20 * MIN);
+    assert.equal(notice?.kind === "idle-suspend" && notice.atMs, START + 30 * MIN);
+    const noticed = afterStatusAt(cs, START + 20 * MIN);
+    assert.equal(noticed.status?.idleSuspendNoticedFor, formatRFC3339Nano(START + 30 * MIN));
+    assert.deepEqual(dueNotices(noticed, policyOf(noticed), START + 25 * MIN), []);
+    const touched: CocoonSet = {
+      ...noticed,
+      metadata: {
+        ...noticed.metadata,
+        annotations: {
+          ...noticed.metadata.annotations,
+          [ANN_LAST_ACTIVITY]: formatRFC3339Nano(START + 25 * MIN),
+        },
+      },
+    };
+    assert.deepEqual(dueNotices(touched, policyOf(touched), START + 26 * MIN), []);
+    assert.equal(dueNotices(touched, policyOf(touched), START + 45 * MIN).length, 1);
+  });
+
+  it("notice-before 0s gives no idle notice", () => {
+    const cs = runningSet({ [ANN_SUSPEND_AFTER_IDLE]: "30m", [ANN_NOTICE_BEFORE]: "0s" });
+    assert.deepEqual(dueNotices(cs, policyOf(cs), START + 29 * MIN), []);
+  });
+
+  it("the gauge's next action is the earlier of the idle suspend and the expiry's act", () => {
+    const cs = runningSet({ [ANN_SUSPEND_AFTER_IDLE]: "30m", [ANN_EXPIRE_AT]: formatRFC3339Nano(at) });
+    assert.equal(nextActionAtMs(cs, policyOf(cs), START), START + 30 * MIN);
+    const suspended = runningSet({ [ANN_EXPIRE_AT]: formatRFC3339Nano(at) }, { suspend: true });
+    assert.equal(nextActionAtMs(suspended, policyOf(suspended), START), undefined);
   });
 });

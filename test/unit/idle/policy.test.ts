@@ -5,17 +5,21 @@ import { describe, it } from "node:test";
 import {
   ANN_EXPIRE_ACTION,
   ANN_EXPIRE_AT,
+  ANN_EXPIRE_DELETE_GRACE,
   ANN_LAST_ACTIVITY,
+  ANN_NOTICE_BEFORE,
   ANN_SUSPEND_AFTER_IDLE,
   readIdlePolicy,
 } from "../../../src/idle/policy.ts";
 
 const T0 = Date.parse("2026-01-01T00:00:00Z");
+const TEN_MIN = 10 * 60_000;
+const HOUR = 60 * 60_000;
 
 describe("readIdlePolicy", () => {
   it("reads nothing from a set without the annotations", () => {
-    assert.deepEqual(readIdlePolicy(undefined), { problems: [] });
-    assert.deepEqual(readIdlePolicy({ other: "x" }), { problems: [] });
+    assert.deepEqual(readIdlePolicy(undefined), { noticeBeforeMs: TEN_MIN, problems: [] });
+    assert.deepEqual(readIdlePolicy({ other: "x" }), { noticeBeforeMs: TEN_MIN, problems: [] });
   });
 
   it("takes suspend-after-idle as a Go duration, with the last activity", () => {
@@ -29,7 +33,11 @@ describe("readIdlePolicy", () => {
         [ANN_SUSPEND_AFTER_IDLE]: text,
         [ANN_LAST_ACTIVITY]: "2026-01-01T00:00:00Z",
       });
-      assert.deepEqual(policy, { idle: { afterMs: ms, after, lastActivityMs: T0 }, problems: [] }, text);
+      assert.deepEqual(
+        policy,
+        { idle: { afterMs: ms, after, lastActivityMs: T0 }, noticeBeforeMs: TEN_MIN, problems: [] },
+        text,
+      );
     }
   });
 
@@ -60,13 +68,36 @@ describe("readIdlePolicy", () => {
 
   it("reads expire-at with Suspend by default, or the given action", () => {
     assert.deepEqual(readIdlePolicy({ [ANN_EXPIRE_AT]: "2026-01-01T00:00:00Z" }), {
-      expiry: { atMs: T0, action: "Suspend" },
+      expiry: { atMs: T0, action: "Suspend", deleteGraceMs: HOUR },
+      noticeBeforeMs: TEN_MIN,
       problems: [],
     });
     assert.deepEqual(
       readIdlePolicy({ [ANN_EXPIRE_AT]: "2026-01-01T00:00:00Z", [ANN_EXPIRE_ACTION]: "Delete" }).expiry,
-      { atMs: T0, action: "Delete" },
+      { atMs: T0, action: "Delete", deleteGraceMs: HOUR },
     );
+  });
+
+  it("reads notice-before and expire-delete-grace, and keeps the defaults for a bad value", () => {
+    const set = readIdlePolicy({
+      [ANN_EXPIRE_AT]: "2026-01-01T00:00:00Z",
+      [ANN_EXPIRE_ACTION]: "Delete",
+      [ANN_NOTICE_BEFORE]: "0s",
+      [ANN_EXPIRE_DELETE_GRACE]: "15m",
+    });
+    assert.equal(set.noticeBeforeMs, 0);
+    assert.equal(set.expiry?.deleteGraceMs, 15 * 60_000);
+    const bad = readIdlePolicy({
+      [ANN_EXPIRE_AT]: "2026-01-01T00:00:00Z",
+      [ANN_NOTICE_BEFORE]: "soon",
+      [ANN_EXPIRE_DELETE_GRACE]: "-1m",
+    });
+    assert.equal(bad.noticeBeforeMs, TEN_MIN);
+    assert.equal(bad.expiry?.deleteGraceMs, HOUR);
+    assert.deepEqual(bad.problems, [
+      `${ANN_NOTICE_BEFORE}="soon": time: invalid duration "soon"; using the default 10m0s`,
+      `${ANN_EXPIRE_DELETE_GRACE}="-1m": the duration must not be negative; using the default 1h0m0s`,
+    ]);
   });
 
   it("turns expiry off for an unparsable expire-at or an unknown expire-action", () => {
@@ -91,7 +122,7 @@ describe("readIdlePolicy", () => {
       [ANN_EXPIRE_AT]: "2026-01-01T00:00:00Z",
     });
     assert.equal(policy.idle, undefined);
-    assert.deepEqual(policy.expiry, { atMs: T0, action: "Suspend" });
+    assert.deepEqual(policy.expiry, { atMs: T0, action: "Suspend", deleteGraceMs: HOUR });
     assert.equal(policy.problems.length, 1);
   });
 });

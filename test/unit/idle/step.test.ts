@@ -16,12 +16,19 @@ import { COCOONSETS, PODS } from "../../../src/controller/resources.ts";
 import {
   ANN_EXPIRE_ACTION,
   ANN_EXPIRE_AT,
+  ANN_EXPIRE_DELETE_GRACE,
   ANN_LAST_ACTIVITY,
+  ANN_NOTICE_BEFORE,
   ANN_PARKED_AT,
   ANN_SUSPEND_AFTER_IDLE,
 } from "../../../src/idle/policy.ts";
 import { STALE_SET_RETRY_MS } from "../../../src/idle/step.ts";
-import { expiredTotal, idleSuspendTotal, parkedDurationSeconds } from "../../../src/metrics/cocoon.ts";
+import {
+  expiredTotal,
+  idleSuspendTotal,
+  nextDeadlineTimestampSeconds,
+  parkedDurationSeconds,
+} from "../../../src/metrics/cocoon.ts";
 import { classifyPods } from "../../../src/pass/classify.ts";
 import { formatRFC3339Nano } from "../../../src/rfc3339.ts";
 import {
@@ -62,13 +69,16 @@ function runningMain(cs: CocoonSet): Pod {
   return pod;
 }
 
+/** Notices and the Delete grace off, unless a test sets them: the deadlines alone. */
+const NO_NOTICE = { [ANN_NOTICE_BEFORE]: "0s", [ANN_EXPIRE_DELETE_GRACE]: "0s" };
+
 /**
- * A settled main-only set carrying `annotations`, Running since START as the status writer recorded
- * it (its idle clock started then); the clock at START.
+ * A settled main-only set carrying `annotations` (over NO_NOTICE), Running since START as the status
+ * writer recorded it (its idle clock started then); the clock at START.
  */
 function settledHarness(annotations: Record<string, string>): Harness {
   const h = harness();
-  const cs = cocoonSet({}, { generation: GENERATION, annotations });
+  const cs = cocoonSet({}, { generation: GENERATION, annotations: { ...NO_NOTICE, ...annotations } });
   const main = runningMain(cs);
   cs.status = computeStatus(cs, classifyPods([main], { name: SET, uid: SET_UID }), {
     now: formatRFC3339Nano(START),
@@ -197,12 +207,31 @@ describe("idle suspend in the CocoonSet pass", () => {
     assert.equal(stored(h).spec.suspend, true);
   });
 
-  it("a future last-activity counts as now", async () => {
-    h.clock.advance(40 * MIN);
-    await annotateSet(h, { [ANN_LAST_ACTIVITY]: formatRFC3339Nano(START + 24 * 60 * MIN) });
+  it("a last-activity a little ahead (clock skew) counts as now", async () => {
+    h.clock.advance(20 * MIN);
+    await annotateSet(h, { [ANN_LAST_ACTIVITY]: formatRFC3339Nano(START + 22 * MIN) });
     assert.deepEqual(await reconcile(h), { requeueAfterMs: 30 * MIN });
     assert.equal(stored(h).spec.suspend, undefined);
-    assert.equal(stored(h).status?.idleSuspendAt, formatRFC3339Nano(START + 70 * MIN));
+    assert.equal(stored(h).status?.idleSuspendAt, formatRFC3339Nano(START + 50 * MIN));
+    assert.deepEqual(h.events.events, []);
+  });
+
+  it("a last-activity far in the future is not counted, with a Warning: the set still goes idle", async () => {
+    h.clock.advance(20 * MIN);
+    const farAhead = formatRFC3339Nano(START + 24 * 60 * MIN);
+    await annotateSet(h, { [ANN_LAST_ACTIVITY]: farAhead });
+    assert.deepEqual(await reconcile(h), { requeueAfterMs: 10 * MIN });
+    assert.deepEqual(h.events.events, [
+      {
+        object: SET,
+        type: "Warning",
+        reason: "ActivityInFuture",
+        message: `the cocoonset.cocoonstack.io/last-activity annotation reports a use at ${farAhead}, more than 5m0s ahead of the operator's clock: not counted; write the reporter's current time (kubectl cocoon touch uses the API server's)`,
+      },
+    ]);
+    h.clock.advance(10 * MIN);
+    await reconcile(h);
+    assert.equal(stored(h).spec.suspend, true);
   });
 
   it("a touch the cache had not shown yet refuses the patch: no suspend, a look again shortly", async () => {
@@ -363,3 +392,76 @@ describe("seconds parked", () => {
     assert.equal(after - before, 2 * 60 * 60);
   });
 });
+
+describe("notices and the Delete grace in the CocoonSet pass", () => {
+  const at = START + 90 * MIN;
+
+  it("ExpiringSoon comes notice-before ahead as a Warning, once; the next pass makes no call", async () => {
+    const h = settledHarness({
+      [ANN_EXPIRE_AT]: formatRFC3339Nano(at),
+      [ANN_NOTICE_BEFORE]: "10m",
+      [ANN_EXPIRE_DELETE_GRACE]: "5m",
+      [ANN_EXPIRE_ACTION]: "Delete",
+    });
+    assert.deepEqual(await reconcile(h), { requeueAfterMs: 80 * MIN });
+    h.clock.advance(80 * MIN);
+    assert.deepEqual(await reconcile(h), { requeueAfterMs: 10 * MIN });
+    assert.deepEqual(h.events.events, [
+      {
+        object: SET,
+        type: "Warning",
+        reason: "ExpiringSoon",
+        message: `expire-at ${formatRFC3339Nano(at)}: deleting the set at ${formatRFC3339Nano(at)} (in 10m0s), no sooner than expire-delete-grace 5m0s after this notice; move or remove cocoonset.cocoonstack.io/expire-at to keep it`,
+      },
+    ]);
+    assert.equal(stored(h).status?.expiryNoticedAt, formatRFC3339Nano(at - 10 * MIN));
+    h.client.clearCalls();
+    h.clock.advance(MIN);
+    assert.deepEqual(await reconcile(h), { requeueAfterMs: 9 * MIN });
+    assert.deepEqual(
+      h.client.calls.filter((c) => c.verb !== "get" && c.verb !== "list"),
+      [],
+    );
+    assert.equal(h.events.events.length, 1);
+  });
+
+  it("an expire-at already past when written, with Delete, deletes only the grace (1h by default) later", async () => {
+    const h = settledHarness({ [ANN_EXPIRE_ACTION]: "Delete", [ANN_EXPIRE_DELETE_GRACE]: "1h" });
+    h.clock.advance(10 * MIN);
+    await annotateSet(h, { [ANN_EXPIRE_AT]: formatRFC3339Nano(START) });
+    assert.deepEqual(await reconcile(h), { requeueAfterMs: 60 * MIN });
+    assert.deepEqual(
+      h.client.writes().map((c) => `${c.verb} ${c.resource}${c.subresource ? `/${c.subresource}` : ""}`),
+      ["patch cocoonsets/status"],
+    );
+    assert.equal(h.events.events[0]?.reason, "ExpiringSoon");
+    assert.equal(await gaugeValue(), (START + 70 * MIN) / 1000, "the gauge shows when the delete will come");
+    h.clock.advance(60 * MIN - 1);
+    await reconcile(h);
+    assert.equal(stored(h).metadata.deletionTimestamp, undefined);
+    h.clock.advance(1);
+    await reconcile(h);
+    assert.ok(stored(h).metadata.deletionTimestamp, "deleted once the grace is over");
+  });
+
+  it("IdleSuspendSoon comes notice-before ahead of the idle suspend", async () => {
+    const h = settledHarness({ [ANN_SUSPEND_AFTER_IDLE]: "30m", [ANN_NOTICE_BEFORE]: "5m" });
+    assert.deepEqual(await reconcile(h), { requeueAfterMs: 25 * MIN });
+    h.clock.advance(25 * MIN);
+    await reconcile(h);
+    assert.deepEqual(
+      h.events.events.map((e) => [e.type, e.reason]),
+      [["Warning", "IdleSuspendSoon"]],
+    );
+    assert.match(
+      h.events.events[0]?.message ?? "",
+      /suspending at .* \(in 5m0s\) unless it is used; record a use with kubectl cocoon touch demo/,
+    );
+    assert.equal(stored(h).status?.idleSuspendNoticedFor, formatRFC3339Nano(START + 30 * MIN));
+  });
+});
+
+async function gaugeValue(): Promise<number | undefined> {
+  const { values } = await nextDeadlineTimestampSeconds.get();
+  return values.find((v) => v.labels.namespace === NS && v.labels.cocoonset === SET)?.value;
+}

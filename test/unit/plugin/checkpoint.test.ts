@@ -141,9 +141,9 @@ describe("checkpoint", () => {
       ["patch", "cocoonsets", { spec: { suspend: false } }, "Ready"],
     ]);
     assert.deepEqual(ctx.stdout, [
-      "cocooncheckpoint.cocoonstack.io/ck1 created",
-      "cocoonset.cocoonstack.io/demo suspended",
-      "cocoonset.cocoonstack.io/demo resumed",
+      "cocooncheckpoint.cocoonset.cocoonstack.io/ck1 created",
+      "cocoonset.cocoonset.cocoonstack.io/demo suspended",
+      "cocoonset.cocoonset.cocoonstack.io/demo resumed",
     ]);
     assert.ok(
       ctx.stderr.some((l) => l.includes("phase Copying: copying 4 snapshots")),

@@ -13,7 +13,12 @@ import { status } from "../../../src/plugin/commands/status.ts";
 import { suspend } from "../../../src/plugin/commands/suspend.ts";
 import { touch } from "../../../src/plugin/commands/touch.ts";
 import { wake } from "../../../src/plugin/commands/wake.ts";
+import { DRY_RUN_FLAG } from "../../../src/plugin/dryrun.ts";
 import { EXIT_FAILED, EXIT_TIMEOUT } from "../../../src/plugin/errors.ts";
+import { parseArgs } from "../../../src/plugin/flags.ts";
+import { CONFIGMAPS, DEPLOYMENTS, operatorRegistry } from "../../../src/plugin/operatorconfig.ts";
+import { ANN_RELEASE_UNTIL_RESUME } from "../../../src/plugin/setstate.ts";
+import { DEFAULT_WAIT_MS, WAIT_FLAGS, waitTimeout } from "../../../src/plugin/wait.ts";
 import type { RegistryClient } from "../../../src/registry/index.ts";
 import { NOW, rejection, run, type TestContext, testContext } from "./context.ts";
 
@@ -68,15 +73,97 @@ function writeStatus(ctx: TestContext, status: CocoonSet["status"]): void {
 }
 
 describe("suspend", () => {
-  it("patches spec.suspend (and hibernatePolicy for --release) on a main-only set", async () => {
+  it("patches spec.suspend (and hibernatePolicy for --release, with what resume puts back) on a main-only set", async () => {
     const ctx = testContext();
-    seedSet(ctx);
+    seedSet(ctx, { hibernatePolicy: "retain" });
     await run(ctx, suspend, ["demo", "--release"]);
     const patch = ctx.fake.writes().map((c) => [c.verb, c.resource, c.body]);
     assert.deepEqual(patch, [
-      ["patch", "cocoonsets", { spec: { suspend: true, hibernatePolicy: "release" } }],
+      [
+        "patch",
+        "cocoonsets",
+        {
+          metadata: { annotations: { [ANN_RELEASE_UNTIL_RESUME]: "retain" } },
+          spec: { suspend: true, hibernatePolicy: "release" },
+        },
+      ],
     ]);
-    assert.deepEqual(ctx.stdout, ["cocoonset.cocoonstack.io/demo suspended"]);
+    assert.deepEqual(ctx.stdout, ["cocoonset.cocoonset.cocoonstack.io/demo suspended"]);
+  });
+
+  it("resume after suspend --release puts the previous hibernatePolicy back; --keep-release keeps release", async () => {
+    const ctx = testContext();
+    seedSet(ctx);
+    await run(ctx, suspend, ["demo", "--release"]);
+    await run(ctx, resume, ["demo"]);
+    const afterOnce = ctx.fake.peek<CocoonSet>(COCOONSETS, "ns", "demo");
+    assert.equal(afterOnce?.spec.hibernatePolicy, undefined);
+    assert.equal(afterOnce?.metadata.annotations?.[ANN_RELEASE_UNTIL_RESUME], undefined);
+    // A later plain suspend keeps every seat.
+    await run(ctx, suspend, ["demo"]);
+    assert.equal(ctx.fake.peek<CocoonSet>(COCOONSETS, "ns", "demo")?.spec.hibernatePolicy, undefined);
+    await run(ctx, resume, ["demo"]);
+
+    await run(ctx, suspend, ["demo", "--release", "--keep-release"]);
+    await run(ctx, resume, ["demo"]);
+    assert.equal(ctx.fake.peek<CocoonSet>(COCOONSETS, "ns", "demo")?.spec.hibernatePolicy, "release");
+  });
+
+  it("-l suspends every set of the namespace the selector matches, and refuses SET with -l", async () => {
+    const ctx = testContext();
+    for (const [name, team] of [
+      ["a", "eval"],
+      ["b", "prod"],
+      ["c", "eval"],
+    ] as const) {
+      ctx.fake.seed<CocoonSet>(COCOONSETS, {
+        apiVersion: "cocoonset.cocoonstack.io/v1",
+        kind: "CocoonSet",
+        metadata: { name, namespace: "ns", labels: { team } },
+        spec: { agent: { image: "img", replicas: 0 } },
+      });
+    }
+    await run(ctx, suspend, ["-l", "team=eval"]);
+    assert.deepEqual(
+      ctx.fake.writes().map((c) => [c.verb, c.name, c.body]),
+      [
+        ["patch", "a", { spec: { suspend: true } }],
+        ["patch", "c", { spec: { suspend: true } }],
+      ],
+    );
+    assert.deepEqual(ctx.stdout, [
+      "cocoonset.cocoonset.cocoonstack.io/a suspended",
+      "cocoonset.cocoonset.cocoonstack.io/c suspended",
+    ]);
+    await assert.rejects(run(ctx, suspend, ["a", "-l", "team=eval"]), /give SET or -l SELECTOR, not both/);
+    const none = await rejection(run(ctx, resume, ["-l", "team=none"]));
+    assert.equal(none.message, 'no cocoonsets in namespace "ns" match -l team=none');
+  });
+
+  it("--dry-run=client sends no write and says so; --dry-run=server sends the write with dryRun", async () => {
+    const client = testContext({ dryRun: "client" });
+    seedSet(client);
+    await run(client, suspend, ["demo", "--dry-run=client"]);
+    assert.deepEqual(client.fake.writes(), []);
+    assert.deepEqual(client.stdout, ["cocoonset.cocoonset.cocoonstack.io/demo suspended (dry run)"]);
+
+    const server = testContext({ dryRun: "server" });
+    seedSet(server);
+    await run(server, suspend, ["demo", "--dry-run=server"]);
+    assert.deepEqual(
+      server.fake.writes().map((c) => [c.verb, c.resource, c.dryRun]),
+      [["patch", "cocoonsets", true]],
+    );
+    assert.equal(server.fake.peek<CocoonSet>(COCOONSETS, "ns", "demo")?.spec.suspend, undefined);
+    assert.deepEqual(server.stdout, ["cocoonset.cocoonset.cocoonstack.io/demo suspended (server dry run)"]);
+    await assert.rejects(run(server, suspend, ["demo", "--dry-run=server", "--wait"]), /do not go together/);
+  });
+
+  it("-o name prints only kubectl's name of the set", async () => {
+    const ctx = testContext({ output: "name" });
+    seedSet(ctx);
+    await run(ctx, suspend, ["demo"]);
+    assert.deepEqual(ctx.stdout, ["cocoonset.cocoonset.cocoonstack.io/demo"]);
   });
 
   it("refuses --release on a set with sub-agents or toolboxes, writing nothing", async () => {
@@ -228,8 +315,8 @@ describe("hibernate / wake", () => {
       ["create", "patch"],
     );
     assert.deepEqual(ctx.stdout, [
-      "cocoonhibernation.cocoonstack.io/demo-0 created (desire Hibernate)",
-      "cocoonhibernation.cocoonstack.io/demo-0 patched (desire Wake)",
+      "cocoonhibernation.cocoonset.cocoonstack.io/demo-0 created (desire Hibernate)",
+      "cocoonhibernation.cocoonset.cocoonstack.io/demo-0 patched (desire Wake)",
     ]);
   });
 });
@@ -244,6 +331,16 @@ describe("touch", () => {
       [{ metadata: { annotations: { "cocoonset.cocoonstack.io/last-activity": "2026-05-14T12:00:00Z" } } }],
     );
     assert.equal(ctx.fake.peek<CocoonSet>(COCOONSETS, "ns", "demo")?.metadata.generation, 1);
+  });
+
+  it("stamps the API server's time, not this machine's", async () => {
+    const ctx = testContext();
+    seedSet(ctx);
+    ctx.serverNow = () => Date.parse("2026-05-14T15:30:00Z");
+    await run(ctx, touch, ["demo"]);
+    assert.deepEqual(ctx.stdout, [
+      "cocoonset.cocoonset.cocoonstack.io/demo touched (cocoonset.cocoonstack.io/last-activity=2026-05-14T15:30:00Z)",
+    ]);
   });
 });
 
@@ -371,5 +468,163 @@ describe("snapshots", () => {
         ["vk-ns-demo-tb", "latest", 1024 + 3 * 1024 * 1024],
       ],
     );
+  });
+});
+
+describe("status without a set", () => {
+  function seedListed(ctx: TestContext): void {
+    for (const [ns, name, team] of [
+      ["ns", "b", "eval"],
+      ["ns", "a", "prod"],
+      ["other", "c", "eval"],
+    ] as const) {
+      ctx.fake.seed<CocoonSet>(COCOONSETS, {
+        apiVersion: "cocoonset.cocoonstack.io/v1",
+        kind: "CocoonSet",
+        metadata: { name, namespace: ns, labels: { team }, creationTimestamp: "2026-05-14T11:00:00Z" },
+        spec: { agent: { image: "img", replicas: 0 } },
+        status: {
+          phase: "Running",
+          readyAgents: 1,
+          desiredAgents: 1,
+          readyToolboxes: 0,
+          desiredToolboxes: 0,
+        },
+      });
+    }
+  }
+
+  it("lists the namespace's sets, -l those the selector matches, -A every namespace's", async () => {
+    const ctx = testContext();
+    seedListed(ctx);
+    await run(ctx, status, []);
+    assert.deepEqual(ctx.stdout[0]?.split("\n"), [
+      "NAME   PHASE     AGENTS   TOOLBOXES   IDLE SUSPEND AT   EXPIRES AT   AGE",
+      "a      Running   1/1      0/0         <none>            <none>       60m",
+      "b      Running   1/1      0/0         <none>            <none>       60m",
+    ]);
+    const all = testContext({ output: "name" });
+    seedListed(all);
+    await run(all, status, ["-A", "-l", "team=eval"]);
+    assert.deepEqual(all.stdout, [
+      "cocoonset.cocoonset.cocoonstack.io/b",
+      "cocoonset.cocoonset.cocoonstack.io/c",
+    ]);
+    await assert.rejects(run(ctx, status, ["a", "-A"]), /-l and -A list sets/);
+  });
+});
+
+describe("--wait and --timeout", () => {
+  const timeoutOf = (argv: string[]) => waitTimeout(parseArgs(argv, [...WAIT_FLAGS, DRY_RUN_FLAG]));
+
+  it("take --wait bare, --wait=DURATION, --wait --timeout DURATION and --wait=false as kubectl does", () => {
+    assert.equal(timeoutOf([]), undefined);
+    assert.equal(timeoutOf(["--wait"]), DEFAULT_WAIT_MS);
+    assert.equal(timeoutOf(["--wait=true"]), DEFAULT_WAIT_MS);
+    assert.equal(timeoutOf(["--wait=5m"]), 300_000);
+    assert.equal(timeoutOf(["--wait", "--timeout", "90s"]), 90_000);
+    assert.equal(timeoutOf(["--timeout=2m"]), 120_000);
+    assert.equal(timeoutOf(["--wait=false"]), undefined);
+    assert.throws(() => timeoutOf(["--wait=5m", "--timeout", "1m"]), /both set the timeout/);
+    assert.throws(() => timeoutOf(["--wait", "--timeout", "soon"]), /invalid duration "soon"/);
+  });
+});
+
+describe("the registry, found without a flag", () => {
+  function seedOperator(
+    ctx: TestContext,
+    env: { name: string; value?: string }[],
+    data?: Record<string, string>,
+  ) {
+    ctx.fake.seed(DEPLOYMENTS, {
+      metadata: { name: "cocoon-operator", namespace: "cocoon-system" },
+      spec: {
+        template: {
+          spec: {
+            containers: [
+              { name: "manager", env, envFrom: [{ configMapRef: { name: "cocoon-operator-config-h4sh" } }] },
+            ],
+          },
+        },
+      },
+    });
+    if (data)
+      ctx.fake.seed(CONFIGMAPS, {
+        metadata: { name: "cocoon-operator-config-h4sh", namespace: "cocoon-system" },
+        data,
+      });
+  }
+
+  it("is the operator's OCI_REGISTRY from the ConfigMap its Deployment reads, or its own env value", async () => {
+    const ctx = testContext();
+    seedOperator(ctx, [{ name: "OPERATOR_LOG_LEVEL", value: "info" }], {
+      OCI_REGISTRY: "registry.example/snap",
+    });
+    assert.deepEqual(await operatorRegistry(ctx), {
+      base: "registry.example/snap",
+      from: "configmap cocoon-system/cocoon-operator-config-h4sh",
+    });
+    const direct = testContext();
+    seedOperator(direct, [{ name: "OCI_REGISTRY", value: "other.example/x" }]);
+    assert.equal((await operatorRegistry(direct)).base, "other.example/x");
+  });
+
+  it("says why when there is no operator installation to read", async () => {
+    assert.deepEqual(await operatorRegistry(testContext()), {
+      base: undefined,
+      why: "no deployment cocoon-system/cocoon-operator (or its ConfigMap)",
+    });
+  });
+});
+
+describe("--wait follows a watch", () => {
+  it("reads again on the set's watch event, without waiting out a poll interval", {
+    timeout: 5_000,
+  }, async () => {
+    const ctx = testContext();
+    seedSet(ctx);
+    const slept: number[] = [];
+    // Time stands still: only a watch event can wake the loop (a poll would sleep out its interval).
+    ctx.sleep = (ms, signal) =>
+      new Promise<void>((_, reject) => {
+        slept.push(ms);
+        signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
+      });
+    let emit: () => void = () => {};
+    ctx.watchObject = (rt, name, signal) => ({
+      async *[Symbol.asyncIterator]() {
+        assert.deepEqual([rt.plural, name], ["cocoonsets", "demo"]);
+        while (!signal.aborted) {
+          await new Promise<void>((resolve) => {
+            emit = resolve;
+          });
+          yield {};
+        }
+      },
+    });
+    const waiting = run(ctx, suspend, ["demo", "--wait"]);
+    await new Promise((done) => setTimeout(done, 20));
+    writeStatus(ctx, {
+      phase: "Suspended",
+      observedGeneration: 2,
+      readyAgents: 0,
+      desiredAgents: 1,
+      readyToolboxes: 0,
+      desiredToolboxes: 0,
+      conditions: [
+        {
+          type: "Suspended",
+          status: "True",
+          reason: "Suspended",
+          message: "",
+          observedGeneration: 2,
+          lastTransitionTime: "",
+        },
+      ],
+    });
+    emit();
+    await waiting;
+    assert.match(ctx.stderr.at(-1) ?? "", /cocoonset "demo" is Suspended \(generation 2\)/);
+    assert.deepEqual(slept, [5_000], "one watched read interval begun, never waited out");
   });
 });

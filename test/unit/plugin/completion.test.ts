@@ -34,7 +34,7 @@ describe("complete (cobra's __complete protocol)", () => {
 
   it("offers flag names and flag values", async () => {
     assert.equal(await ask("suspend", "--rel"), "--release\n:4");
-    assert.equal(await ask("status", "-o", ""), "wide\njson\nyaml\n:4");
+    assert.equal(await ask("status", "-o", ""), "wide\njson\nyaml\nname\n:4");
     assert.equal(await ask("--context", "d"), "dev\n:4");
     assert.equal(await ask("--kubeconfig", ""), "\n:0", "file completion for --kubeconfig");
   });

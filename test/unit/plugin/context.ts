@@ -1,6 +1,7 @@
 // A CommandContext over the in-memory FakeClient, with a fixed clock and captured output.
 import assert from "node:assert/strict";
 import type { Command, CommandContext } from "../../../src/plugin/command.ts";
+import { type DryRun, dryRunClient } from "../../../src/plugin/dryrun.ts";
 import { PluginError } from "../../../src/plugin/errors.ts";
 import { parseArgs } from "../../../src/plugin/flags.ts";
 import type { OutputFormat } from "../../../src/plugin/output.ts";
@@ -18,7 +19,7 @@ export interface TestContext extends CommandContext {
 }
 
 export function testContext(
-  opts: { output?: OutputFormat; registry?: RegistryClient; namespace?: string } = {},
+  opts: { output?: OutputFormat; registry?: RegistryClient; namespace?: string; dryRun?: DryRun } = {},
 ): TestContext {
   const fake = new FakeClient();
   const stdout: string[] = [];
@@ -29,17 +30,19 @@ export function testContext(
     onSleep: () => {},
     stdout,
     stderr,
-    client: fake,
+    client: dryRunClient(fake, opts.dryRun ?? "none"),
+    dryRun: opts.dryRun ?? "none",
     namespace: opts.namespace ?? "ns",
     output: opts.output ?? "table",
     out: (text) => stdout.push(text),
     info: (text) => stderr.push(text),
     now: () => now,
+    serverNow: () => now,
     sleep: async (ms) => {
       now += ms;
       ctx.onSleep(now - NOW);
     },
-    registry: () => opts.registry,
+    registry: async () => opts.registry,
   };
   return ctx;
 }

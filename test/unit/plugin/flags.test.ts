@@ -62,9 +62,9 @@ describe("runPlugin finds the command after global flags", () => {
       now: () => 0,
       sleep: async () => {},
     };
-    // The context is named "status"; the command "status" comes later, without its SET.
-    assert.equal(await runPlugin(["--context", "status", "-n", "ns", "status"], io), 2);
-    assert.match(stderr.join(""), /status needs SET/);
+    // The context is named "snapshots"; the command "snapshots" comes later, without its SET.
+    assert.equal(await runPlugin(["--context", "snapshots", "-n", "ns", "snapshots"], io), 2);
+    assert.match(stderr.join(""), /snapshots needs SET/);
   });
 });
 

@@ -11,15 +11,22 @@ function condition(type: string, status: "True" | "False", observedGeneration: n
   return { type, status, observedGeneration, reason: "R", message: "m", lastTransitionTime: "" };
 }
 
-function set(generation: number, status: CocoonSet["status"]): CocoonSet {
+/** A set whose spec is as the command wrote it (spec.suspend and spec.nodeName as given). */
+function set(
+  generation: number,
+  status: CocoonSet["status"],
+  spec: { suspend?: boolean; nodeName?: string } = {},
+): CocoonSet {
   return {
     apiVersion: "cocoonset.cocoonstack.io/v1",
     kind: "CocoonSet",
     metadata: { name: "demo", namespace: "ns", generation },
-    spec: { agent: { image: "img", replicas: 1 }, toolboxes: [{ name: "tb" }] },
+    spec: { agent: { image: "img", replicas: 1 }, toolboxes: [{ name: "tb" }], ...spec },
     ...(status ? { status } : {}),
   };
 }
+
+const suspended = { suspend: true };
 
 const counts = { readyAgents: 2, desiredAgents: 2, readyToolboxes: 1, desiredToolboxes: 1 };
 
@@ -33,12 +40,16 @@ function pod(name: string, nodeName: string, lifecycle: string, ready = true): P
 
 describe("judgeSet", () => {
   it("waits while the operator has not observed the new generation, whatever the old conditions say", () => {
-    const cs = set(5, {
-      ...counts,
-      observedGeneration: 4,
-      phase: "Suspended",
-      conditions: [condition("Suspended", "True", 4)],
-    });
+    const cs = set(
+      5,
+      {
+        ...counts,
+        observedGeneration: 4,
+        phase: "Suspended",
+        conditions: [condition("Suspended", "True", 4)],
+      },
+      suspended,
+    );
     const verdict = judgeSet({ cs, pods: [] }, 5, { kind: "suspended" });
     assert.deepEqual(verdict, {
       kind: "waiting",
@@ -47,12 +58,16 @@ describe("judgeSet", () => {
   });
 
   it("does not take a Suspended condition judged at an older generation", () => {
-    const cs = set(5, {
-      ...counts,
-      observedGeneration: 5,
-      phase: "Suspending",
-      conditions: [condition("Suspended", "True", 4)],
-    });
+    const cs = set(
+      5,
+      {
+        ...counts,
+        observedGeneration: 5,
+        phase: "Suspending",
+        conditions: [condition("Suspended", "True", 4)],
+      },
+      suspended,
+    );
     const pods = [pod("demo-0", "node-a", "hibernated"), pod("demo-1", "node-a", "hibernating")];
     assert.deepEqual(judgeSet({ cs, pods }, 5, { kind: "suspended" }), {
       kind: "waiting",
@@ -61,12 +76,16 @@ describe("judgeSet", () => {
   });
 
   it("is done once Suspended is True at the generation", () => {
-    const cs = set(5, {
-      ...counts,
-      observedGeneration: 5,
-      phase: "Suspended",
-      conditions: [condition("Suspended", "True", 5)],
-    });
+    const cs = set(
+      5,
+      {
+        ...counts,
+        observedGeneration: 5,
+        phase: "Suspended",
+        conditions: [condition("Suspended", "True", 5)],
+      },
+      suspended,
+    );
     assert.equal(judgeSet({ cs, pods: [] }, 5, { kind: "suspended" }).kind, "done");
   });
 
@@ -95,12 +114,13 @@ describe("judgeSet", () => {
     });
     const onA = [pod("demo-0", "node-a", "ready")];
     assert.equal(judgeSet({ cs: ready, pods: onA }, 7, { kind: "ready" }).kind, "done");
-    assert.deepEqual(judgeSet({ cs: ready, pods: onA }, 7, { kind: "migrated", node: "node-b" }), {
+    const pinned = { ...ready, spec: { ...ready.spec, nodeName: "node-b" } };
+    assert.deepEqual(judgeSet({ cs: pinned, pods: onA }, 7, { kind: "migrated", node: "node-b" }), {
       kind: "waiting",
       progress: "phase Running; waiting on pod demo-0 on node-a: ready (lifecycle ready)",
     });
     assert.equal(
-      judgeSet({ cs: ready, pods: [pod("demo-0", "node-b", "ready")] }, 7, {
+      judgeSet({ cs: pinned, pods: [pod("demo-0", "node-b", "ready")] }, 7, {
         kind: "migrated",
         node: "node-b",
       }).kind,
@@ -113,6 +133,54 @@ describe("judgeSet", () => {
       conditions: [condition("Ready", "True", 6)],
     });
     assert.equal(judgeSet({ cs: stale, pods: onA }, 7, { kind: "ready" }).kind, "waiting");
+  });
+});
+
+describe("judgeSet: a change put back by someone else", () => {
+  const managed = (cs: CocoonSet, managers: [string, string, string][]): CocoonSet => ({
+    ...cs,
+    metadata: {
+      ...cs.metadata,
+      managedFields: managers.map(([manager, time, field]) => ({
+        manager,
+        operation: "Update",
+        time,
+        fieldsV1: { "f:spec": { [`f:${field}`]: {} } },
+      })),
+    } as CocoonSet["metadata"],
+  });
+
+  it("fails at once, naming the field's manager, when spec.suspend is set back while it waits", () => {
+    const cs = managed(
+      set(6, { ...counts, observedGeneration: 5, phase: "Suspending" }, { suspend: false }),
+      [
+        ["kubectl-cocoon", "2026-05-14T12:00:00Z", "suspend"],
+        ["argocd-controller", "2026-05-14T12:00:03Z", "suspend"],
+      ],
+    );
+    assert.deepEqual(judgeSet({ cs, pods: [] }, 5, { kind: "suspended" }), {
+      kind: "failed",
+      reason: "Reverted",
+      message:
+        "spec.suspend was set back to false by argocd-controller: a GitOps controller (Argo CD, Flux) puts the set back as its source has it; make the change in the source (docs/idle.md, GitOps)",
+    });
+  });
+
+  it("a resume put back to suspend, and a migration whose nodeName is put back, end the same way", () => {
+    const resumed = managed(
+      set(8, { ...counts, observedGeneration: 7, phase: "Waking" }, { suspend: true }),
+      [["kustomize-controller", "2026-05-14T12:00:03Z", "suspend"]],
+    );
+    assert.match(
+      (judgeSet({ cs: resumed, pods: [] }, 7, { kind: "ready" }) as { message: string }).message,
+      /^spec.suspend was set back to true by kustomize-controller: /,
+    );
+    const moved = set(8, { ...counts, observedGeneration: 7, phase: "Migrating" }, { nodeName: "node-a" });
+    assert.match(
+      (judgeSet({ cs: moved, pods: [] }, 7, { kind: "migrated", node: "node-b" }) as { message: string })
+        .message,
+      /^spec.nodeName was set back to "node-a": /,
+    );
   });
 });
 
