@@ -66,7 +66,7 @@ export const GLOBAL_FLAGS: readonly FlagSpec[] = [
     name: "registry",
     kind: "string",
     value: "HOST[/PATH]",
-    help: "the operator's snapshot registry (default: the operator's own, from its Deployment in cocoon-system, else OCI_REGISTRY)",
+    help: "the operator's snapshot registry (default: OCI_REGISTRY, else the operator's own, from its Deployment in cocoon-system)",
   },
   { name: "help", short: "h", kind: "boolean", help: "show help" },
 ];
@@ -203,24 +203,36 @@ function commandContext(args: ParsedArgs, io: PluginIO): CommandContext {
   return ctx;
 }
 
-/** --registry, else the operator's own configuration in the cluster, else OCI_REGISTRY. */
+/**
+ * Where the registry comes from: --registry, else OCI_REGISTRY (both the user's explicit choice), else
+ * the operator's own configuration in the cluster, read only when neither is set.
+ */
+export async function registryBase(
+  flag: string | undefined,
+  envValue: string | undefined,
+  installed: () => Promise<{ base?: string | undefined; from?: string }>,
+): Promise<{ base: string; from: string } | undefined> {
+  if (flag) return { base: flag, from: "--registry" };
+  if (envValue) return { base: envValue, from: "OCI_REGISTRY" };
+  const found = await installed();
+  return found.base === undefined
+    ? undefined
+    : { base: found.base, from: found.from ?? "the operator's Deployment" };
+}
+
 async function findRegistry(
   ctx: CommandContext,
   flag: string | undefined,
   io: PluginIO,
 ): Promise<RegistryClient | undefined> {
-  let base = flag;
-  let from = "--registry";
-  if (!base) {
-    const installed = await operatorRegistry(ctx);
-    if (installed.base !== undefined) ({ base, from } = installed);
-    else if (io.env.OCI_REGISTRY) [base, from] = [io.env.OCI_REGISTRY, "OCI_REGISTRY"];
-    else return undefined;
-  }
+  const chosen = await registryBase(flag, io.env.OCI_REGISTRY, () => operatorRegistry(ctx));
+  if (!chosen) return undefined;
   try {
-    return createRegistryClient(base, { logger: { warn: (_, msg) => io.stderr(`warning: ${msg}\n`) } });
+    return createRegistryClient(chosen.base, {
+      logger: { warn: (_, msg) => io.stderr(`warning: ${msg}\n`) },
+    });
   } catch (err) {
-    throw new PluginError(`registry ${base} (from ${from}): ${(err as Error).message}`);
+    throw new PluginError(`registry ${chosen.base} (from ${chosen.from}): ${(err as Error).message}`);
   }
 }
 

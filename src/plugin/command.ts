@@ -56,8 +56,8 @@ export interface CommandContext extends Output {
    */
   watchObject?(rt: ResourceType, name: string, signal: AbortSignal): AsyncIterable<unknown>;
   /**
-   * The snapshot registry: --registry, else the operator's own (operatorconfig.ts), else
-   * OCI_REGISTRY; undefined when none is found.
+   * The snapshot registry: --registry, else OCI_REGISTRY, else the operator's own
+   * (operatorconfig.ts); undefined when none is found.
    */
   registry(): Promise<RegistryClient | undefined>;
 }

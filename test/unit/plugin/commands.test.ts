@@ -1,10 +1,12 @@
 // The commands over the in-memory client: the writes they make (and refuse to make), the --wait loop
 // against a status that moves while it sleeps, and what status prints.
+
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
 import type { CocoonHibernation, CocoonSet, CocoonSetSpec } from "../../../src/apis/v1/types.ts";
 import { COCOONHIBERNATIONS, COCOONSETS, EVENTS, NODES, PODS } from "../../../src/controller/resources.ts";
+import { registryBase } from "../../../src/plugin/cli.ts";
 import { hibernate } from "../../../src/plugin/commands/hibernate.ts";
 import { migrate } from "../../../src/plugin/commands/migrate.ts";
 import { resume } from "../../../src/plugin/commands/resume.ts";
@@ -567,6 +569,28 @@ describe("the registry, found without a flag", () => {
     const direct = testContext();
     seedOperator(direct, [{ name: "OCI_REGISTRY", value: "other.example/x" }]);
     assert.equal((await operatorRegistry(direct)).base, "other.example/x");
+  });
+
+  it("is taken from --registry, else OCI_REGISTRY, and only then read from the cluster", async () => {
+    let reads = 0;
+    const installed = async () => {
+      reads++;
+      return { base: "installed.example/r", from: "configmap cocoon-system/c" };
+    };
+    assert.deepEqual(await registryBase("flag.example/r", "env.example/r", installed), {
+      base: "flag.example/r",
+      from: "--registry",
+    });
+    assert.deepEqual(await registryBase(undefined, "env.example/r", installed), {
+      base: "env.example/r",
+      from: "OCI_REGISTRY",
+    });
+    assert.equal(reads, 0, "an explicit choice reads nothing from the cluster");
+    assert.deepEqual(await registryBase(undefined, undefined, installed), {
+      base: "installed.example/r",
+      from: "configmap cocoon-system/c",
+    });
+    assert.equal(await registryBase(undefined, undefined, async () => ({ base: undefined })), undefined);
   });
 
   it("says why when there is no operator installation to read", async () => {
