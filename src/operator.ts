@@ -2,12 +2,7 @@
 // registry client, the manager (metrics, probes, optional leader election) and the controllers.
 // main.ts builds the config from flags and environment; tests and benchmarks call this directly.
 
-import {
-  CHECKPOINT_REPROBE_MS,
-  CheckpointCatalog,
-  checkpointKindServed,
-  whenCheckpointKindServed,
-} from "./checkpoint/catalog.ts";
+import { CheckpointCatalog } from "./checkpoint/catalog.ts";
 import { asCheckpointRegistry, setsBranchingFrom, setupCheckpointController } from "./checkpoint/setup.ts";
 import type { Clock } from "./clock.ts";
 import { systemClock } from "./clock.ts";
@@ -17,6 +12,8 @@ import { KubeEventRecorder } from "./controller/events.ts";
 import { DEFAULT_LEASE_NAME, LeaderElector } from "./controller/leaderelection.ts";
 import { Manager } from "./controller/manager.ts";
 import { recordRestRequest } from "./controller/metrics.ts";
+import { COCOONCHECKPOINTS } from "./controller/resources.ts";
+import { KIND_REPROBE_MS, kindServed, whenKindServed } from "./controller/served.ts";
 import { setupHibernationController } from "./hibernation/setup.ts";
 import { createOperatorInformers, type OperatorInformers } from "./informers/informers.ts";
 import { log } from "./log.ts";
@@ -137,8 +134,13 @@ export function createOperator(config: OperatorConfig): Operator {
     registry: CheckpointRegistry,
     signal: AbortSignal,
   ): Promise<void> => {
-    const intervalMs = config.checkpointReprobeMs ?? CHECKPOINT_REPROBE_MS;
-    await whenCheckpointKindServed(client, config.watchNamespace, { clock, log, signal, intervalMs });
+    const intervalMs = config.checkpointReprobeMs ?? KIND_REPROBE_MS;
+    await whenKindServed(client, COCOONCHECKPOINTS, config.watchNamespace, {
+      clock,
+      log,
+      signal,
+      intervalMs,
+    });
     manager.addInformer(checkpoints.informer);
     await checkpoints.informer.waitForSync(signal);
     enableCheckpoints(registry);
@@ -152,7 +154,7 @@ export function createOperator(config: OperatorConfig): Operator {
    */
   const startCheckpoints = async (signal?: AbortSignal): Promise<void> => {
     if (!checkpointRegistry) return;
-    if (await checkpointKindServed(client, config.watchNamespace, { clock, log, signal })) {
+    if (await kindServed(client, COCOONCHECKPOINTS, config.watchNamespace, { clock, log, signal })) {
       enableCheckpoints(checkpointRegistry);
       return;
     }
