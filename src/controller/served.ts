@@ -14,11 +14,22 @@ const PROBE_BACKOFF_START_MS = 500;
 const PROBE_BACKOFF_MAX_MS = 10_000;
 
 /**
- * One LIST: true when the API serves the kind. 404 (no CRD) and 403 (a ClusterRole from before
- * the kind) mean the operator runs without it. Anything else (the API server not up yet) is
- * retried with backoff until one of those answers, or the signal aborts.
+ * One LIST per kind: true when the API serves every one of them (a feature's kinds come in one
+ * install). 404 (no CRD) and 403 (a ClusterRole from before the kind) mean the operator runs without
+ * the feature. Anything else (the API server not up yet) is retried with backoff until one of those
+ * answers, or the signal aborts.
  */
-export async function kindServed(
+export async function kindsServed(
+  client: Client,
+  kinds: readonly ResourceType[],
+  namespace: string | undefined,
+  opts: { clock: Clock; log: Logger; signal?: AbortSignal },
+): Promise<boolean> {
+  for (const rt of kinds) if (!(await kindServed(client, rt, namespace, opts))) return false;
+  return true;
+}
+
+async function kindServed(
   client: Client,
   rt: ResourceType,
   namespace: string | undefined,
@@ -40,18 +51,18 @@ export async function kindServed(
 export const KIND_REPROBE_MS = 60_000;
 
 /**
- * Resolves once the kind is served, probing every intervalMs (the first probe one interval from now:
+ * Resolves once the kinds are served, probing every intervalMs (the first probe one interval from now:
  * the caller has just probed). The same LIST as at start, not a discovery GET: discovery of the group
  * version is open to every authenticated user, so only the LIST also sees a ClusterRole without
  * the kind; while the CRD is absent both are answered by the API server's router alone.
  * Rejects with the signal's reason when it aborts.
  */
-export async function whenKindServed(
+export async function whenKindsServed(
   client: Client,
-  rt: ResourceType,
+  kinds: readonly ResourceType[],
   namespace: string | undefined,
   opts: { clock: Clock; log: Logger; signal: AbortSignal; intervalMs: number },
 ): Promise<void> {
   do await opts.clock.sleep(opts.intervalMs, opts.signal);
-  while (!(await kindServed(client, rt, namespace, opts)));
+  while (!(await kindsServed(client, kinds, namespace, opts)));
 }

@@ -5,26 +5,40 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { FakeClock } from "../../../src/clock.ts";
 import { ApiError, NotFoundError } from "../../../src/controller/errors.ts";
-import { COCOONCHECKPOINTS } from "../../../src/controller/resources.ts";
-import { KIND_REPROBE_MS, kindServed, whenKindServed } from "../../../src/controller/served.ts";
+import { COCOONCHECKPOINTS, COCOONCLAIMS, COCOONPOOLS } from "../../../src/controller/resources.ts";
+import { KIND_REPROBE_MS, kindsServed, whenKindsServed } from "../../../src/controller/served.ts";
 import { FakeClient } from "../../support/fakeclient.ts";
 import { silentLogger } from "../../support/log.ts";
 
 const log = silentLogger();
 
-describe("kindServed", () => {
+describe("kindsServed", () => {
   it("is true when the list answers, false on 404 or 403", async () => {
     const clock = new FakeClock();
-    assert.equal(await kindServed(new FakeClient(), COCOONCHECKPOINTS, "ns", { clock, log }), true);
+    assert.equal(await kindsServed(new FakeClient(), [COCOONCHECKPOINTS], "ns", { clock, log }), true);
     for (const error of [
       new NotFoundError(404, "NotFound", "404 page not found"),
       new ApiError(403, "Forbidden", "cannot list cocooncheckpoints"),
     ]) {
       const client = new FakeClient();
       client.failNext("list", "cocooncheckpoints", error);
-      assert.equal(await kindServed(client, COCOONCHECKPOINTS, "ns", { clock, log }), false);
+      assert.equal(await kindsServed(client, [COCOONCHECKPOINTS], "ns", { clock, log }), false);
       assert.equal(client.calls.length, 1);
     }
+  });
+
+  it("is false when any of the kinds is not served, probing in order and stopping at the first absent", async () => {
+    const clock = new FakeClock();
+    const client = new FakeClient();
+    client.failNext("list", "cocoonpools", new NotFoundError(404, "NotFound", "404 page not found"));
+    assert.equal(
+      await kindsServed(client, [COCOONCLAIMS, COCOONPOOLS, COCOONCHECKPOINTS], "ns", { clock, log }),
+      false,
+    );
+    assert.deepEqual(
+      client.calls.map((c) => c.resource),
+      ["cocoonclaims", "cocoonpools"],
+    );
   });
 
   it("retries other failures with backoff until the API server answers", async () => {
@@ -32,7 +46,7 @@ describe("kindServed", () => {
     const client = new FakeClient();
     client.failNext("list", "cocooncheckpoints", new ApiError(503, "ServiceUnavailable", "starting"));
     client.failNext("list", "cocooncheckpoints", new ApiError(0, "", "connection refused"));
-    const served = kindServed(client, COCOONCHECKPOINTS, "ns", { clock, log });
+    const served = kindsServed(client, [COCOONCHECKPOINTS], "ns", { clock, log });
     for (const ms of [500, 1000]) {
       await new Promise((r) => setImmediate(r));
       clock.advance(ms);
@@ -42,7 +56,7 @@ describe("kindServed", () => {
   });
 });
 
-describe("whenKindServed", () => {
+describe("whenKindsServed", () => {
   const notServed = () => new NotFoundError(404, "NotFound", "404 page not found");
   const notPermitted = () => new ApiError(403, "Forbidden", "cannot list cocooncheckpoints");
   const settle = () => new Promise((r) => setImmediate(r));
@@ -54,7 +68,7 @@ describe("whenKindServed", () => {
     client.failNext("list", "cocooncheckpoints", notServed());
     client.failNext("list", "cocooncheckpoints", notPermitted());
     let served = false;
-    const waiting = whenKindServed(client, COCOONCHECKPOINTS, "ns", {
+    const waiting = whenKindsServed(client, [COCOONCHECKPOINTS], "ns", {
       clock,
       log,
       signal: new AbortController().signal,
@@ -80,7 +94,7 @@ describe("whenKindServed", () => {
     const client = new FakeClient();
     client.failNext("list", "cocooncheckpoints", notServed());
     const abort = new AbortController();
-    const waiting = whenKindServed(client, COCOONCHECKPOINTS, "ns", {
+    const waiting = whenKindsServed(client, [COCOONCHECKPOINTS], "ns", {
       clock,
       log,
       signal: abort.signal,

@@ -1,0 +1,320 @@
+// The CocoonClaim reconciler (docs/pools.md). A claim binds one ready member of its pool by an update
+// that carries the member's resourceVersion: of claims racing for one member exactly one wins, the
+// others try the next member or wait Pending with a reason until one is ready. The set, not the claim's
+// status, records the bind (its claim label and controller ownerReference), so a bind survives a crash
+// before the status write. Deleting the claim deletes its set, whose own finalizer then tears its VMs
+// and snapshots down the usual way.
+
+import { type ConditionUpdate, setStatusConditions, statusMergePatch } from "../apis/status.ts";
+import type { CocoonSet } from "../apis/v1/types.ts";
+import type { CocoonClaim, CocoonClaimStatus, CocoonPool } from "../apis/v1alpha1/types.ts";
+import { isDeepStrictEqual } from "../builtins.ts";
+import type { Clock } from "../clock.ts";
+import type { Client } from "../controller/client.ts";
+import { isConflict, isNotFound, unlessNotFound } from "../controller/errors.ts";
+import type { EventRecorder } from "../controller/events.ts";
+import type { Reconciler, Request, Result } from "../controller/reconciler.ts";
+import { COCOONCLAIMS, COCOONSETS } from "../controller/resources.ts";
+import type { Logger } from "../log.ts";
+import { type ClaimResult, claimReadySeconds, claimsTotal } from "../metrics/pool.ts";
+import { formatRFC3339 } from "../rfc3339.ts";
+import type { PoolView } from "./catalog.ts";
+import { boundMember, boundSetReady, claimCandidates, memberReady, warmthOf } from "./decide.ts";
+import {
+  CONDITION_READY,
+  FINALIZER_COCOONCLAIM,
+  LABEL_CLAIM,
+  LABEL_POOL,
+  REASON_BOUND,
+  REASON_CLAIM_READY,
+  REASON_CLAIM_RELEASED,
+  REASON_NO_READY_MEMBER,
+  REASON_POOL_NOT_FOUND,
+  REASON_SET_GONE,
+  REASON_SET_READY,
+  REASON_STARTING,
+  REASON_WAKING,
+} from "./keys.ts";
+
+export interface ClaimDeps {
+  client: Client;
+  view: PoolView;
+  events: EventRecorder;
+  clock: Clock;
+  log: Logger;
+}
+
+interface Pending {
+  reason: string;
+  message: string;
+}
+
+export class ClaimReconciler implements Reconciler {
+  private readonly deps: ClaimDeps;
+  /** Binds this process made that the set cache may not show yet, by claim uid. */
+  private readonly recentBinds = new Map<string, string>();
+  /** When this process first saw each claim not yet Ready, by uid (the latency histogram's start). */
+  private readonly firstSeen = new Map<string, number>();
+
+  constructor(deps: ClaimDeps) {
+    this.deps = deps;
+  }
+
+  async reconcile(req: Request): Promise<Result> {
+    let claim = this.deps.view.claim(req.namespace, req.name);
+    if (!claim) return {};
+    const uid = claim.metadata.uid ?? "";
+    if (claim.metadata.deletionTimestamp) return this.release(claim);
+    const finalizers = claim.metadata.finalizers ?? [];
+    if (!finalizers.includes(FINALIZER_COCOONCLAIM)) {
+      // Before the bind, so a bound set never outlives its claim.
+      claim = await this.deps.client.update<CocoonClaim>(COCOONCLAIMS, {
+        ...claim,
+        metadata: { ...claim.metadata, finalizers: [...finalizers, FINALIZER_COCOONCLAIM] },
+      });
+    }
+    if (!this.firstSeen.has(uid) && !isReady(claim)) this.firstSeen.set(uid, this.deps.clock.now());
+
+    const boundName = this.boundName(claim);
+    if (boundName !== undefined) {
+      return this.writeBound(claim, boundName, this.deps.view.set(req.namespace, boundName));
+    }
+    return this.bind(claim);
+  }
+
+  /** The bound set's name: the claim's status, a bind of this process, or the set cache's claim label. */
+  private boundName(claim: CocoonClaim): string | undefined {
+    const namespace = claim.metadata.namespace ?? "";
+    const cached = this.deps.view.boundSet(namespace, claim.metadata.name ?? "");
+    if (cached) {
+      this.recentBinds.delete(claim.metadata.uid ?? "");
+      return cached.metadata.name;
+    }
+    return claim.status?.cocoonSetRef?.name ?? this.recentBinds.get(claim.metadata.uid ?? "");
+  }
+
+  private async bind(claim: CocoonClaim): Promise<Result> {
+    const namespace = claim.metadata.namespace ?? "";
+    const poolName = claim.spec.poolRef.name;
+    const pool = this.deps.view.pool(namespace, poolName);
+    if (!pool || pool.metadata.deletionTimestamp) {
+      return this.writePending(claim, poolName, "pool_not_found", {
+        reason: REASON_POOL_NOT_FOUND,
+        message: `CocoonPool ${poolName} not found`,
+      });
+    }
+    for (const candidate of claimCandidates(
+      pool,
+      this.deps.view.members(namespace, poolName),
+      claim.metadata.name ?? "",
+    )) {
+      const bound = await this.tryBind(claim, pool, candidate);
+      if (bound) return this.writeBound(claim, bound.metadata.name ?? "", bound);
+    }
+    return this.writePending(claim, poolName, "pending", {
+      reason: REASON_NO_READY_MEMBER,
+      message: `waiting for a ready member of CocoonPool ${poolName}`,
+    });
+  }
+
+  /**
+   * The compare-and-swap: the update fails with a conflict when anyone wrote the member since the
+   * cache read it. A conflict re-reads the member once: a status write of its own pass loses nothing,
+   * a bind by another claim (or a delete by the pool) takes it out of the running.
+   */
+  private async tryBind(
+    claim: CocoonClaim,
+    pool: CocoonPool,
+    cached: CocoonSet,
+  ): Promise<CocoonSet | undefined> {
+    const namespace = claim.metadata.namespace ?? "";
+    const poolName = pool.metadata.name ?? "";
+    let member: CocoonSet | undefined = cached;
+    for (let attempt = 0; member && attempt < 2; attempt++) {
+      try {
+        const bound = await this.deps.client.update<CocoonSet>(
+          COCOONSETS,
+          boundMember(member, claim, pool, this.deps.clock.now()),
+        );
+        this.recentBinds.set(claim.metadata.uid ?? "", bound.metadata.name ?? "");
+        this.count(namespace, poolName, "bound");
+        this.deps.events.event(
+          claim,
+          "Normal",
+          REASON_BOUND,
+          `bound CocoonSet ${bound.metadata.name} of CocoonPool ${poolName}`,
+        );
+        return bound;
+      } catch (err) {
+        if (isNotFound(err)) return undefined;
+        if (!isConflict(err)) throw err;
+        this.count(namespace, poolName, "conflict");
+      }
+      const fresh = await unlessNotFound(() =>
+        this.deps.client.get<CocoonSet>(COCOONSETS, namespace, cached.metadata.name ?? ""),
+      );
+      member =
+        fresh &&
+        fresh.metadata.labels?.[LABEL_POOL] === poolName &&
+        fresh.metadata.labels?.[LABEL_CLAIM] === undefined &&
+        memberReady(fresh, warmthOf(pool))
+          ? fresh
+          : undefined;
+    }
+    return undefined;
+  }
+
+  /** `cs` is the set as the bind returned it or as cached; undefined when the cache has no such set. */
+  private async writeBound(claim: CocoonClaim, setName: string, cs: CocoonSet | undefined): Promise<Result> {
+    const namespace = claim.metadata.namespace ?? "";
+    const now = this.deps.clock.now();
+    let condition: ConditionUpdate;
+    if (!cs && !this.recentBinds.has(claim.metadata.uid ?? "")) {
+      condition = {
+        type: CONDITION_READY,
+        status: "False",
+        reason: REASON_SET_GONE,
+        message: `CocoonSet ${setName} is gone`,
+      };
+    } else if (cs && boundSetReady(cs)) {
+      condition = {
+        type: CONDITION_READY,
+        status: "True",
+        reason: REASON_SET_READY,
+        message: `CocoonSet ${setName} is Running`,
+      };
+    } else {
+      const waking =
+        cs?.status?.phase === "Suspended" ||
+        cs?.status?.phase === "Suspending" ||
+        cs?.status?.phase === "Waking";
+      condition = {
+        type: CONDITION_READY,
+        status: "False",
+        reason: waking ? REASON_WAKING : REASON_STARTING,
+        message: `waiting for CocoonSet ${setName} to be Running (phase ${cs?.status?.phase ?? "unknown"})`,
+      };
+    }
+    const next: CocoonClaimStatus = {
+      observedGeneration: claim.metadata.generation ?? 0,
+      phase: "Bound",
+      reason: REASON_BOUND,
+      message: `bound CocoonSet ${setName}`,
+      cocoonSetRef: { name: setName },
+      boundTime: claim.status?.boundTime ?? formatRFC3339(now),
+      conditions: setStatusConditions(
+        claim.status?.conditions ?? [],
+        [{ ...condition, observedGeneration: claim.metadata.generation ?? 0 }],
+        now,
+      ),
+    };
+    const wasReady = isReady(claim);
+    await this.writeStatus(claim, next);
+    if (!wasReady && condition.status === "True") {
+      const uid = claim.metadata.uid ?? "";
+      const since = this.firstSeen.get(uid) ?? Date.parse(claim.metadata.creationTimestamp ?? "");
+      this.firstSeen.delete(uid);
+      const labels = { namespace, pool: claim.spec.poolRef.name };
+      if (Number.isFinite(since)) claimReadySeconds.observe(labels, Math.max(0, now - since) / 1000);
+      this.deps.events.event(claim, "Normal", REASON_CLAIM_READY, condition.message);
+    }
+    return {};
+  }
+
+  private async writePending(
+    claim: CocoonClaim,
+    poolName: string,
+    result: ClaimResult,
+    pending: Pending,
+  ): Promise<Result> {
+    const now = this.deps.clock.now();
+    const next: CocoonClaimStatus = {
+      observedGeneration: claim.metadata.generation ?? 0,
+      phase: "Pending",
+      reason: pending.reason,
+      message: pending.message,
+      conditions: setStatusConditions(
+        claim.status?.conditions ?? [],
+        [
+          {
+            type: CONDITION_READY,
+            status: "False",
+            reason: pending.reason,
+            message: pending.message,
+            observedGeneration: claim.metadata.generation ?? 0,
+          },
+        ],
+        now,
+      ),
+    };
+    if (claim.status?.reason !== pending.reason) this.count(claim.metadata.namespace ?? "", poolName, result);
+    await this.writeStatus(claim, next);
+    return {};
+  }
+
+  private async writeStatus(claim: CocoonClaim, next: CocoonClaimStatus): Promise<void> {
+    if (isDeepStrictEqual(claim.status ?? {}, next)) return;
+    await this.deps.client.patch(
+      COCOONCLAIMS,
+      claim.metadata.namespace ?? "",
+      claim.metadata.name ?? "",
+      { status: statusMergePatch(claim.status, next) },
+      { subresource: "status" },
+    );
+  }
+
+  /**
+   * Deletes the claim's set (found through the API server, not the cache, which may not show a bind
+   * made just before), then lets the claim go. The set's finalizer deletes its VMs and snapshots.
+   */
+  private async release(claim: CocoonClaim): Promise<Result> {
+    const namespace = claim.metadata.namespace ?? "";
+    const name = claim.metadata.name ?? "";
+    const uid = claim.metadata.uid ?? "";
+    if (!(claim.metadata.finalizers ?? []).includes(FINALIZER_COCOONCLAIM)) return {};
+    const { items } = await this.deps.client.list<CocoonSet>(COCOONSETS, namespace, {
+      labelSelector: `${LABEL_CLAIM}=${name}`,
+    });
+    for (const cs of items) {
+      const owned = (cs.metadata.ownerReferences ?? []).some(
+        (ref) => ref.controller === true && ref.uid === uid,
+      );
+      if (!owned || cs.metadata.deletionTimestamp) continue;
+      try {
+        await this.deps.client.delete(COCOONSETS, namespace, cs.metadata.name ?? "", {
+          preconditions: { uid: cs.metadata.uid ?? "" },
+        });
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+      this.deps.events.event(
+        claim,
+        "Normal",
+        REASON_CLAIM_RELEASED,
+        `deleted bound CocoonSet ${cs.metadata.name}`,
+      );
+    }
+    try {
+      await this.deps.client.update<CocoonClaim>(COCOONCLAIMS, {
+        ...claim,
+        metadata: {
+          ...claim.metadata,
+          finalizers: (claim.metadata.finalizers ?? []).filter((f) => f !== FINALIZER_COCOONCLAIM),
+        },
+      });
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    this.recentBinds.delete(uid);
+    this.firstSeen.delete(uid);
+    return {};
+  }
+
+  private count(namespace: string, pool: string, result: ClaimResult): void {
+    claimsTotal.inc({ namespace, pool, result });
+  }
+}
+
+function isReady(claim: CocoonClaim): boolean {
+  return claim.status?.conditions?.find((c) => c.type === CONDITION_READY)?.status === "True";
+}
