@@ -67,6 +67,8 @@ export interface Operator {
   readonly registry: SnapshotRegistry | undefined;
   /** CocoonCheckpoints; its lookups answer "unavailable" until a probe found the kind served. */
   readonly checkpoints: CheckpointCatalog;
+  /** CocoonPools and CocoonClaims, and the member sets they read (docs/pools.md). */
+  readonly pools: PoolCatalog;
   /** The suspends the CocoonSet controller's gate confirmed (a second reconciler may share them). */
   readonly suspendConfirmations: SuspendConfirmations;
   /** Resolves once servers listen and informers run; controllers start when caches sync (and lead). */
@@ -216,6 +218,7 @@ export function createOperator(config: OperatorConfig): Operator {
     informers,
     registry,
     checkpoints,
+    pools,
     suspendConfirmations,
     async start(signal) {
       for (const feature of optionalFeatures) await startOptional(feature, signal);

@@ -36,6 +36,7 @@ export class PoolCatalog implements PoolView {
   readonly pools: Informer<CocoonPool>;
   readonly claims: Informer<CocoonClaim>;
   private readonly sets: Informer<CocoonSet>;
+  private available = false;
 
   constructor(
     client: WatchClient,
@@ -53,6 +54,15 @@ export class PoolCatalog implements PoolView {
         ],
       },
     });
+  }
+
+  /** Once the probe found both kinds served and the controllers are set up. */
+  markAvailable(): void {
+    this.available = true;
+  }
+
+  get isAvailable(): boolean {
+    return this.available;
   }
 
   pool(namespace: string, name: string): CocoonPool | undefined {

@@ -93,6 +93,7 @@ export function setupPoolControllers(manager: Manager, options: PoolControllerOp
       const pool = labels[LABEL_POOL];
       return pool === undefined ? [] : pendingClaims(namespaceOf(cs), pool);
     });
+  catalog.markAvailable();
   manager.addInformer(catalog.pools);
   manager.addInformer(catalog.claims);
   manager.addInformer(informers.cocoonSets);
