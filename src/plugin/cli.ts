@@ -56,7 +56,7 @@ export const GLOBAL_FLAGS: readonly FlagSpec[] = [
     short: "o",
     kind: "string",
     value: "FORMAT",
-    help: "wide, json or yaml",
+    help: "wide, json or yaml; name where a command says so",
     complete: "outputs",
   },
   {
@@ -124,6 +124,9 @@ async function dispatch(argv: readonly string[], io: PluginIO): Promise<number> 
     return EXIT_OK;
   }
   checkPositionals(command, args);
+  if (stringFlag(args, "output") === "name" && !command.nameOutput) {
+    throw new UsageError(`${command.name} has no -o name: use wide, json or yaml`);
+  }
   await command.run(commandContext(args, io), args);
   return EXIT_OK;
 }

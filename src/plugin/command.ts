@@ -20,6 +20,8 @@ export interface Command {
   positionals: readonly PositionalSpec[];
   /** The command's own flags (global flags are added by the CLI). */
   flags: readonly FlagSpec[];
+  /** The command prints `-o name` (kind/name of its result); others refuse that format. */
+  nameOutput?: boolean;
   /** Examples shown in help, without the leading "kubectl cocoon". */
   examples: readonly string[];
   run(ctx: CommandContext, args: ParsedArgs): Promise<void>;

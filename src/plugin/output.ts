@@ -5,7 +5,7 @@
 import { stringify } from "yaml";
 import { UsageError } from "./errors.ts";
 
-export const OUTPUT_FORMATS = ["wide", "json", "yaml"] as const;
+export const OUTPUT_FORMATS = ["wide", "json", "yaml", "name"] as const;
 export type OutputFormat = "table" | (typeof OUTPUT_FORMATS)[number];
 
 export function parseOutputFormat(value: string | undefined): OutputFormat {
