@@ -19,7 +19,15 @@ import type { Logger } from "../log.ts";
 import { type ClaimResult, claimReadySeconds, claimsTotal } from "../metrics/pool.ts";
 import { formatRFC3339 } from "../rfc3339.ts";
 import type { PoolView } from "./catalog.ts";
-import { boundMember, boundSetReady, claimCandidates, memberReady, warmthOf } from "./decide.ts";
+import {
+  boundMember,
+  boundSetReady,
+  claimCandidates,
+  memberReady,
+  warmthOf,
+  withFinalizer,
+  withoutFinalizer,
+} from "./decide.ts";
 import {
   CONDITION_READY,
   FINALIZER_COCOONCLAIM,
@@ -65,13 +73,12 @@ export class ClaimReconciler implements Reconciler {
     if (!claim) return {};
     const uid = claim.metadata.uid ?? "";
     if (claim.metadata.deletionTimestamp) return this.release(claim);
-    const finalizers = claim.metadata.finalizers ?? [];
-    if (!finalizers.includes(FINALIZER_COCOONCLAIM)) {
+    if (!(claim.metadata.finalizers ?? []).includes(FINALIZER_COCOONCLAIM)) {
       // Before the bind, so a bound set never outlives its claim.
-      claim = await this.deps.client.update<CocoonClaim>(COCOONCLAIMS, {
-        ...claim,
-        metadata: { ...claim.metadata, finalizers: [...finalizers, FINALIZER_COCOONCLAIM] },
-      });
+      claim = await this.deps.client.update<CocoonClaim>(
+        COCOONCLAIMS,
+        withFinalizer(claim, FINALIZER_COCOONCLAIM),
+      );
     }
     if (!this.firstSeen.has(uid) && !isReady(claim)) this.firstSeen.set(uid, this.deps.clock.now());
 
@@ -295,13 +302,10 @@ export class ClaimReconciler implements Reconciler {
       );
     }
     try {
-      await this.deps.client.update<CocoonClaim>(COCOONCLAIMS, {
-        ...claim,
-        metadata: {
-          ...claim.metadata,
-          finalizers: (claim.metadata.finalizers ?? []).filter((f) => f !== FINALIZER_COCOONCLAIM),
-        },
-      });
+      await this.deps.client.update<CocoonClaim>(
+        COCOONCLAIMS,
+        withoutFinalizer(claim, FINALIZER_COCOONCLAIM),
+      );
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }

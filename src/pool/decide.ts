@@ -294,3 +294,19 @@ export function boundMember(
 export function boundSetReady(cs: CocoonSet): boolean {
   return memberReady(cs, "Running");
 }
+
+/** The object with `finalizer` added (last), unless it has it. */
+export function withFinalizer<T extends CocoonPool | CocoonClaim>(obj: T, finalizer: string): T {
+  const finalizers = obj.metadata.finalizers ?? [];
+  return finalizers.includes(finalizer)
+    ? obj
+    : { ...obj, metadata: { ...obj.metadata, finalizers: [...finalizers, finalizer] } };
+}
+
+/** The object without `finalizer`. */
+export function withoutFinalizer<T extends CocoonPool | CocoonClaim>(obj: T, finalizer: string): T {
+  return {
+    ...obj,
+    metadata: { ...obj.metadata, finalizers: (obj.metadata.finalizers ?? []).filter((f) => f !== finalizer) },
+  };
+}

@@ -4,7 +4,6 @@
 // neither lands on a member a claim has just bound. Deleting the pool deletes its unclaimed members;
 // bound sets belong to their claims and stay. A settled pool writes nothing.
 
-import { randomBytes } from "node:crypto";
 import { statusMergePatch } from "../apis/status.ts";
 import type { CocoonSet } from "../apis/v1/types.ts";
 import type { CocoonPool } from "../apis/v1alpha1/types.ts";
@@ -18,7 +17,7 @@ import { COCOONPOOLS, COCOONSETS } from "../controller/resources.ts";
 import type { Logger } from "../log.ts";
 import { forgetPool, recordPoolMembers } from "../metrics/pool.ts";
 import type { PoolView } from "./catalog.ts";
-import { newMember, planPool, poolStatus } from "./decide.ts";
+import { newMember, planPool, poolStatus, withFinalizer, withoutFinalizer } from "./decide.ts";
 import type { MemberExpectations } from "./expectations.ts";
 import {
   CONDITION_READY,
@@ -28,6 +27,7 @@ import {
   REASON_MEMBER_DELETED,
   REASON_MEMBER_SUSPENDED,
 } from "./keys.ts";
+import { generatedName } from "./names.ts";
 
 /** Members created at once; the rest follow on the next pass (the cache shows these first). */
 const CREATE_BATCH = 8;
@@ -41,15 +41,6 @@ export interface PoolDeps {
   events: EventRecorder;
   clock: Clock;
   log: Logger;
-}
-
-/** Kubernetes' generateName suffix alphabet (no vowels, no look-alikes), five characters. */
-const SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789";
-export function memberName(pool: string): string {
-  const bytes = randomBytes(5);
-  let suffix = "";
-  for (const byte of bytes) suffix += SUFFIX_ALPHABET[byte % SUFFIX_ALPHABET.length];
-  return `${pool}-${suffix}`;
 }
 
 export class PoolReconciler implements Reconciler {
@@ -71,13 +62,12 @@ export class PoolReconciler implements Reconciler {
     const members = view.members(req.namespace, req.name);
     if (expectations.pending(key, members)) return {};
     if (pool.metadata.deletionTimestamp) return this.finalize(pool, members, key);
-    const finalizers = pool.metadata.finalizers ?? [];
-    if (!finalizers.includes(FINALIZER_COCOONPOOL)) {
+    if (!(pool.metadata.finalizers ?? []).includes(FINALIZER_COCOONPOOL)) {
       // Before the first member, so none is left behind when the pool goes.
-      pool = await this.deps.client.update<CocoonPool>(COCOONPOOLS, {
-        ...pool,
-        metadata: { ...pool.metadata, finalizers: [...finalizers, FINALIZER_COCOONPOOL] },
-      });
+      pool = await this.deps.client.update<CocoonPool>(
+        COCOONPOOLS,
+        withFinalizer(pool, FINALIZER_COCOONPOOL),
+      );
     }
 
     const plan = planPool(pool, members);
@@ -93,7 +83,7 @@ export class PoolReconciler implements Reconciler {
 
   private async createMembers(pool: CocoonPool, count: number, key: string): Promise<void> {
     const creates = Array.from({ length: count }, async () => {
-      const member = newMember(pool, memberName(pool.metadata.name ?? ""));
+      const member = newMember(pool, generatedName(pool.metadata.name ?? ""));
       try {
         await this.deps.client.create<CocoonSet>(COCOONSETS, member.metadata.namespace ?? "", member);
       } catch (err) {
@@ -196,13 +186,7 @@ export class PoolReconciler implements Reconciler {
     )
       return {};
     try {
-      await this.deps.client.update<CocoonPool>(COCOONPOOLS, {
-        ...pool,
-        metadata: {
-          ...pool.metadata,
-          finalizers: (pool.metadata.finalizers ?? []).filter((f) => f !== FINALIZER_COCOONPOOL),
-        },
-      });
+      await this.deps.client.update<CocoonPool>(COCOONPOOLS, withoutFinalizer(pool, FINALIZER_COCOONPOOL));
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }

@@ -1,7 +1,7 @@
-import { randomBytes } from "node:crypto";
 import { API_VERSION_V1ALPHA1, type CocoonClaim, KIND_COCOONCLAIM } from "../../apis/v1alpha1/types.ts";
 import { isAlreadyExists, isNotFound } from "../../controller/errors.ts";
 import { COCOONCLAIMS } from "../../controller/resources.ts";
+import { generatedName } from "../../pool/names.ts";
 import type { Command, CommandContext } from "../command.ts";
 import { PluginError, UsageError } from "../errors.ts";
 import { stringFlag } from "../flags.ts";
@@ -39,7 +39,7 @@ at least until the claim is Bound (the default timeout without --wait).`,
   async run(ctx, args) {
     const [poolName = ""] = args.positionals;
     await getPool(ctx, poolName);
-    const name = stringFlag(args, "name") || `${poolName}-${suffix()}`;
+    const name = stringFlag(args, "name") || generatedName(poolName);
     const annotations = parseAnnotations(stringFlag(args, "annotate"));
     const warnings = await WarningWatch.start(ctx, KIND_COCOONCLAIM, name);
     let created = await createClaim(ctx, poolName, name, annotations);
@@ -66,12 +66,6 @@ at least until the claim is Bound (the default timeout without --wait).`,
     else if (set) ctx.out(`cocoonset.cocoonstack.io/${set} bound`);
   },
 };
-
-/** Kubernetes' generateName alphabet (no vowels, no look-alikes). */
-const SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789";
-function suffix(): string {
-  return [...randomBytes(5)].map((byte) => SUFFIX_ALPHABET[byte % SUFFIX_ALPHABET.length]).join("");
-}
 
 function parseAnnotations(value: string | undefined): Record<string, string> {
   const out: Record<string, string> = {};
