@@ -61,6 +61,11 @@ export class ClaimReconciler implements Reconciler {
   private readonly deps: ClaimDeps;
   /** Binds this process made that the set cache may not show yet, by claim uid. */
   private readonly recentBinds = new Map<string, string>();
+  /**
+   * Members (`<namespace>/<name>`) a worker of this process is binding now: the other workers pass
+   * them over instead of losing the compare-and-swap to their own process.
+   */
+  private readonly binding = new Set<string>();
   /** When this process first saw each claim not yet Ready, by uid (the latency histogram's start). */
   private readonly firstSeen = new Map<string, number>();
 
@@ -110,12 +115,22 @@ export class ClaimReconciler implements Reconciler {
         message: `CocoonPool ${poolName} not found`,
       });
     }
+    const boundHere = new Set(this.recentBinds.values());
     for (const candidate of claimCandidates(
       pool,
       this.deps.view.members(namespace, poolName),
       claim.metadata.name ?? "",
     )) {
-      const bound = await this.tryBind(claim, pool, candidate);
+      const name = candidate.metadata.name ?? "";
+      const key = `${namespace}/${name}`;
+      if (this.binding.has(key) || boundHere.has(name)) continue;
+      this.binding.add(key);
+      let bound: CocoonSet | undefined;
+      try {
+        bound = await this.tryBind(claim, pool, candidate);
+      } finally {
+        this.binding.delete(key);
+      }
       if (bound) return this.writeBound(claim, bound.metadata.name ?? "", bound);
     }
     return this.writePending(claim, poolName, "pending", {

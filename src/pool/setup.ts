@@ -20,6 +20,11 @@ import { PoolReconciler } from "./poolreconciler.ts";
 
 export const POOL_CONTROLLER = "cocoonpool";
 export const CLAIM_CONTROLLER = "cocoonclaim";
+/**
+ * A bind is three awaited writes (finalizer, the member, the claim's status); claims arriving together
+ * wait for a worker, so there are enough for a burst to bind in one round of writes.
+ */
+const CLAIM_WORKERS = 16;
 
 export interface PoolControllerOptions {
   client: Client;
@@ -28,7 +33,7 @@ export interface PoolControllerOptions {
   events: EventRecorder;
   clock: Clock;
   log: Logger;
-  /** Claim workers: claims bind in parallel (default 4). */
+  /** Claim workers: claims bind in parallel, each a few sequential API calls (default 16). */
   claimConcurrency?: number;
 }
 
@@ -82,7 +87,7 @@ export function setupPoolControllers(manager: Manager, options: PoolControllerOp
     name: CLAIM_CONTROLLER,
     reconciler: claimReconciler,
     clock,
-    maxConcurrentReconciles: options.claimConcurrency ?? 4,
+    maxConcurrentReconciles: options.claimConcurrency ?? CLAIM_WORKERS,
   })
     .for(catalog.claims)
     .watches(catalog.pools, (pool) => pendingClaims(pool.metadata.namespace ?? "", pool.metadata.name ?? ""))

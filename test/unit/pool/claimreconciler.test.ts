@@ -16,7 +16,15 @@ import {
   REASON_NO_READY_MEMBER,
   REASON_POOL_NOT_FOUND,
 } from "../../../src/pool/keys.ts";
-import { cocoonClaim, cocoonPool, member, NS, POOL, poolHarness } from "../../support/pool.ts";
+import {
+  cocoonClaim,
+  cocoonPool,
+  type FakePoolView,
+  member,
+  NS,
+  POOL,
+  poolHarness,
+} from "../../support/pool.ts";
 
 function setup() {
   const h = poolHarness();
@@ -32,62 +40,84 @@ function setup() {
 }
 
 describe("ClaimReconciler", () => {
-  for (const members of [1, 4]) {
-    it(`${members + 1} concurrent claims on ${members} ready members bind ${members} distinct sets and leave one Pending`, async () => {
-      const h = setup();
-      const pool = h.client.seed(COCOONPOOLS, cocoonPool({ replicas: members }));
-      for (let i = 0; i < members; i++)
-        h.client.seed(COCOONSETS, member(pool, `m${i}`, "Running", { created: i }));
-      const claims = Array.from({ length: members + 1 }, (_, i) =>
-        h.client.seed(COCOONCLAIMS, cocoonClaim(`c${i}`, { finalizers: [FINALIZER_COCOONCLAIM] })),
+  /**
+   * Seeds `members` ready members and `members + 1` claims, and reconciles every claim at once, each
+   * reading the cache as it was before any bound (a cache behind the writes), through `reconcilerFor`.
+   */
+  async function race(
+    members: number,
+    reconcilerFor: (h: ReturnType<typeof setup>, view: FakePoolView) => (claim: string) => ClaimReconciler,
+  ) {
+    const h = setup();
+    const pool = h.client.seed(COCOONPOOLS, cocoonPool({ replicas: members }));
+    for (let i = 0; i < members; i++)
+      h.client.seed(COCOONSETS, member(pool, `m${i}`, "Running", { created: i }));
+    const claims = Array.from({ length: members + 1 }, (_, i) =>
+      h.client.seed(COCOONCLAIMS, cocoonClaim(`c${i}`, { finalizers: [FINALIZER_COCOONCLAIM] })),
+    );
+    const before = h.client.storeChanges.length;
+    const stale = new Proxy(h.view, {
+      get(target, prop, receiver) {
+        target.lag = h.client.storeChanges.length - before;
+        return Reflect.get(target, prop, receiver);
+      },
+    });
+    const reconcilerOf = reconcilerFor(h, stale);
+    await Promise.all(
+      claims.map((claim) =>
+        reconcilerOf(claim.metadata.name ?? "").reconcile({ namespace: NS, name: claim.metadata.name ?? "" }),
+      ),
+    );
+
+    const sets = h.client.all<CocoonSet>(COCOONSETS, NS);
+    const bound = sets.filter((cs) => cs.metadata.labels?.[LABEL_CLAIM] !== undefined);
+    assert.equal(bound.length, members, "every member is bound");
+    assert.equal(
+      new Set(bound.map((cs) => cs.metadata.labels?.[LABEL_CLAIM])).size,
+      members,
+      "to distinct claims",
+    );
+    const statuses = claims.map((claim) => h.claimOf(claim.metadata.name ?? "")?.status);
+    const pending = statuses.filter((s) => s?.phase === "Pending");
+    assert.equal(pending.length, 1);
+    assert.equal(pending[0]?.reason, REASON_NO_READY_MEMBER);
+    for (const cs of bound) {
+      const claim = h.claimOf(cs.metadata.labels?.[LABEL_CLAIM] ?? "");
+      assert.equal(claim?.status?.phase, "Bound");
+      assert.equal(
+        claim?.status?.cocoonSetRef?.name,
+        cs.metadata.name,
+        "the claim names the set that names it",
       );
-      // Every claim reads the cache as it was before any of them bound (a cache behind the writes).
-      const before = h.client.storeChanges.length;
-      const changesAgo = () => h.client.storeChanges.length - before;
-      const stale = new Proxy(h.view, {
-        get(target, prop, receiver) {
-          target.lag = changesAgo();
-          return Reflect.get(target, prop, receiver);
-        },
-      });
-      const racing = new ClaimReconciler({
+    }
+    return h.client.calls.filter((c) => c.verb === "update" && c.resource === "cocoonsets").length;
+  }
+
+  for (const members of [1, 4]) {
+    it(`${members + 1} claims reconciled at once by separate processes on ${members} ready members bind ${members} distinct sets and leave one Pending`, async () => {
+      const updates = await race(
+        members,
+        (h, view) => () =>
+          new ClaimReconciler({ client: h.client, view, events: h.events, clock: h.clock, log: h.log }),
+      );
+      assert.ok(updates > members, `binds lost the compare-and-swap and tried again (${updates} updates)`);
+    });
+  }
+
+  it("the workers of one process pass over a member another is binding: no compare-and-swap lost to itself", async () => {
+    let shared: ClaimReconciler | undefined;
+    const updates = await race(4, (h, view) => () => {
+      shared ??= new ClaimReconciler({
         client: h.client,
-        view: stale,
+        view,
         events: h.events,
         clock: h.clock,
         log: h.log,
       });
-      await Promise.all(
-        claims.map((claim) => racing.reconcile({ namespace: NS, name: claim.metadata.name ?? "" })),
-      );
-
-      const sets = h.client.all<CocoonSet>(COCOONSETS, NS);
-      const bound = sets.filter((cs) => cs.metadata.labels?.[LABEL_CLAIM] !== undefined);
-      assert.equal(bound.length, members, "every member is bound");
-      assert.equal(
-        new Set(bound.map((cs) => cs.metadata.labels?.[LABEL_CLAIM])).size,
-        members,
-        "to distinct claims",
-      );
-      const statuses = claims.map((claim) => h.claimOf(claim.metadata.name ?? "")?.status);
-      const pending = statuses.filter((s) => s?.phase === "Pending");
-      assert.equal(pending.length, 1);
-      assert.equal(pending[0]?.reason, REASON_NO_READY_MEMBER);
-      for (const cs of bound) {
-        const claim = h.claimOf(cs.metadata.labels?.[LABEL_CLAIM] ?? "");
-        assert.equal(claim?.status?.phase, "Bound");
-        assert.equal(
-          claim?.status?.cocoonSetRef?.name,
-          cs.metadata.name,
-          "the claim names the set that names it",
-        );
-      }
-      if (members > 1) {
-        const updates = h.client.calls.filter((c) => c.verb === "update" && c.resource === "cocoonsets");
-        assert.ok(updates.length > members, "some binds lost the compare-and-swap and tried again");
-      }
+      return shared;
     });
-  }
+    assert.equal(updates, 4);
+  });
 
   it("a claim of an unknown pool waits Pending with a reason, and binds once the pool has a ready member", async () => {
     const h = setup();
