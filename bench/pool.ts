@@ -1,8 +1,9 @@
 // Benchmark 6: warm pools. One control plane + registry, three simulated nodes with the suspend
 // benchmark's vk-cocoon timings, this operator as a separate process. Three scenarios in one run, one
 // namespace each, each torn down before the next:
-//   - Running pool: a pool of --claims main-only members, Running; once all are ready, --claims claims
-//     created at once; claim → claim Ready per claim.
+//   - Running pool: a pool of --claims main-only members, Running; once all are ready, --singles claims
+//     one after another (each alone, the pool refilled before the next), then --claims claims created
+//     at once; claim → claim Ready per claim.
 //   - Suspended pool: the same pool with warmth Suspended (members hibernated, seats released); claim →
 //     claim Ready (the bind wakes the member).
 //   - no pool: --claims CocoonSets of the same spec created at once, cold; create → Running.
@@ -48,13 +49,20 @@ const QUIET_MS = 5_000;
 
 interface Scenario {
   name: string;
-  /** Latency of each claim (or cold set), ms. */
+  /** Latency of each claim (or cold set) of the burst, ms. */
   latencies: number[];
+}
+
+interface PoolScenario extends Scenario {
+  /** Latency of each claim made alone, ms. */
+  single: number[];
+  memoryPerMemberKiB?: number;
 }
 
 async function main(): Promise<void> {
   const args = parseArgs();
   const claims = args.int("claims", 50);
+  const singles = args.int("singles", 3);
   const operator = operatorCommand(args);
 
   progress("starting control plane, registry and simulator");
@@ -124,8 +132,24 @@ async function main(): Promise<void> {
   });
   const claimNames = Array.from({ length: claims }, (_, i) => `claim-${i}`);
 
-  /** Creates the claims at once and times each to Ready; then deletes the pool and claims. */
-  const poolScenario = async (warmth: PoolWarmth): Promise<Scenario & { memoryPerMemberKiB?: number }> => {
+  /** Creates the claims at once; the time of each from its create to its Ready, ms. */
+  const claimAtOnce = async (ns: string, names: readonly string[]): Promise<number[]> => {
+    const sent = new Map<string, number>();
+    await mapLimit(names, names.length, async (name) => {
+      sent.set(name, Date.now());
+      await post(claimsPath(ns), {
+        apiVersion: "cocoonset.cocoonstack.io/v1alpha1",
+        kind: "CocoonClaim",
+        metadata: { name, namespace: ns },
+        spec: { poolRef: { name: "warm" } },
+      });
+    });
+    const ready = await firstSeen<CocoonClaim>("claims Ready", claimsPath(ns), names, claimReady);
+    return names.map((name) => (ready.get(name) ?? 0) - (sent.get(name) ?? 0));
+  };
+
+  /** Single claims, then the burst, each timed to Ready; then deletes the pool and claims. */
+  const poolScenario = async (warmth: PoolWarmth): Promise<PoolScenario> => {
     const ns = await createNamespace(info, `bench-pool-${warmth.toLowerCase()}`);
     await sleep(QUIET_MS);
     const rssBefore = proc.proc()?.rssKiB ?? 0;
@@ -142,24 +166,23 @@ async function main(): Promise<void> {
     progress(
       `${warmth} pool: ${claims} claims at once (RSS ${rssBefore} → ${rssFilled} KiB with the pool filled)`,
     );
-    const sent = new Map<string, number>();
-    await mapLimit(claimNames, claims, async (name) => {
-      sent.set(name, Date.now());
-      await post(claimsPath(ns), {
-        apiVersion: "cocoonset.cocoonstack.io/v1alpha1",
-        kind: "CocoonClaim",
-        metadata: { name, namespace: ns },
-        spec: { poolRef: { name: "warm" } },
-      });
-    });
-    const ready = await firstSeen<CocoonClaim>("claims Ready", claimsPath(ns), claimNames, claimReady);
-    const latencies = claimNames.map((name) => (ready.get(name) ?? 0) - (sent.get(name) ?? 0));
+    const single: number[] = [];
+    for (let i = 0; i < singles; i++) {
+      single.push(...(await claimAtOnce(ns, [`single-${i}`])));
+      await waitPoolFilled(ns, "warm");
+      await sleep(1_000);
+    }
+    const latencies = await claimAtOnce(ns, claimNames);
     await apiRequest(info, "DELETE", `${poolsPath(ns)}/warm`);
-    await mapLimit(claimNames, 16, (name) => apiRequest(info, "DELETE", `${claimsPath(ns)}/${name}`));
+    const singleNames = Array.from({ length: singles }, (_, i) => `single-${i}`);
+    await mapLimit([...claimNames, ...singleNames], 16, (name) =>
+      apiRequest(info, "DELETE", `${claimsPath(ns)}/${name}`),
+    );
     await waitEmpty(ns);
     return {
       name: `${warmth} pool`,
       latencies,
+      single,
       ...(warmth === "Running" ? { memoryPerMemberKiB: (rssFilled - rssBefore) / claims } : {}),
     };
   };
@@ -203,15 +226,24 @@ async function main(): Promise<void> {
 Command: \`${commandLine("bench:pool")}\`
 Operator command: \`${operator.command}\` (plus \`--leader-elect=false --metrics-bind-address=127.0.0.1:<port> --health-probe-bind-address=127.0.0.1:<port>\`)
 
-${claims} claims created at once (one request each, all in flight together) against a filled pool of ${claims}
-main-only members, Running or Suspended (hibernated, seats released), and, for comparison, ${claims} CocoonSets
-of the same spec created cold. Three simulated nodes, simulator timings ${JSON.stringify(TIMINGS)}. Latency =
+Against a filled pool of ${claims} main-only members, Running or Suspended (hibernated, seats released):
+first ${singles} claims one at a time (each alone, the pool refilled before the next), then ${claims} claims
+created at once (one request each, all in flight together); for comparison, ${claims} CocoonSets of the
+same spec created cold at once. Three simulated nodes, simulator timings ${JSON.stringify(TIMINGS)}. Latency =
 from just before the create request to the first list (every ${POLL_MS} ms) that shows the claim's Ready
 condition True, or the cold set Running; so it includes up to ${POLL_MS} ms of polling.
 
 ${table(
   ["scenario", "p50 (ms)", "p99 (ms)", "max (ms)"],
-  scenarios.map((s) => [s.name, p(s, 50), p(s, 99), p(s, 100)]),
+  [
+    ...[running, suspended].map((s) => [
+      `${s.name}, one claim alone (${singles} claims)`,
+      percentile(s.single, 50).toFixed(0),
+      "",
+      percentile(s.single, 100).toFixed(0),
+    ]),
+    ...scenarios.map((s) => [`${s.name}, ${claims} at once`, p(s, 50), p(s, 99), p(s, 100)]),
+  ],
 )}
 
 Operator memory per idle Running member: ${running.memoryPerMemberKiB?.toFixed(1)} KiB (resident set with the pool filled and quiet

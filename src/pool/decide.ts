@@ -36,6 +36,12 @@ import {
 
 /** While a template rolls, at most this many members beyond `replicas` exist. */
 export const ROLL_SURGE = 1;
+/**
+ * At most this many unclaimed members start (boot, branch, hibernate) at once. Every member start is
+ * CocoonSet passes that share the CocoonSet controller's workers with claimed sets waking, which a
+ * pool refilling 50 members at once would queue behind its own members.
+ */
+export const MAX_STARTING = 8;
 
 export function warmthOf(pool: CocoonPool): PoolWarmth {
   return pool.spec.warmth ?? DEFAULT_POOL_WARMTH;
@@ -99,7 +105,7 @@ export interface PoolPlan {
  * that are not ready go at once; outdated ready ones stay while the current ones are not ready yet, so
  * the pool never holds fewer than `replicas - 1` ready members while a template rolls, and at most
  * `replicas + ROLL_SURGE` members exist then. Beyond `replicas`, current members go not-ready first,
- * then newest first.
+ * then newest first. No more than MAX_STARTING current members are starting at any time.
  */
 export function planPool(pool: CocoonPool, members: readonly CocoonSet[]): PoolPlan {
   const replicas = pool.spec.replicas ?? 0;
@@ -125,7 +131,11 @@ export function planPool(pool: CocoonPool, members: readonly CocoonSet[]): PoolP
   deletes.push(...outdatedReady.slice(0, outdatedReady.length - keepOutdated));
 
   const total = kept.length + keepOutdated;
-  const create = Math.max(0, Math.min(replicas - kept.length, replicas + ROLL_SURGE - total));
+  const starting = kept.length - readyKept;
+  const create = Math.max(
+    0,
+    Math.min(replicas - kept.length, replicas + ROLL_SURGE - total, MAX_STARTING - starting),
+  );
   const suspend = warmth === "Suspended" ? kept.filter(bootedAwake).sort(oldestFirst) : [];
   return { create, delete: deletes, suspend };
 }

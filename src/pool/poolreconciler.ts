@@ -29,8 +29,6 @@ import {
 } from "./keys.ts";
 import { generatedName } from "./names.ts";
 
-/** Members created at once; the rest follow on the next pass (the cache shows these first). */
-const CREATE_BATCH = 8;
 /** A lost race (a bind took the member first) is looked at again after this. */
 const CONFLICT_RETRY_MS = 100;
 
@@ -74,7 +72,7 @@ export class PoolReconciler implements Reconciler {
     let lostRace = false;
     for (const member of plan.delete) lostRace = !(await this.deleteMember(pool, member, key)) || lostRace;
     for (const member of plan.suspend) lostRace = !(await this.suspendMember(pool, member)) || lostRace;
-    await this.createMembers(pool, Math.min(plan.create, CREATE_BATCH), key);
+    await this.createMembers(pool, plan.create, key);
 
     const claimed = view.claimedCount(req.namespace, req.name);
     await this.writeStatus(pool, poolStatus(pool, members, claimed, this.deps.clock.now()));

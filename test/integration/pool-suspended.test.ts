@@ -2,12 +2,14 @@
 // vk-cocoon simulator: a Suspended pool boots each member, hibernates it with its seat released (no
 // pod left, a `:hibernate` tag in the registry) and counts it ready; a claim wakes one and turns Ready
 // once it runs; a claim of an unknown pool waits Pending with a reason; the CRD refuses a template that
-// sets suspend; deleting a pool deletes its unclaimed members and leaves bound sets with their claims.
+// sets suspend; deleting a pool deletes its unclaimed members and leaves bound sets with their claims;
+// a pool from a checkpoint restores every member's VM from it.
 
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import type { CocoonPoolSpec } from "../../src/apis/v1alpha1/types.ts";
+import { ANN_FROM_CHECKPOINT, CONDITION_BRANCHED } from "../../src/checkpoint/keys.ts";
 import { agentVMName } from "../../src/contract/vmname.ts";
 import { LABEL_CLAIM } from "../../src/pool/keys.ts";
 import { OciClient } from "../env/simulator/index.ts";
@@ -22,8 +24,16 @@ import {
   waitClaimReady,
   waitPoolReady,
 } from "../support/poolapi.ts";
-import { getSet, setPods } from "../support/setapi.ts";
-import { E2E_IMAGE, hasHibernateTag, type SetEnv, startSetEnv } from "../support/setwait.ts";
+import { getSet, patchSetSpec, setPods } from "../support/setapi.ts";
+import {
+  createSet,
+  E2E_IMAGE,
+  hasHibernateTag,
+  type SetEnv,
+  startSetEnv,
+  waitPhase,
+  waitRunning,
+} from "../support/setwait.ts";
 
 const env = testEnv();
 const oci = new OciClient(env.registry);
@@ -98,6 +108,57 @@ describe("a Suspended pool", () => {
     assert.ok(!bound.metadata.deletionTimestamp);
     assert.equal(bound.metadata.labels?.[LABEL_CLAIM], "wake-me");
     assert.equal((await getClaim(env, ns, "wake-me"))?.status?.phase, "Bound");
+  });
+});
+
+describe("a pool from a checkpoint", () => {
+  it("branches every member from the checkpoint: each member's VM is restored from it, never booted", {
+    timeout: 150_000,
+  }, async () => {
+    await createSet(env, ns, "golden", { nodePool });
+    await waitRunning(env, ns, "golden", 1);
+    await patchSetSpec(env, ns, "golden", { suspend: true });
+    await waitPhase(env, ns, "golden", "Suspended");
+    const ck = await apiRequest(
+      env,
+      "POST",
+      `/apis/cocoonset.cocoonstack.io/v1alpha1/namespaces/${ns}/cocooncheckpoints`,
+      {
+        apiVersion: "cocoonset.cocoonstack.io/v1alpha1",
+        kind: "CocoonCheckpoint",
+        metadata: { name: "gold", namespace: ns },
+        spec: { cocoonSetRef: { name: "golden" } },
+      },
+    );
+    assert.equal(ck.status, 201, JSON.stringify(ck.body));
+    await waitFor(
+      "checkpoint gold Ready",
+      async () => {
+        const got = await apiRequest(
+          env,
+          "GET",
+          `/apis/cocoonset.cocoonstack.io/v1alpha1/namespaces/${ns}/cocooncheckpoints/gold`,
+        );
+        return got.body?.status?.phase === "Ready" ? true : undefined;
+      },
+      60_000,
+    );
+
+    await createPool(env, ns, "branched", { ...spec(2, "Running"), fromCheckpoint: "gold" });
+    await waitPoolReady(env, ns, "branched", 2, 120_000);
+    for (const cs of await poolMembers(env, ns, "branched")) {
+      const name = cs.metadata.name ?? "";
+      assert.equal(cs.metadata.annotations?.[ANN_FROM_CHECKPOINT], "gold");
+      const branched = cs.status?.conditions?.find((c) => c.type === CONDITION_BRANCHED);
+      assert.equal(branched?.status, "True", `${name} branched`);
+      const vm = agentVMName(ns, name, 0);
+      assert.equal(
+        e2e?.sim.record.events({ kind: "restore", vmName: vm }).length,
+        1,
+        `${vm} restored from the checkpoint`,
+      );
+      assert.equal(e2e?.sim.record.events({ kind: "boot", vmName: vm }).length, 0, `${vm} never booted`);
+    }
   });
 });
 

@@ -11,6 +11,7 @@ import { ANN_EXPIRE_AT, ANN_LAST_ACTIVITY, ANN_SUSPEND_AFTER_IDLE } from "../../
 import {
   boundMember,
   claimCandidates,
+  MAX_STARTING,
   memberReady,
   newMember,
   planPool,
@@ -34,6 +35,13 @@ describe("planPool", () => {
       delete: [],
       suspend: [],
     });
+  });
+
+  it(`starts at most ${MAX_STARTING} members at a time: a large pool fills in rounds`, () => {
+    const pool = cocoonPool({ replicas: 20 });
+    assert.equal(planPool(pool, []).create, MAX_STARTING);
+    const booting = Array.from({ length: MAX_STARTING - 3 }, (_, i) => member(pool, `b${i}`, "Pending"));
+    assert.equal(planPool(pool, [...booting, ...running(pool, 4)]).create, 3);
   });
 
   it("scales down by deleting members that are not ready first, then the newest", () => {
