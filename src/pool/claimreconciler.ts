@@ -13,7 +13,7 @@ import type { Clock } from "../clock.ts";
 import type { Client } from "../controller/client.ts";
 import { isConflict, isNotFound, unlessNotFound } from "../controller/errors.ts";
 import type { EventRecorder } from "../controller/events.ts";
-import type { Reconciler, Request, Result } from "../controller/reconciler.ts";
+import { type Reconciler, type Request, type Result, requestKey } from "../controller/reconciler.ts";
 import { COCOONCLAIMS, COCOONSETS } from "../controller/resources.ts";
 import type { Logger } from "../log.ts";
 import { type ClaimResult, claimReadySeconds, claimsTotal } from "../metrics/pool.ts";
@@ -59,15 +59,15 @@ interface Pending {
 
 export class ClaimReconciler implements Reconciler {
   private readonly deps: ClaimDeps;
-  /** Binds this process made that the set cache may not show yet, by claim uid. */
-  private readonly recentBinds = new Map<string, string>();
+  /** Binds this process made that the set cache may not show yet: the set, by claim. */
+  private readonly recentBinds = new ClaimMemo<string>();
   /**
    * Members (`<namespace>/<name>`) a worker of this process is binding now: the other workers pass
    * them over instead of losing the compare-and-swap to their own process.
    */
   private readonly binding = new Set<string>();
-  /** When this process first saw each claim not yet Ready, by uid (the latency histogram's start). */
-  private readonly firstSeen = new Map<string, number>();
+  /** When this process first saw each claim not yet Ready (the latency histogram's start). */
+  private readonly firstSeen = new ClaimMemo<number>();
 
   constructor(deps: ClaimDeps) {
     this.deps = deps;
@@ -75,8 +75,11 @@ export class ClaimReconciler implements Reconciler {
 
   async reconcile(req: Request): Promise<Result> {
     let claim = this.deps.view.claim(req.namespace, req.name);
-    if (!claim) return {};
-    const uid = claim.metadata.uid ?? "";
+    if (!claim) {
+      this.recentBinds.forget(req);
+      this.firstSeen.forget(req);
+      return {};
+    }
     if (claim.metadata.deletionTimestamp) return this.release(claim);
     if (!(claim.metadata.finalizers ?? []).includes(FINALIZER_COCOONCLAIM)) {
       // Before the bind, so a bound set never outlives its claim.
@@ -85,7 +88,8 @@ export class ClaimReconciler implements Reconciler {
         withFinalizer(claim, FINALIZER_COCOONCLAIM),
       );
     }
-    if (!this.firstSeen.has(uid) && !isReady(claim)) this.firstSeen.set(uid, this.deps.clock.now());
+    if (this.firstSeen.get(claim) === undefined && !isReady(claim))
+      this.firstSeen.set(claim, this.deps.clock.now());
 
     const boundName = this.boundName(claim);
     if (boundName !== undefined) {
@@ -99,10 +103,10 @@ export class ClaimReconciler implements Reconciler {
     const namespace = claim.metadata.namespace ?? "";
     const cached = this.deps.view.boundSet(namespace, claim.metadata.name ?? "");
     if (cached) {
-      this.recentBinds.delete(claim.metadata.uid ?? "");
+      this.recentBinds.forget(requestOf(claim));
       return cached.metadata.name;
     }
-    return claim.status?.cocoonSetRef?.name ?? this.recentBinds.get(claim.metadata.uid ?? "");
+    return claim.status?.cocoonSetRef?.name ?? this.recentBinds.get(claim);
   }
 
   private async bind(claim: CocoonClaim): Promise<Result> {
@@ -158,7 +162,7 @@ export class ClaimReconciler implements Reconciler {
           COCOONSETS,
           boundMember(member, claim, pool, this.deps.clock.now()),
         );
-        this.recentBinds.set(claim.metadata.uid ?? "", bound.metadata.name ?? "");
+        this.recentBinds.set(claim, bound.metadata.name ?? "");
         this.count(namespace, poolName, "bound");
         this.deps.events.event(
           claim,
@@ -191,7 +195,7 @@ export class ClaimReconciler implements Reconciler {
     const namespace = claim.metadata.namespace ?? "";
     const now = this.deps.clock.now();
     let condition: ConditionUpdate;
-    if (!cs && !this.recentBinds.has(claim.metadata.uid ?? "")) {
+    if (!cs && this.recentBinds.get(claim) === undefined) {
       condition = {
         type: CONDITION_READY,
         status: "False",
@@ -233,9 +237,8 @@ export class ClaimReconciler implements Reconciler {
     const wasReady = isReady(claim);
     await this.writeStatus(claim, next);
     if (!wasReady && condition.status === "True") {
-      const uid = claim.metadata.uid ?? "";
-      const since = this.firstSeen.get(uid) ?? Date.parse(claim.metadata.creationTimestamp ?? "");
-      this.firstSeen.delete(uid);
+      const since = this.firstSeen.get(claim) ?? Date.parse(claim.metadata.creationTimestamp ?? "");
+      this.firstSeen.forget(requestOf(claim));
       const labels = { namespace, pool: claim.spec.poolRef.name };
       if (Number.isFinite(since)) claimReadySeconds.observe(labels, Math.max(0, now - since) / 1000);
       this.deps.events.event(claim, "Normal", REASON_CLAIM_READY, condition.message);
@@ -324,13 +327,43 @@ export class ClaimReconciler implements Reconciler {
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
-    this.recentBinds.delete(uid);
-    this.firstSeen.delete(uid);
+    this.recentBinds.forget(requestOf(claim));
+    this.firstSeen.forget(requestOf(claim));
     return {};
   }
 
   private count(namespace: string, pool: string, result: ClaimResult): void {
     claimsTotal.inc({ namespace, pool, result });
+  }
+}
+
+const requestOf = (claim: CocoonClaim): Request => ({
+  namespace: claim.metadata.namespace ?? "",
+  name: claim.metadata.name ?? "",
+});
+
+/**
+ * A value per claim, by namespace and name, that holds only for the claim of the uid it was set for
+ * (a claim deleted and created again under its name starts afresh); forgotten when the claim goes.
+ */
+class ClaimMemo<T> {
+  private readonly entries = new Map<string, { uid: string; value: T }>();
+
+  get(claim: CocoonClaim): T | undefined {
+    const entry = this.entries.get(requestKey(requestOf(claim)));
+    return entry?.uid === (claim.metadata.uid ?? "") ? entry.value : undefined;
+  }
+
+  set(claim: CocoonClaim, value: T): void {
+    this.entries.set(requestKey(requestOf(claim)), { uid: claim.metadata.uid ?? "", value });
+  }
+
+  forget(req: Request): void {
+    this.entries.delete(requestKey(req));
+  }
+
+  values(): T[] {
+    return [...this.entries.values()].map((entry) => entry.value);
   }
 }
 
