@@ -1,6 +1,6 @@
 import type { CocoonPool } from "../../apis/v1alpha1/types.ts";
 import { warmthOf } from "../../pool/decide.ts";
-import { type ClusterEvent, eventTime, objectEvents } from "../cluster.ts";
+import { type ClusterEvent, eventLines, objectEvents, structuredEvent } from "../cluster.ts";
 import type { Command, CommandContext } from "../command.ts";
 import { UsageError } from "../errors.ts";
 import { age, formatStructured, formatTable } from "../output.ts";
@@ -44,13 +44,7 @@ function structured(p: CocoonPool, members: readonly PoolMember[], events: reado
     fromCheckpoint: p.spec.fromCheckpoint,
     status: p.status ?? {},
     members,
-    events: events.map((e) => ({
-      type: e.type,
-      reason: e.reason,
-      message: e.message,
-      count: e.count,
-      lastTimestamp: eventTime(e),
-    })),
+    events: events.map(structuredEvent),
   };
 }
 
@@ -90,15 +84,7 @@ function render(
           members.map((m) => [m.name, m.state, m.phase, m.claim ?? "", m.created ? age(m.created, now) : ""]),
         ),
   );
-  const recent = events.slice(-RECENT_EVENTS);
   lines.push("");
-  lines.push(
-    recent.length === 0
-      ? "No events."
-      : formatTable(
-          ["type", "reason", "age", "message"],
-          recent.map((e) => [e.type ?? "", e.reason ?? "", age(eventTime(e), now), e.message ?? ""]),
-        ),
-  );
+  lines.push(...eventLines(events, RECENT_EVENTS, now));
   return lines.join("\n");
 }
