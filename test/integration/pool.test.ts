@@ -3,7 +3,8 @@
 // once and carries the claim's idle policy, while the pool replenishes; a settled pool and a settled
 // claim cost no API write and no registry call; claims racing for fewer ready members bind distinct
 // sets and the one left over waits Pending; /scale drives the pool; a template change rolls the
-// unclaimed members gradually and leaves bound ones alone; deleting a claim deletes its set.
+// unclaimed members gradually and leaves bound ones alone; deleting a claim deletes its set; and
+// kubectl cocoon claim / pool status / release do the same from the command line.
 
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -14,12 +15,14 @@ import { systemClock } from "../../src/clock.ts";
 import { metricsRegistry } from "../../src/controller/metrics.ts";
 import { ANN_LAST_ACTIVITY, ANN_SUSPEND_AFTER_IDLE } from "../../src/idle/policy.ts";
 import { log } from "../../src/log.ts";
+import { EXIT_OK } from "../../src/plugin/errors.ts";
 import { ClaimReconciler } from "../../src/pool/claimreconciler.ts";
 import { templateHash } from "../../src/pool/decide.ts";
 import { MemberExpectations } from "../../src/pool/expectations.ts";
 import { ANN_POOL_TEMPLATE, LABEL_CLAIM, LABEL_CLAIMED_FROM, LABEL_POOL } from "../../src/pool/keys.ts";
 import { PoolReconciler } from "../../src/pool/poolreconciler.ts";
 import { apiRequest, testEnv, waitFor } from "../env/testenv.ts";
+import { expectCode, runCocoon } from "../support/pluginrun.ts";
 import {
   createClaim,
   createPool,
@@ -266,5 +269,22 @@ describe("a Running pool", () => {
       remaining.some((cs) => cs.metadata.labels?.[LABEL_POOL] === "run"),
       "the pool's members stay",
     );
+  });
+
+  it("kubectl cocoon claim --wait -o name prints the Running set; pool status shows it claimed; release --wait removes both", {
+    timeout: 90_000,
+  }, async () => {
+    const claimed = await runCocoon(ns, ["claim", "run", "--name", "plug", "--wait", "-o", "name"]);
+    expectCode(claimed, EXIT_OK);
+    const setName = claimed.stdout.trim().replace("cocoonset.cocoonstack.io/", "");
+    assert.equal((await getClaim(env, ns, "plug"))?.status?.cocoonSetRef?.name, setName);
+    assert.equal((await getSet(env, ns, setName)).status?.phase, "Running");
+    const status = await runCocoon(ns, ["pool", "status", "run"]);
+    expectCode(status, EXIT_OK);
+    assert.match(status.stdout, new RegExp(`${setName}\\s+claimed\\s+Running\\s+plug`));
+    const released = await runCocoon(ns, ["release", "plug", "--wait=1m"]);
+    expectCode(released, EXIT_OK);
+    assert.equal(await getClaim(env, ns, "plug"), undefined);
+    assert.equal((await apiRequest(env, "GET", `${setsPath(ns)}/${setName}`)).status, 404);
   });
 });
