@@ -119,7 +119,7 @@ export class ClaimReconciler implements Reconciler {
         message: `CocoonPool ${poolName} not found`,
       });
     }
-    const boundHere = new Set(this.recentBinds.values());
+    const boundHere = new Set(this.recentBinds.valuesIn(namespace));
     for (const candidate of claimCandidates(
       pool,
       this.deps.view.members(namespace, poolName),
@@ -362,8 +362,11 @@ class ClaimMemo<T> {
     this.entries.delete(requestKey(req));
   }
 
-  values(): T[] {
-    return [...this.entries.values()].map((entry) => entry.value);
+  /** The values of the namespace's claims. */
+  valuesIn(namespace: string): T[] {
+    return [...this.entries]
+      .filter(([key]) => key.startsWith(`${namespace}/`))
+      .map(([, entry]) => entry.value);
   }
 }
 

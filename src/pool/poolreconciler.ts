@@ -18,7 +18,7 @@ import type { Logger } from "../log.ts";
 import { forgetPool, recordPoolMembers } from "../metrics/pool.ts";
 import type { PoolView } from "./catalog.ts";
 import { newMember, planPool, poolStatus, withFinalizer, withoutFinalizer } from "./decide.ts";
-import type { MemberExpectations } from "./expectations.ts";
+import { MEMBER_EXPECTATION_TTL_MS, type MemberExpectations } from "./expectations.ts";
 import {
   CONDITION_READY,
   FINALIZER_COCOONPOOL,
@@ -58,7 +58,8 @@ export class PoolReconciler implements Reconciler {
       return {};
     }
     const members = view.members(req.namespace, req.name);
-    if (expectations.pending(key, members)) return {};
+    // The cache's events end the wait; the requeue covers a write it will never show.
+    if (expectations.pending(key, members)) return { requeueAfterMs: MEMBER_EXPECTATION_TTL_MS };
     if (pool.metadata.deletionTimestamp) return this.finalize(pool, members, key);
     if (!(pool.metadata.finalizers ?? []).includes(FINALIZER_COCOONPOOL)) {
       // Before the first member, so none is left behind when the pool goes.
@@ -176,13 +177,8 @@ export class PoolReconciler implements Reconciler {
     }
     if (lostRace) return { requeueAfterMs: CONFLICT_RETRY_MS };
     // The next pass, once the cache shows every delete, drops the finalizer.
-    if (
-      this.deps.expectations.pending(
-        key,
-        this.deps.view.members(pool.metadata.namespace ?? "", pool.metadata.name ?? ""),
-      )
-    )
-      return {};
+    const now = this.deps.view.members(pool.metadata.namespace ?? "", pool.metadata.name ?? "");
+    if (this.deps.expectations.pending(key, now)) return { requeueAfterMs: MEMBER_EXPECTATION_TTL_MS };
     try {
       await this.deps.client.update<CocoonPool>(COCOONPOOLS, withoutFinalizer(pool, FINALIZER_COCOONPOOL));
     } catch (err) {
