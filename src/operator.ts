@@ -47,7 +47,7 @@ export interface OperatorConfig {
   checkpointReprobeMs?: number;
   /** How often to look again for absent CocoonPool and CocoonClaim APIs; default 60 s. */
   poolReprobeMs?: number;
-  /** CocoonClaim workers (claims bind in parallel); default 16. */
+  /** CocoonClaim workers (claims bind in parallel); default 64. */
   claimConcurrency?: number;
 }
 

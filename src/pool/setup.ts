@@ -24,7 +24,7 @@ export const CLAIM_CONTROLLER = "cocoonclaim";
  * A bind is three awaited writes (finalizer, the member, the claim's status); claims arriving together
  * wait for a worker, so there are enough for a burst to bind in one round of writes.
  */
-const CLAIM_WORKERS = 16;
+const CLAIM_WORKERS = 64;
 
 export interface PoolControllerOptions {
   client: Client;
@@ -33,7 +33,7 @@ export interface PoolControllerOptions {
   events: EventRecorder;
   clock: Clock;
   log: Logger;
-  /** Claim workers: claims bind in parallel, each a few sequential API calls (default 16). */
+  /** Claim workers: claims bind in parallel, each a few sequential API calls (default 64). */
   claimConcurrency?: number;
 }
 

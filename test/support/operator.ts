@@ -21,7 +21,7 @@ export interface TestOperatorOptions {
   clock?: Clock;
   /** How often an absent CocoonCheckpoint API is probed again; default the operator's 60 s. */
   checkpointReprobeMs?: number;
-  /** CocoonClaim workers; default the operator's 16. */
+  /** CocoonClaim workers; default the operator's 64. */
   claimConcurrency?: number;
 }
 
