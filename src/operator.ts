@@ -2,12 +2,7 @@
 // registry client, the manager (metrics, probes, optional leader election) and the controllers.
 // main.ts builds the config from flags and environment; tests and benchmarks call this directly.
 
-import {
-  CHECKPOINT_REPROBE_MS,
-  CheckpointCatalog,
-  checkpointKindServed,
-  whenCheckpointKindServed,
-} from "./checkpoint/catalog.ts";
+import { CheckpointCatalog } from "./checkpoint/catalog.ts";
 import { asCheckpointRegistry, setsBranchingFrom, setupCheckpointController } from "./checkpoint/setup.ts";
 import type { Clock } from "./clock.ts";
 import { systemClock } from "./clock.ts";
@@ -17,14 +12,19 @@ import { KubeEventRecorder } from "./controller/events.ts";
 import { DEFAULT_LEASE_NAME, LeaderElector } from "./controller/leaderelection.ts";
 import { Manager } from "./controller/manager.ts";
 import { recordRestRequest } from "./controller/metrics.ts";
+import { COCOONCHECKPOINTS, COCOONCLAIMS, COCOONPOOLS, type ResourceType } from "./controller/resources.ts";
+import { KIND_REPROBE_MS, kindsServed, whenKindsServed } from "./controller/served.ts";
 import { setupHibernationController } from "./hibernation/setup.ts";
 import { ActivityLeases, mayListActivityLeases } from "./idle/activity.ts";
 import { createOperatorInformers, type OperatorInformers } from "./informers/informers.ts";
 import { log } from "./log.ts";
 import { SuspendConfirmations } from "./pass/suspendconfirmations.ts";
+import { PoolCatalog } from "./pool/catalog.ts";
+import { setupPoolControllers } from "./pool/setup.ts";
 // Registers the cocoon_operator_* collectors, so /metrics lists them before their first sample.
 import "./metrics/cocoon.ts";
 import "./metrics/checkpoint.ts";
+import "./metrics/pool.ts";
 import { type CheckpointRegistry, createRegistryClient, type SnapshotRegistry } from "./registry/index.ts";
 
 export interface OperatorConfig {
@@ -46,6 +46,19 @@ export interface OperatorConfig {
   clock?: Clock;
   /** How often to look again for an absent CocoonCheckpoint API; default 60 s (tests shorten it). */
   checkpointReprobeMs?: number;
+  /** How often to look again for absent CocoonPool and CocoonClaim APIs; default 60 s. */
+  poolReprobeMs?: number;
+  /** CocoonClaim workers (claims bind in parallel); default 64. */
+  claimConcurrency?: number;
+}
+
+/** A feature of v1alpha1 kinds that a cluster may not serve (src/controller/served.ts). */
+interface OptionalFeature {
+  name: string;
+  kinds: ResourceType[];
+  reprobeMs: number | undefined;
+  beforeLateEnable?: (signal: AbortSignal) => Promise<void>;
+  enable: () => void;
 }
 
 export interface Operator {
@@ -55,6 +68,8 @@ export interface Operator {
   readonly registry: SnapshotRegistry | undefined;
   /** CocoonCheckpoints; its lookups answer "unavailable" until a probe found the kind served. */
   readonly checkpoints: CheckpointCatalog;
+  /** CocoonPools and CocoonClaims, and the member sets they read (docs/pools.md). */
+  readonly pools: PoolCatalog;
   /** The suspends the CocoonSet controller's gate confirmed (a second reconciler may share them). */
   readonly suspendConfirmations: SuspendConfirmations;
   /** Resolves once servers listen and informers run; controllers start when caches sync (and lead). */
@@ -93,6 +108,7 @@ export function createOperator(config: OperatorConfig): Operator {
   });
 
   const checkpoints = new CheckpointCatalog(client, { clock, namespace: config.watchNamespace });
+  const pools = new PoolCatalog(client, informers.cocoonSets, { clock, namespace: config.watchNamespace });
   const checkpointRegistry = asCheckpointRegistry(registry);
   const suspendConfirmations = new SuspendConfirmations();
   const activity = new ActivityLeases(client, { clock, namespace: config.watchNamespace });
@@ -132,39 +148,38 @@ export function createOperator(config: OperatorConfig): Operator {
     cocoonSetController.watches(checkpoints.informer, (ck) => setsBranchingFrom(informers, ck));
   };
 
-  /** Ends the re-probe of an absent CocoonCheckpoint API. */
+  /** Ends the re-probe of absent optional kinds. */
   const stopping = new AbortController();
 
-  /** Once served: the informer runs and syncs first, so the catalog never answers from an empty cache. */
-  const enableCheckpointsWhenServed = async (
-    registry: CheckpointRegistry,
-    signal: AbortSignal,
-  ): Promise<void> => {
-    const intervalMs = config.checkpointReprobeMs ?? CHECKPOINT_REPROBE_MS;
-    await whenCheckpointKindServed(client, config.watchNamespace, { clock, log, signal, intervalMs });
-    manager.addInformer(checkpoints.informer);
-    await checkpoints.informer.waitForSync(signal);
-    enableCheckpoints(registry);
-    log.info("CocoonCheckpoint (cocoonset.cocoonstack.io/v1alpha1) is served now; checkpoints enabled");
-  };
-
   /**
-   * Checkpoints run only where the cluster serves the v1alpha1 kind: a cluster set up for the Go
-   * operator has no such CRD, and its informer would never sync. That is logged, not fatal, and the
-   * operator looks again on a slow schedule until the CRD and its RBAC are applied.
+   * Starts a feature whose v1alpha1 kinds a cluster may not serve: one set up for the Go operator has
+   * no such CRDs, and their informers would never sync. That is logged, not fatal, and the operator
+   * looks again on a slow schedule until the CRDs and their RBAC are applied; then `beforeLateEnable`
+   * runs first (say, to sync a cache the feature answers from at once).
    */
-  const startCheckpoints = async (signal?: AbortSignal): Promise<void> => {
-    if (!checkpointRegistry) return;
-    if (await checkpointKindServed(client, config.watchNamespace, { clock, log, signal })) {
-      enableCheckpoints(checkpointRegistry);
+  const startOptional = async (feature: OptionalFeature, signal?: AbortSignal): Promise<void> => {
+    const kinds = feature.kinds.map((rt) => rt.kind).join(" and ");
+    if (await kindsServed(client, feature.kinds, config.watchNamespace, { clock, log, signal })) {
+      feature.enable();
       return;
     }
     log.warn(
-      "CocoonCheckpoint (cocoonset.cocoonstack.io/v1alpha1) is not served or not permitted; running without checkpoints until it is (apply config/crd and config/rbac to enable them)",
+      `${kinds} (cocoonset.cocoonstack.io/v1alpha1) not served or not permitted; running without ${feature.name} until they are (apply config/crd and config/rbac to enable them)`,
     );
     const reprobe = signal ? AbortSignal.any([signal, stopping.signal]) : stopping.signal;
-    enableCheckpointsWhenServed(checkpointRegistry, reprobe).catch((err: unknown) => {
-      if (!reprobe.aborted) log.error({ err }, "enabling checkpoints failed");
+    const enableWhenServed = async () => {
+      await whenKindsServed(client, feature.kinds, config.watchNamespace, {
+        clock,
+        log,
+        signal: reprobe,
+        intervalMs: feature.reprobeMs ?? KIND_REPROBE_MS,
+      });
+      await feature.beforeLateEnable?.(reprobe);
+      feature.enable();
+      log.info(`${kinds} (cocoonset.cocoonstack.io/v1alpha1) served now; ${feature.name} enabled`);
+    };
+    enableWhenServed().catch((err: unknown) => {
+      if (!reprobe.aborted) log.error({ err }, `enabling ${feature.name} failed`);
     });
   };
 
@@ -178,16 +193,49 @@ export function createOperator(config: OperatorConfig): Operator {
     );
   };
 
+  const optionalFeatures: OptionalFeature[] = [
+    {
+      name: "pools",
+      kinds: [COCOONPOOLS, COCOONCLAIMS],
+      reprobeMs: config.poolReprobeMs,
+      enable: () => {
+        setupPoolControllers(manager, {
+          client,
+          catalog: pools,
+          informers,
+          events,
+          clock,
+          log,
+          ...(config.claimConcurrency ? { claimConcurrency: config.claimConcurrency } : {}),
+        });
+      },
+    },
+  ];
+  if (checkpointRegistry) {
+    optionalFeatures.push({
+      name: "checkpoints",
+      kinds: [COCOONCHECKPOINTS],
+      reprobeMs: config.checkpointReprobeMs,
+      // The informer runs and syncs first, so the catalog never answers from an empty cache.
+      beforeLateEnable: async (signal) => {
+        manager.addInformer(checkpoints.informer);
+        await checkpoints.informer.waitForSync(signal);
+      },
+      enable: () => enableCheckpoints(checkpointRegistry),
+    });
+  }
+
   return {
     manager,
     client,
     informers,
     registry,
     checkpoints,
+    pools,
     suspendConfirmations,
     async start(signal) {
       await startActivity();
-      await startCheckpoints(signal);
+      for (const feature of optionalFeatures) await startOptional(feature, signal);
       await manager.start(signal);
     },
     async stop(deadlineMs) {

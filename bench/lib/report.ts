@@ -88,7 +88,7 @@ export function commandLine(script: string, args: readonly string[] = process.ar
 
 const HEADER = `# Benchmarks
 
-Produced by \`bench/\` (\`make bench\` runs 1–5; \`npm run bench:<name>\` runs one, also \`relist\` and \`standby\`). Every section
+Produced by \`bench/\` (\`make bench\` runs 1–5; \`npm run bench:<name>\` runs one, also \`relist\`, \`standby\` and \`pool\`). Every section
 below is rewritten by its benchmark on each run; the machine line is the machine of that run.
 Benchmarks 3–5 run the operator as a separate process (\`--operator-command\`), so any operator binary
 that reads \`KUBECONFIG\` and \`OCI_REGISTRY\` can be measured on the same environment; the label

@@ -1,7 +1,14 @@
 // The API resources the operator talks to, and how their REST paths are built.
 
 import { GROUP, VERSION } from "../apis/v1/types.ts";
-import { PLURAL_COCOONCHECKPOINTS, VERSION_V1ALPHA1 } from "../apis/v1alpha1/types.ts";
+import {
+  KIND_COCOONCLAIM,
+  KIND_COCOONPOOL,
+  PLURAL_COCOONCHECKPOINTS,
+  PLURAL_COCOONCLAIMS,
+  PLURAL_COCOONPOOLS,
+  VERSION_V1ALPHA1,
+} from "../apis/v1alpha1/types.ts";
 
 export interface ResourceType {
   /** API group; "" for the core group. */
@@ -54,6 +61,22 @@ export const COCOONCHECKPOINTS: ResourceType = {
   version: VERSION_V1ALPHA1,
   plural: PLURAL_COCOONCHECKPOINTS,
   kind: "CocoonCheckpoint",
+  namespaced: true,
+};
+
+export const COCOONPOOLS: ResourceType = {
+  group: GROUP,
+  version: VERSION_V1ALPHA1,
+  plural: PLURAL_COCOONPOOLS,
+  kind: KIND_COCOONPOOL,
+  namespaced: true,
+};
+
+export const COCOONCLAIMS: ResourceType = {
+  group: GROUP,
+  version: VERSION_V1ALPHA1,
+  plural: PLURAL_COCOONCLAIMS,
+  kind: KIND_COCOONCLAIM,
   namespaced: true,
 };
 

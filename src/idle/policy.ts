@@ -35,7 +35,7 @@ export const ANN_PARKED_AT = "cocoonset.cocoonstack.io/parked-at";
  * last-activity is not among them: a touch only postpones, and the pass already armed for the old
  * deadline reads it.
  */
-const POLICY_ANNOTATIONS = [
+export const POLICY_ANNOTATIONS = [
   ANN_SUSPEND_AFTER_IDLE,
   ANN_EXPIRE_AT,
   ANN_EXPIRE_ACTION,

@@ -17,6 +17,16 @@ import { compactCachedPod } from "./compact.ts";
 export const POD_BY_COCOONSET_INDEX = "cocoonset";
 
 /**
+ * CocoonSets by `<namespace>/<kind>/<name>` of their controller ownerReference (a pool owns its
+ * unclaimed members, a claim its bound set: docs/pools.md).
+ */
+export const SET_BY_CONTROLLER_INDEX = "controller";
+
+export function controllerIndexKey(namespace: string, kind: string, name: string): string {
+  return `${namespace}/${kind}/${name}`;
+}
+
+/**
  * Index name on the CocoonHibernation informer. Store indexes are cluster-wide, so the value is
  * `<namespace>/<spec.podRef.name>` (the Go field index is per namespace).
  */
@@ -52,6 +62,12 @@ export function createOperatorInformers(
       namespace,
       transform: stripManagedFields,
       clock,
+      indexers: {
+        [SET_BY_CONTROLLER_INDEX]: (cs) =>
+          (cs.metadata.ownerReferences ?? [])
+            .filter((ref) => ref.controller === true)
+            .map((ref) => controllerIndexKey(cs.metadata.namespace ?? "", ref.kind, ref.name)),
+      },
     }),
     pods: createInformer<Pod>(client, PODS, {
       namespace,

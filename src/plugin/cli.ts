@@ -59,7 +59,7 @@ export const GLOBAL_FLAGS: readonly FlagSpec[] = [
     short: "o",
     kind: "string",
     value: "FORMAT",
-    help: "wide, json or yaml",
+    help: "wide, json or yaml; name where a command says so",
     complete: "outputs",
   },
   {

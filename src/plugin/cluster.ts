@@ -7,6 +7,7 @@ import { isNotFound, unlessNotFound } from "../controller/errors.ts";
 import { COCOONHIBERNATIONS, COCOONSETS, EVENTS, NODES, PODS } from "../controller/resources.ts";
 import type { CommandContext } from "./command.ts";
 import { PluginError } from "./errors.ts";
+import { age, formatTable } from "./output.ts";
 
 export interface Node {
   metadata: ObjectMeta;
@@ -86,6 +87,24 @@ export function eventTime(event: ClusterEvent): string {
   return (
     event.lastTimestamp || event.eventTime || event.firstTimestamp || event.metadata.creationTimestamp || ""
   );
+}
+
+/** An event as -o json|yaml prints it. */
+export function structuredEvent(e: ClusterEvent): Record<string, unknown> {
+  return { type: e.type, reason: e.reason, message: e.message, count: e.count, lastTimestamp: eventTime(e) };
+}
+
+/** The newest `recent` events under "Events:", or "Events: <none>". */
+export function eventLines(events: readonly ClusterEvent[], recent: number, now: number): string[] {
+  const shown = events.slice(-recent);
+  if (shown.length === 0) return ["Events: <none>"];
+  return [
+    "Events:",
+    formatTable(
+      ["last seen", "type", "reason", "message"],
+      shown.map((e) => [age(eventTime(e), now), e.type ?? "", e.reason ?? "", e.message ?? ""]),
+    ),
+  ];
 }
 
 /** Every CocoonHibernation of the namespace. */

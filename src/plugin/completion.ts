@@ -4,9 +4,16 @@
 
 import type { Pod } from "../apis/core.ts";
 import type { CocoonSet } from "../apis/v1/types.ts";
-import type { CocoonCheckpoint } from "../apis/v1alpha1/types.ts";
+import type { CocoonCheckpoint, CocoonClaim, CocoonPool } from "../apis/v1alpha1/types.ts";
 import { vmNameOf } from "../contract/pod.ts";
-import { COCOONCHECKPOINTS, COCOONSETS, NODES, PODS } from "../controller/resources.ts";
+import {
+  COCOONCHECKPOINTS,
+  COCOONCLAIMS,
+  COCOONPOOLS,
+  COCOONSETS,
+  NODES,
+  PODS,
+} from "../controller/resources.ts";
 import type { Command, CommandContext } from "./command.ts";
 import { type CompletionKind, type FlagSpec, findFlag, positionalWords } from "./flags.ts";
 import { OUTPUT_FORMATS } from "./output.ts";
@@ -47,12 +54,16 @@ export async function complete(
   else if (name === "completion") candidates = [...COMPLETION_SHELLS];
   else if (command) kind = command.positionals[positionalWords(before, flags).length - 1]?.complete;
   if (kind === "files") return `\n:${DIRECTIVE_DEFAULT}`;
-  if (kind) candidates = await lookup(kind, sources).catch(() => []);
+  if (kind) candidates = await lookup(kind, sources, command).catch(() => []);
   const matching = candidates.filter((c) => c.startsWith(current));
   return `${matching.join("\n")}\n:${DIRECTIVE_NO_FILE}`;
 }
 
-async function lookup(kind: CompletionKind, sources: CompletionSources): Promise<string[]> {
+async function lookup(
+  kind: CompletionKind,
+  sources: CompletionSources,
+  _command: Command | undefined,
+): Promise<string[]> {
   switch (kind) {
     case "outputs":
       return [...OUTPUT_FORMATS];
@@ -73,6 +84,14 @@ async function lookup(kind: CompletionKind, sources: CompletionSources): Promise
     case "cocooncheckpoints": {
       const ctx = sources.context();
       return names((await ctx.client.list<CocoonCheckpoint>(COCOONCHECKPOINTS, ctx.namespace)).items);
+    }
+    case "cocoonpools": {
+      const ctx = sources.context();
+      return names((await ctx.client.list<CocoonPool>(COCOONPOOLS, ctx.namespace)).items);
+    }
+    case "cocoonclaims": {
+      const ctx = sources.context();
+      return names((await ctx.client.list<CocoonClaim>(COCOONCLAIMS, ctx.namespace)).items);
     }
     case "cocoon-pods": {
       const ctx = sources.context();

@@ -24,6 +24,8 @@ export interface FlagSpec {
 export type CompletionKind =
   | "cocoonsets"
   | "cocooncheckpoints"
+  | "cocoonpools"
+  | "cocoonclaims"
   | "cocoon-pods"
   | "nodes"
   | "namespaces"

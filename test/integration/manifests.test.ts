@@ -32,11 +32,25 @@ const grant = (group: string, resource: string, verb: string): Grant => `${group
  */
 const API_CALLS: { group: string; resource: string; verbs: string[]; namespaced?: "cocoon-system" }[] = [
   // CocoonSet informer; the checkpoint's uncached re-read after its copy; finalizer update;
-  // bookkeeping annotation patches; the idle policy's spec.suspend patch and expire-action Delete.
-  { group: GROUP, resource: "cocoonsets", verbs: ["get", "list", "watch", "update", "patch", "delete"] },
+  // bookkeeping annotation patches; the idle policy's spec.suspend patch and expire-action Delete;
+  // pool members created, suspended and deleted by their pool, bound by a claim's update (after a
+  // re-read when it lost a race), listed and deleted when the claim goes.
+  {
+    group: GROUP,
+    resource: "cocoonsets",
+    verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
+  },
   { group: GROUP, resource: "cocoonsets/status", verbs: ["patch"] },
-  // Pods are created with a blockOwnerDeletion ownerReference to their set.
+  // Pods are created with a blockOwnerDeletion ownerReference to their set, pool members to their
+  // pool or claim.
   { group: GROUP, resource: "cocoonsets/finalizers", verbs: ["update"] },
+  { group: GROUP, resource: "cocoonpools/finalizers", verbs: ["update"] },
+  { group: GROUP, resource: "cocoonclaims/finalizers", verbs: ["update"] },
+  // CocoonPool and CocoonClaim informers (and the startup probe); finalizer updates.
+  { group: GROUP, resource: "cocoonpools", verbs: ["list", "watch", "update"] },
+  { group: GROUP, resource: "cocoonpools/status", verbs: ["patch"] },
+  { group: GROUP, resource: "cocoonclaims", verbs: ["list", "watch", "update"] },
+  { group: GROUP, resource: "cocoonclaims/status", verbs: ["patch"] },
   // CocoonHibernation informer; finalizer update.
   { group: GROUP, resource: "cocoonhibernations", verbs: ["list", "watch", "update"] },
   { group: GROUP, resource: "cocoonhibernations/status", verbs: ["patch"] },
@@ -127,9 +141,9 @@ function callText(source: string, open: number): string {
 /**
  * Every (group, resource, verb) that src/ asks the API server for: client.<verb>(RESOURCE, …) calls
  * (with `subresource: "status"` when given), list+watch for every informer, and update on the
- * owner's finalizers when pods are built with blockOwnerDeletion. The client itself and the
- * reflector (generic over the informers' resource types) are the only places allowed to pass a
- * resource that is not a constant.
+ * owner's finalizers when pods are built with blockOwnerDeletion. The client itself, the reflector
+ * (generic over the informers' resource types) and the optional-kind probe (a LIST of kinds that
+ * have informers) are the only places allowed to pass a resource that is not a constant.
  */
 function scanSourceForApiCalls(): { cluster: Set<Grant>; leases: Set<Grant>; generic: string[] } {
   const cluster = new Set<Grant>();
@@ -166,12 +180,16 @@ function scanSourceForApiCalls(): { cluster: Set<Grant>; leases: Set<Grant>; gen
       add(rt, "watch");
     }
     if (/blockOwnerDeletion:\s*true/.test(source)) {
-      assert.match(
-        source,
-        /KIND_COCOONSET|kind: "CocoonSet"/,
-        `${file}: blockOwnerDeletion owner is a CocoonSet`,
+      const owners = [
+        { rt: resources.COCOONSETS, named: /KIND_COCOONSET\b|kind: "CocoonSet"/ },
+        { rt: resources.COCOONPOOLS, named: /KIND_COCOONPOOL\b/ },
+        { rt: resources.COCOONCLAIMS, named: /KIND_COCOONCLAIM\b/ },
+      ].filter(({ named }) => named.test(source));
+      assert.ok(
+        owners.length > 0,
+        `${file}: blockOwnerDeletion owner is a CocoonSet, CocoonPool or CocoonClaim`,
       );
-      add(resources.COCOONSETS, "update", "finalizers");
+      for (const { rt } of owners) add(rt, "update", "finalizers");
     }
   }
   return { cluster, leases, generic };
@@ -187,14 +205,16 @@ describe("install manifests", () => {
     saKey = render("config/overlays/sa-key");
   });
 
-  it("config/default renders the namespace, the three CRDs, RBAC, the Deployment, its config and metrics Service, the annotation policy", () => {
+  it("config/default renders the namespace, the five CRDs, RBAC, the Deployment, its config and metrics Service, the annotation policy", () => {
     const names = defaults.map((o) => `${o.kind}/${o.metadata.name}`).sort();
     assert.deepEqual(names, [
       "ClusterRole/cocoon-operator",
       "ClusterRoleBinding/cocoon-operator",
       `ConfigMap/${configMap(defaults).metadata.name}`,
       "CustomResourceDefinition/cocooncheckpoints.cocoonset.cocoonstack.io",
+      "CustomResourceDefinition/cocoonclaims.cocoonset.cocoonstack.io",
       "CustomResourceDefinition/cocoonhibernations.cocoonset.cocoonstack.io",
+      "CustomResourceDefinition/cocoonpools.cocoonset.cocoonstack.io",
       "CustomResourceDefinition/cocoonsets.cocoonset.cocoonstack.io",
       "Deployment/cocoon-operator",
       "Namespace/cocoon-system",
@@ -385,6 +405,7 @@ describe("install manifests", () => {
     assert.deepEqual(scanned.generic.map((g) => g.split(":")[0]).sort(), [
       "src/controller/reflector.ts",
       "src/controller/reflector.ts",
+      "src/controller/served.ts",
     ]);
     assert.deepEqual(
       [...scanned.cluster].sort(),
@@ -441,7 +462,7 @@ describe("the rendered RBAC on a real API server", () => {
   it("and nothing beyond it", async () => {
     const denied = [
       attributes(GROUP, "cocoonhibernations", "delete", "some-tenant"),
-      attributes(GROUP, "cocoonsets", "create", "some-tenant"),
+      attributes(GROUP, "cocoonpools", "delete", "some-tenant"),
       attributes(GROUP, "cocoonhibernations", "patch", "some-tenant"),
       attributes("", "pods", "update", "some-tenant"),
       attributes("", "pods/status", "patch", "some-tenant"),

@@ -1,7 +1,8 @@
 // API faults: the operator process reaches kube-apiserver through a proxy that answers 409
 // Conflict to PATCH/PUT of cocoonsets and pods, 429 with Retry-After, cuts watch streams and answers
 // 410 Gone to watch resumes, at seeded random rates, while suspend/unsuspend, release + wake, migration
-// and teardown cycles run. Every invariant holds, the operator never exits, and every set converges.
+// and teardown cycles (and the other chaos drivers, warm-pool claims among them) run. Every invariant
+// holds, the operator never exits, and every set converges.
 // Replay a failure with CHAOS_SEED=<printed seed>.
 
 import assert from "node:assert/strict";

@@ -3,7 +3,9 @@
 // a registry proxy; six drivers cycle retained suspend/unsuspend of a main, a sub-agent and a toolbox,
 // release + wake, migration between two nodes, create/teardown, CocoonHibernation hibernate/wake of a
 // set's main (every third round flips the desire while the hibernate is held mid-transition), and an
-// image change while suspended (the image rule drops the old snapshot; the set is then torn down).
+// image change while suspended (the image rule drops the old snapshot; the set is then torn down),
+// and a Suspended warm pool whose members are claimed (a claim wakes one) and released (the claim's
+// deletion tears its set down), never one set bound to two claims.
 // Each waits for the target phase or (at random) flips early, while the operator is SIGKILLed at
 // random moments and restarted at once; the kills go on past the requested number until every driver
 // has finished its minimum of cycles (bounded). The invariant checker watches the simulator's VM
@@ -20,7 +22,9 @@ import {
   type HibernationDesire,
   KIND_COCOONHIBERNATION,
 } from "../../src/apis/v1/types.ts";
+import type { CocoonClaim } from "../../src/apis/v1alpha1/types.ts";
 import { ANN_HIBERNATE_RECLAIM, ANN_IMAGE, LABEL_COCOONSET, TAG_HIBERNATE } from "../../src/contract/keys.ts";
+import { LABEL_CLAIM } from "../../src/pool/keys.ts";
 import { OciClient, type Simulator, startSimulator } from "../env/simulator/index.ts";
 import { apiRequest, createNamespace, type TestEnvInfo } from "../env/testenv.ts";
 import {
@@ -39,7 +43,15 @@ const OTHER_IMAGE = "ubuntu-dev-base:v2";
 const TOOLBOX = { name: "tb", image: IMAGE, mode: "run" as const };
 
 /** The drivers, each counting its completed cycles. */
-export const CHAOS_DRIVERS = ["retain", "release", "migrate", "teardown", "hibernation", "image"] as const;
+export const CHAOS_DRIVERS = [
+  "retain",
+  "release",
+  "migrate",
+  "teardown",
+  "hibernation",
+  "image",
+  "pool",
+] as const;
 export type ChaosDriver = (typeof CHAOS_DRIVERS)[number];
 
 export interface ChaosOptions {
@@ -204,6 +216,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       teardown: 0,
       hibernation: 0,
       image: 0,
+      pool: 0,
     };
     let hibernationFlips = 0;
 
@@ -307,6 +320,84 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       }
     };
 
+    // A Suspended pool of two main-only members (booted, then hibernated with their seats released).
+    // Each round claims one, waits for the claim to bind (and, unless it flips early, for Ready),
+    // checks that no set carries two claims and no claim two sets, then deletes the claim, which
+    // tears its set down.
+    const poolsPath = `/apis/cocoonset.cocoonstack.io/v1alpha1/namespaces/${ns}/cocoonpools`;
+    const claimsPath = `/apis/cocoonset.cocoonstack.io/v1alpha1/namespaces/${ns}/cocoonclaims`;
+    const getClaim = async (name: string): Promise<CocoonClaim | undefined> => {
+      const res = await api200("GET", `${claimsPath}/${name}`);
+      return res.status === 404 ? undefined : (res.body as CocoonClaim);
+    };
+    const boundTo = new Map<string, string>();
+    const checkBindings = async (): Promise<void> => {
+      const sets = (await api200("GET", setsPath)).body.items as CocoonSet[];
+      const claims = (await api200("GET", claimsPath)).body.items as CocoonClaim[];
+      const setsOf = new Map<string, string[]>();
+      for (const cs of sets) {
+        const claim = cs.metadata.labels?.[LABEL_CLAIM];
+        if (claim !== undefined) setsOf.set(claim, [...(setsOf.get(claim) ?? []), cs.metadata.name ?? ""]);
+      }
+      for (const [claim, names] of setsOf) {
+        if (names.length > 1)
+          checker.violations.push(`claim ${claim} holds ${names.join(", ")}\n${checker.history()}`);
+      }
+      for (const claim of claims) {
+        const set = claim.status?.cocoonSetRef?.name;
+        if (!set) continue;
+        const earlier = boundTo.get(set);
+        if (earlier !== undefined && earlier !== claim.metadata.name) {
+          checker.violations.push(
+            `set ${set} bound to ${earlier} and then to ${claim.metadata.name}\n${checker.history()}`,
+          );
+        }
+        boundTo.set(set, claim.metadata.name ?? "");
+      }
+    };
+    const poolDriver = async () => {
+      checker.note("create pool warm (Suspended, 2 members)");
+      await api200("POST", poolsPath, {
+        apiVersion: "cocoonset.cocoonstack.io/v1alpha1",
+        kind: "CocoonPool",
+        metadata: { name: "warm", namespace: ns },
+        spec: {
+          replicas: 2,
+          warmth: "Suspended",
+          template: { spec: { nodePool: pool, agent: { image: IMAGE, replicas: 0, mode: "clone" } } },
+        },
+      });
+      for (let i = 0; !stopping; i++) {
+        const name = `claim${i}`;
+        checker.note(`create claim ${name}`);
+        await api200("POST", claimsPath, {
+          apiVersion: "cocoonset.cocoonstack.io/v1alpha1",
+          kind: "CocoonClaim",
+          metadata: { name, namespace: ns },
+          spec: { poolRef: { name: "warm" } },
+        });
+        const bound = await until(async () => (await getClaim(name))?.status?.phase === "Bound", 90_000);
+        if (!bound) break;
+        await settleOrFlip(
+          async () =>
+            (await getClaim(name))?.status?.conditions?.some(
+              (c) => c.type === "Ready" && c.status === "True",
+            ) === true,
+        );
+        await checkBindings();
+        const set = (await getClaim(name))?.status?.cocoonSetRef?.name ?? "";
+        checker.teardown(vm(set, ""));
+        checker.note(`delete claim ${name} (set ${set})`);
+        await api200("DELETE", `${claimsPath}/${name}`);
+        tornDown.push(set);
+        await until(
+          async () => (await getSet(set)) === undefined && (await getClaim(name)) === undefined,
+          45_000,
+        );
+        cycles.pool++;
+      }
+    };
+
     log(`chaos: seed=${seed} namespace=${ns} kills=${opts.kills}`);
     op.start();
     const drivers = Promise.all([
@@ -316,6 +407,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       teardownDriver(),
       hibernationDriver(),
       imageDriver(),
+      poolDriver(),
     ]);
     drivers.catch(() => {});
 
@@ -381,6 +473,14 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
             ] as [string, () => Promise<boolean>],
           ]
         : []),
+      [
+        "the pool's two members ready to claim again, no set ever bound twice",
+        async () => {
+          await checkBindings();
+          const res = await api200("GET", `${poolsPath}/warm`);
+          return res.body?.status?.ready === 2 && res.body.status.replicas === 2;
+        },
+      ],
       ...tornDown.map((name): [string, () => Promise<boolean>] => [
         `${name} deleted`,
         async () => (await getSet(name)) === undefined,

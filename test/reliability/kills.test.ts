@@ -1,6 +1,7 @@
 // Random kills: at least 50 SIGKILLs of the operator process at random moments while
 // suspend/unsuspend (with a toolbox), release + wake, migration, teardown, CocoonHibernation
-// hibernate/wake (with a flip mid-transition) and image-change cycles run on the simulator; the
+// hibernate/wake (with a flip mid-transition), image-change and warm-pool claim/release cycles run on
+// the simulator (never a set bound to two claims); the
 // invariant checker fails on the first violation with the history that led to it; then every set
 // converges. Each driver must finish its minimum of cycles. A failure prints the command that replays
 // its random schedule (CHAOS_SEED=<seed> ...).
@@ -20,6 +21,7 @@ const MIN_CYCLES: Record<ChaosDriver, number> = {
   teardown: 2,
   hibernation: 2,
   image: 2,
+  pool: 2,
 };
 
 it("keeps every invariant across 50 random operator kills, then converges", {

@@ -21,6 +21,8 @@ export interface TestOperatorOptions {
   clock?: Clock;
   /** How often an absent CocoonCheckpoint API is probed again; default the operator's 60 s. */
   checkpointReprobeMs?: number;
+  /** CocoonClaim workers; default the operator's 64. */
+  claimConcurrency?: number;
 }
 
 export interface TestOperator {
@@ -46,11 +48,14 @@ export async function startTestOperator(opts: TestOperatorOptions = {}): Promise
     ...(opts.namespace ? { watchNamespace: opts.namespace } : {}),
     ...(opts.clock ? { clock: opts.clock } : {}),
     ...(opts.checkpointReprobeMs ? { checkpointReprobeMs: opts.checkpointReprobeMs } : {}),
+    ...(opts.claimConcurrency ? { claimConcurrency: opts.claimConcurrency } : {}),
   });
   await operator.start();
   const { cocoonSets, pods, hibernations } = operator.informers;
   await Promise.all([cocoonSets.waitForSync(), pods.waitForSync(), hibernations.waitForSync()]);
   if (operator.checkpoints.isAvailable) await operator.checkpoints.informer.waitForSync();
+  if (operator.pools.isAvailable)
+    await Promise.all([operator.pools.pools.waitForSync(), operator.pools.claims.waitForSync()]);
   return {
     operator,
     client: operator.client,

@@ -11,6 +11,7 @@ import { CocoonSetReconciler } from "../../src/cocoonset/reconciler.ts";
 import { InformerCocoonSetView } from "../../src/cocoonset/view.ts";
 import type { RequestInfo } from "../../src/controller/client.ts";
 import type { EventRecorder } from "../../src/controller/events.ts";
+import type { Reconciler } from "../../src/controller/reconciler.ts";
 import { log } from "../../src/log.ts";
 import type { Operator } from "../../src/operator.ts";
 import { createRegistryClient, type RegistryClient } from "../../src/registry/index.ts";
@@ -94,22 +95,32 @@ export class SettledPassProbe {
     }
   }
 
-  /** Reconciles each named set of the namespace once, then waits a second for what the passes set off. */
-  async run(namespace: string, names: readonly string[]): Promise<SettledRun> {
+  /**
+   * Reconciles each named object of the namespace once, then waits a second for what the passes set
+   * off. The reconciler is a CocoonSetReconciler over the operator's own cached view unless
+   * `reconcilerOf` builds another (a pool's, a claim's) over the operator's client and caches.
+   */
+  async run(
+    namespace: string,
+    names: readonly string[],
+    reconcilerOf?: (operator: Operator, events: EventRecorder) => Reconciler,
+  ): Promise<SettledRun> {
     const operator = this.operator;
     if (!operator) throw new Error("SettledPassProbe.run before attach");
     let events = 0;
     const recorder: EventRecorder = { event: () => void events++ };
-    const reconciler = new CocoonSetReconciler({
-      client: operator.client,
-      view: new InformerCocoonSetView(operator.informers),
-      registry: this.registry,
-      events: recorder,
-      clock: systemClock,
-      log: log.child({ controller: "settled-pass" }),
-      // The operator's own memory of confirmed suspends: these passes are its settled passes, not a restart's.
-      suspendConfirmations: operator.suspendConfirmations,
-    });
+    const reconciler =
+      reconcilerOf?.(operator, recorder) ??
+      new CocoonSetReconciler({
+        client: operator.client,
+        view: new InformerCocoonSetView(operator.informers),
+        registry: this.registry,
+        events: recorder,
+        clock: systemClock,
+        log: log.child({ controller: "settled-pass" }),
+        // The operator's own memory of confirmed suspends: these passes are its settled passes, not a restart's.
+        suspendConfirmations: operator.suspendConfirmations,
+      });
     this.window.length = 0;
     const registryBefore = this.registryRequests;
     const byMethodBefore = { ...this.registryByMethod };

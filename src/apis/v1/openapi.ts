@@ -58,7 +58,10 @@ export interface CustomResourceDefinition {
       served: boolean;
       storage: boolean;
       additionalPrinterColumns: PrinterColumn[];
-      subresources: { status: Record<string, never> };
+      subresources: {
+        status: Record<string, never>;
+        scale?: { specReplicasPath: string; statusReplicasPath: string; labelSelectorPath?: string };
+      };
       schema: { openAPIV3Schema: JSONSchemaProps };
     }[];
   };

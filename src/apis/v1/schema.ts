@@ -147,7 +147,7 @@ const toolboxSchema: JSONSchemaProps = {
   "x-kubernetes-validations": toolboxRules,
 };
 
-const cocoonSetSpecSchema: JSONSchemaProps = {
+export const cocoonSetSpecSchema: JSONSchemaProps = {
   description: "CocoonSetSpec defines the desired state of a CocoonSet.",
   type: "object",
   properties: {

@@ -2,7 +2,7 @@
 // durable copy of a suspended CocoonSet's snapshots, and the source new sets branch from. Its own CRD:
 // the v1 kinds are untouched, and the Go operator ignores it.
 
-import { type Condition, GROUP, type ObjectMeta } from "../v1/types.ts";
+import { type CocoonSetSpec, type Condition, GROUP, type ObjectMeta } from "../v1/types.ts";
 
 export const VERSION_V1ALPHA1 = "v1alpha1";
 export const API_VERSION_V1ALPHA1 = `${GROUP}/${VERSION_V1ALPHA1}`;
@@ -79,4 +79,83 @@ export interface CocoonCheckpoint {
   metadata: ObjectMeta;
   spec: CocoonCheckpointSpec;
   status?: CocoonCheckpointStatus;
+}
+
+// ---- CocoonPool and CocoonClaim (docs/pools.md) ----
+
+export const KIND_COCOONPOOL = "CocoonPool";
+export const PLURAL_COCOONPOOLS = "cocoonpools";
+export const KIND_COCOONCLAIM = "CocoonClaim";
+export const PLURAL_COCOONCLAIMS = "cocoonclaims";
+
+/** Running: members run, a claim is instant. Suspended: members are hibernated, a claim wakes one. */
+export const POOL_WARMTHS = ["Running", "Suspended"] as const;
+export type PoolWarmth = (typeof POOL_WARMTHS)[number];
+export const DEFAULT_POOL_WARMTH: PoolWarmth = "Running";
+
+export interface CocoonPoolTemplate {
+  /** Labels and annotations every member gets (an idle policy, say, that applies once claimed). */
+  metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
+  spec: CocoonSetSpec;
+}
+
+export interface CocoonPoolSpec {
+  /** Unclaimed members to keep. */
+  replicas: number;
+  warmth?: PoolWarmth;
+  template: CocoonPoolTemplate;
+  /** A CocoonCheckpoint in the namespace every member branches from. */
+  fromCheckpoint?: string;
+}
+
+export interface CocoonPoolStatus {
+  observedGeneration?: number;
+  /** Unclaimed members (the /scale subresource's status replicas). */
+  replicas?: number;
+  /** Unclaimed members being created, woken, suspended or replaced. */
+  starting?: number;
+  /** Unclaimed members ready to claim. */
+  ready?: number;
+  /** Members bound to a claim, which the pool no longer touches. */
+  claimed?: number;
+  /** Unclaimed members whose template is not the current one. */
+  outdated?: number;
+  /** The label selector of the unclaimed members (the /scale subresource's selector). */
+  selector?: string;
+  conditions?: Condition[];
+}
+
+export interface CocoonPool {
+  apiVersion: typeof API_VERSION_V1ALPHA1;
+  kind: typeof KIND_COCOONPOOL;
+  metadata: ObjectMeta;
+  spec: CocoonPoolSpec;
+  status?: CocoonPoolStatus;
+}
+
+export const CLAIM_PHASES = ["Pending", "Bound"] as const;
+export type ClaimPhase = (typeof CLAIM_PHASES)[number];
+
+export interface CocoonClaimSpec {
+  poolRef: { name: string };
+}
+
+export interface CocoonClaimStatus {
+  observedGeneration?: number;
+  phase?: ClaimPhase;
+  /** Why the claim is Pending, or what it is waiting for. */
+  reason?: string;
+  message?: string;
+  cocoonSetRef?: { name: string };
+  /** When the claim bound its set (RFC 3339). */
+  boundTime?: string;
+  conditions?: Condition[];
+}
+
+export interface CocoonClaim {
+  apiVersion: typeof API_VERSION_V1ALPHA1;
+  kind: typeof KIND_COCOONCLAIM;
+  metadata: ObjectMeta;
+  spec: CocoonClaimSpec;
+  status?: CocoonClaimStatus;
 }

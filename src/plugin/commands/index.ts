@@ -5,8 +5,11 @@ import type { Command } from "../command.ts";
 import { branch } from "./branch.ts";
 import { checkpoint } from "./checkpoint.ts";
 import { checkpoints } from "./checkpoints.ts";
+import { claim } from "./claim.ts";
 import { hibernate } from "./hibernate.ts";
 import { migrate } from "./migrate.ts";
+import { pool } from "./pool.ts";
+import { release } from "./release.ts";
 import { resume } from "./resume.ts";
 import { snapshots } from "./snapshots.ts";
 import { status } from "./status.ts";
@@ -25,5 +28,8 @@ export const COMMANDS: readonly Command[] = [
   checkpoint,
   checkpoints,
   branch,
+  pool,
+  claim,
+  release,
   touch,
 ];

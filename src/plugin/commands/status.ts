@@ -3,7 +3,7 @@ import { ANN_IP, ANN_VM_ID } from "../../contract/keys.ts";
 import { readLifecycleState } from "../../contract/lifecycle.ts";
 import { isPodReady } from "../../contract/pod.ts";
 import { COCOONSETS } from "../../controller/resources.ts";
-import { type ClusterEvent, eventTime, objectEvents } from "../cluster.ts";
+import { type ClusterEvent, eventLines, objectEvents, structuredEvent } from "../cluster.ts";
 import type { Command, CommandContext } from "../command.ts";
 import { UsageError } from "../errors.ts";
 import { booleanFlag, stringFlag } from "../flags.ts";
@@ -170,13 +170,7 @@ function structured({ cs, members, snapshots, events, schedule }: StatusView): u
       ready: m.pod ? isPodReady(m.pod) : false,
       snapshots: snapshots?.get(m.vmName),
     })),
-    events: events.map((e) => ({
-      type: e.type,
-      reason: e.reason,
-      message: e.message,
-      count: e.count,
-      lastTimestamp: eventTime(e),
-    })),
+    events: events.map(structuredEvent),
   };
 }
 
@@ -247,16 +241,6 @@ function render(ctx: CommandContext, { cs, members, snapshots, events, schedule 
     ...(wide ? ["vm", "vm id", "ip"] : []),
   ];
   lines.push("", formatTable(headers, rows), "");
-  const recent = events.slice(-RECENT_EVENTS);
-  if (recent.length === 0) lines.push("Events: <none>");
-  else {
-    lines.push("Events:");
-    lines.push(
-      formatTable(
-        ["last seen", "type", "reason", "message"],
-        recent.map((e) => [age(eventTime(e), now), e.type ?? "", e.reason ?? "", e.message ?? ""]),
-      ),
-    );
-  }
+  lines.push(...eventLines(events, RECENT_EVENTS, now));
   return lines.join("\n");
 }

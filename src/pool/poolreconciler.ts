@@ -1,0 +1,189 @@
+// The CocoonPool reconciler (docs/pools.md): keeps `replicas` unclaimed members from the current
+// template, rolls outdated ones gradually, hibernates a Suspended pool's booted members, and writes
+// the pool's status. Every delete and every suspend carries the member's cached resourceVersion, so
+// neither lands on a member a claim has just bound. Deleting the pool deletes its unclaimed members;
+// bound sets belong to their claims and stay. A settled pool writes nothing.
+
+import { statusMergePatch } from "../apis/status.ts";
+import type { CocoonSet } from "../apis/v1/types.ts";
+import type { CocoonPool } from "../apis/v1alpha1/types.ts";
+import { isDeepStrictEqual } from "../builtins.ts";
+import type { Clock } from "../clock.ts";
+import type { Client } from "../controller/client.ts";
+import { isAlreadyExists, isConflict, isNotFound } from "../controller/errors.ts";
+import type { EventRecorder } from "../controller/events.ts";
+import type { Reconciler, Request, Result } from "../controller/reconciler.ts";
+import { COCOONPOOLS, COCOONSETS } from "../controller/resources.ts";
+import type { Logger } from "../log.ts";
+import { forgetPool, recordPoolMembers } from "../metrics/pool.ts";
+import type { PoolView } from "./catalog.ts";
+import { newMember, planPool, poolStatus, withFinalizer, withoutFinalizer } from "./decide.ts";
+import { MEMBER_EXPECTATION_TTL_MS, type MemberExpectations } from "./expectations.ts";
+import {
+  CONDITION_READY,
+  FINALIZER_COCOONPOOL,
+  REASON_FILLED,
+  REASON_MEMBER_CREATED,
+  REASON_MEMBER_DELETED,
+  REASON_MEMBER_SUSPENDED,
+} from "./keys.ts";
+import { generatedName } from "./names.ts";
+
+/** A lost race (a bind took the member first) is looked at again after this. */
+const CONFLICT_RETRY_MS = 100;
+
+export interface PoolDeps {
+  client: Client;
+  view: PoolView;
+  expectations: MemberExpectations;
+  events: EventRecorder;
+  clock: Clock;
+  log: Logger;
+}
+
+export class PoolReconciler implements Reconciler {
+  private readonly deps: PoolDeps;
+
+  constructor(deps: PoolDeps) {
+    this.deps = deps;
+  }
+
+  async reconcile(req: Request): Promise<Result> {
+    const { view, expectations } = this.deps;
+    const key = `${req.namespace}/${req.name}`;
+    let pool = view.pool(req.namespace, req.name);
+    if (!pool) {
+      expectations.forget(key);
+      forgetPool(req.namespace, req.name);
+      return {};
+    }
+    const members = view.members(req.namespace, req.name);
+    // The cache's events end the wait; the requeue covers a write it will never show.
+    if (expectations.pending(key, members)) return { requeueAfterMs: MEMBER_EXPECTATION_TTL_MS };
+    if (pool.metadata.deletionTimestamp) return this.finalize(pool, members, key);
+    if (!(pool.metadata.finalizers ?? []).includes(FINALIZER_COCOONPOOL)) {
+      // Before the first member, so none is left behind when the pool goes.
+      pool = await this.deps.client.update<CocoonPool>(
+        COCOONPOOLS,
+        withFinalizer(pool, FINALIZER_COCOONPOOL),
+      );
+    }
+
+    const plan = planPool(pool, members);
+    let lostRace = false;
+    for (const member of plan.delete) lostRace = !(await this.deleteMember(pool, member, key)) || lostRace;
+    for (const member of plan.suspend) lostRace = !(await this.suspendMember(pool, member)) || lostRace;
+    await this.createMembers(pool, plan.create, key);
+
+    const claimed = view.claimedCount(req.namespace, req.name);
+    await this.writeStatus(pool, poolStatus(pool, members, claimed, this.deps.clock.now()));
+    return lostRace ? { requeueAfterMs: CONFLICT_RETRY_MS } : {};
+  }
+
+  private async createMembers(pool: CocoonPool, count: number, key: string): Promise<void> {
+    const creates = Array.from({ length: count }, async () => {
+      const member = newMember(pool, generatedName(pool.metadata.name ?? ""));
+      try {
+        await this.deps.client.create<CocoonSet>(COCOONSETS, member.metadata.namespace ?? "", member);
+      } catch (err) {
+        // A name taken by chance: the next pass draws another.
+        if (isAlreadyExists(err)) return;
+        throw err;
+      }
+      this.deps.expectations.created(key, member.metadata.name ?? "");
+      this.deps.events.event(
+        pool,
+        "Normal",
+        REASON_MEMBER_CREATED,
+        `created member CocoonSet ${member.metadata.name}`,
+      );
+    });
+    await Promise.all(creates);
+  }
+
+  /** False when the member moved on since the cache saw it (bound, say): it is not deleted. */
+  private async deleteMember(pool: CocoonPool, member: CocoonSet, key: string): Promise<boolean> {
+    const name = member.metadata.name ?? "";
+    try {
+      await this.deps.client.delete(COCOONSETS, member.metadata.namespace ?? "", name, {
+        preconditions: {
+          uid: member.metadata.uid ?? "",
+          resourceVersion: member.metadata.resourceVersion ?? "",
+        },
+      });
+    } catch (err) {
+      if (isNotFound(err)) return true;
+      if (isConflict(err)) return false;
+      throw err;
+    }
+    this.deps.expectations.deleted(key, name);
+    this.deps.events.event(
+      pool,
+      "Normal",
+      REASON_MEMBER_DELETED,
+      `deleted unclaimed member CocoonSet ${name}`,
+    );
+    return true;
+  }
+
+  private async suspendMember(pool: CocoonPool, member: CocoonSet): Promise<boolean> {
+    const name = member.metadata.name ?? "";
+    try {
+      await this.deps.client.patch(COCOONSETS, member.metadata.namespace ?? "", name, {
+        metadata: { resourceVersion: member.metadata.resourceVersion },
+        spec: { suspend: true },
+      });
+    } catch (err) {
+      if (isNotFound(err) || isConflict(err)) return false;
+      throw err;
+    }
+    this.deps.events.event(
+      pool,
+      "Normal",
+      REASON_MEMBER_SUSPENDED,
+      `hibernating booted member CocoonSet ${name}`,
+    );
+    return true;
+  }
+
+  private async writeStatus(pool: CocoonPool, next: NonNullable<CocoonPool["status"]>): Promise<void> {
+    recordPoolMembers(pool.metadata.namespace ?? "", pool.metadata.name ?? "", {
+      starting: next.starting ?? 0,
+      ready: next.ready ?? 0,
+      outdated: next.outdated ?? 0,
+      claimed: next.claimed ?? 0,
+    });
+    if (isDeepStrictEqual(pool.status ?? {}, next)) return;
+    await this.deps.client.patch(
+      COCOONPOOLS,
+      pool.metadata.namespace ?? "",
+      pool.metadata.name ?? "",
+      { status: statusMergePatch(pool.status, next) },
+      { subresource: "status" },
+    );
+    const wasReady = pool.status?.conditions?.find((c) => c.type === CONDITION_READY)?.status === "True";
+    const ready = next.conditions?.find((c) => c.type === CONDITION_READY);
+    if (!wasReady && ready?.status === "True")
+      this.deps.events.event(pool, "Normal", REASON_FILLED, ready.message);
+  }
+
+  /** Deletes every unclaimed member, then lets the pool go; bound sets stay with their claims. */
+  private async finalize(pool: CocoonPool, members: readonly CocoonSet[], key: string): Promise<Result> {
+    if (!(pool.metadata.finalizers ?? []).includes(FINALIZER_COCOONPOOL)) return {};
+    let lostRace = false;
+    for (const member of members) {
+      if (member.metadata.deletionTimestamp) continue;
+      lostRace = !(await this.deleteMember(pool, member, key)) || lostRace;
+    }
+    if (lostRace) return { requeueAfterMs: CONFLICT_RETRY_MS };
+    // The next pass, once the cache shows every delete, drops the finalizer.
+    const now = this.deps.view.members(pool.metadata.namespace ?? "", pool.metadata.name ?? "");
+    if (this.deps.expectations.pending(key, now)) return { requeueAfterMs: MEMBER_EXPECTATION_TTL_MS };
+    try {
+      await this.deps.client.update<CocoonPool>(COCOONPOOLS, withoutFinalizer(pool, FINALIZER_COCOONPOOL));
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    return {};
+  }
+}

@@ -1,0 +1,204 @@
+// The CocoonClaim reconciler over FakeClient: claims racing for members bind distinct sets by
+// compare-and-swap on resourceVersion and the one left over waits Pending with a reason; a claim of an
+// unknown pool waits too; a bound claim turns Ready with its set and then writes nothing; deleting a
+// claim deletes its set before the claim's finalizer goes.
+
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { CocoonSet } from "../../../src/apis/v1/types.ts";
+import type { CocoonClaim } from "../../../src/apis/v1alpha1/types.ts";
+import { COCOONCLAIMS, COCOONPOOLS, COCOONSETS } from "../../../src/controller/resources.ts";
+import { ClaimReconciler } from "../../../src/pool/claimreconciler.ts";
+import {
+  FINALIZER_COCOONCLAIM,
+  LABEL_CLAIM,
+  LABEL_POOL,
+  REASON_NO_READY_MEMBER,
+  REASON_POOL_NOT_FOUND,
+} from "../../../src/pool/keys.ts";
+import {
+  cocoonClaim,
+  cocoonPool,
+  type FakePoolView,
+  member,
+  NS,
+  POOL,
+  poolHarness,
+} from "../../support/pool.ts";
+
+function setup() {
+  const h = poolHarness();
+  const reconciler = new ClaimReconciler({
+    client: h.client,
+    view: h.view,
+    events: h.events,
+    clock: h.clock,
+    log: h.log,
+  });
+  const claimOf = (name: string) => h.client.peek<CocoonClaim>(COCOONCLAIMS, NS, name);
+  return { ...h, reconciler, claimOf };
+}
+
+describe("ClaimReconciler", () => {
+  /**
+   * Seeds `members` ready members and `members + 1` claims, and reconciles every claim at once, each
+   * reading the cache as it was before any bound (a cache behind the writes), through `reconcilerFor`.
+   */
+  async function race(
+    members: number,
+    reconcilerFor: (h: ReturnType<typeof setup>, view: FakePoolView) => (claim: string) => ClaimReconciler,
+  ) {
+    const h = setup();
+    const pool = h.client.seed(COCOONPOOLS, cocoonPool({ replicas: members }));
+    for (let i = 0; i < members; i++)
+      h.client.seed(COCOONSETS, member(pool, `m${i}`, "Running", { created: i }));
+    const claims = Array.from({ length: members + 1 }, (_, i) =>
+      h.client.seed(COCOONCLAIMS, cocoonClaim(`c${i}`, { finalizers: [FINALIZER_COCOONCLAIM] })),
+    );
+    const before = h.client.storeChanges.length;
+    const stale = new Proxy(h.view, {
+      get(target, prop, receiver) {
+        target.lag = h.client.storeChanges.length - before;
+        return Reflect.get(target, prop, receiver);
+      },
+    });
+    const reconcilerOf = reconcilerFor(h, stale);
+    await Promise.all(
+      claims.map((claim) =>
+        reconcilerOf(claim.metadata.name ?? "").reconcile({ namespace: NS, name: claim.metadata.name ?? "" }),
+      ),
+    );
+
+    const sets = h.client.all<CocoonSet>(COCOONSETS, NS);
+    const bound = sets.filter((cs) => cs.metadata.labels?.[LABEL_CLAIM] !== undefined);
+    assert.equal(bound.length, members, "every member is bound");
+    assert.equal(
+      new Set(bound.map((cs) => cs.metadata.labels?.[LABEL_CLAIM])).size,
+      members,
+      "to distinct claims",
+    );
+    const statuses = claims.map((claim) => h.claimOf(claim.metadata.name ?? "")?.status);
+    const pending = statuses.filter((s) => s?.phase === "Pending");
+    assert.equal(pending.length, 1);
+    assert.equal(pending[0]?.reason, REASON_NO_READY_MEMBER);
+    for (const cs of bound) {
+      const claim = h.claimOf(cs.metadata.labels?.[LABEL_CLAIM] ?? "");
+      assert.equal(claim?.status?.phase, "Bound");
+      assert.equal(
+        claim?.status?.cocoonSetRef?.name,
+        cs.metadata.name,
+        "the claim names the set that names it",
+      );
+    }
+    return h.client.calls.filter((c) => c.verb === "update" && c.resource === "cocoonsets").length;
+  }
+
+  for (const members of [1, 4]) {
+    it(`${members + 1} claims reconciled at once by separate processes on ${members} ready members bind ${members} distinct sets and leave one Pending`, async () => {
+      const updates = await race(
+        members,
+        (h, view) => () =>
+          new ClaimReconciler({ client: h.client, view, events: h.events, clock: h.clock, log: h.log }),
+      );
+      assert.ok(updates > members, `binds lost the compare-and-swap and tried again (${updates} updates)`);
+    });
+  }
+
+  it("the workers of one process pass over a member another is binding: no compare-and-swap lost to itself", async () => {
+    let shared: ClaimReconciler | undefined;
+    const updates = await race(4, (h, view) => () => {
+      shared ??= new ClaimReconciler({
+        client: h.client,
+        view,
+        events: h.events,
+        clock: h.clock,
+        log: h.log,
+      });
+      return shared;
+    });
+    assert.equal(updates, 4);
+  });
+
+  it("a claim of an unknown pool waits Pending with a reason, and binds once the pool has a ready member", async () => {
+    const h = setup();
+    h.client.seed(COCOONCLAIMS, cocoonClaim("c1", { finalizers: [FINALIZER_COCOONCLAIM] }));
+    await h.reconciler.reconcile({ namespace: NS, name: "c1" });
+    assert.equal(h.claimOf("c1")?.status?.phase, "Pending");
+    assert.equal(h.claimOf("c1")?.status?.reason, REASON_POOL_NOT_FOUND);
+    const pool = h.client.seed(COCOONPOOLS, cocoonPool());
+    h.client.seed(COCOONSETS, member(pool, "m0", "Running"));
+    await h.reconciler.reconcile({ namespace: NS, name: "c1" });
+    assert.equal(h.claimOf("c1")?.status?.phase, "Bound");
+  });
+
+  it("adds its finalizer before it binds", async () => {
+    const h = setup();
+    const pool = h.client.seed(COCOONPOOLS, cocoonPool());
+    h.client.seed(COCOONSETS, member(pool, "m0", "Running"));
+    h.client.seed(COCOONCLAIMS, cocoonClaim("c1"));
+    await h.reconciler.reconcile({ namespace: NS, name: "c1" });
+    const writes = h.client.writes().map((c) => `${c.verb} ${c.resource}`);
+    assert.deepEqual(writes.slice(0, 2), ["update cocoonclaims", "update cocoonsets"]);
+    assert.deepEqual(h.claimOf("c1")?.metadata.finalizers, [FINALIZER_COCOONCLAIM]);
+  });
+
+  it("a bound claim of a Running member is Ready at once, and a settled claim writes nothing", async () => {
+    const h = setup();
+    const pool = h.client.seed(COCOONPOOLS, cocoonPool());
+    h.client.seed(COCOONSETS, member(pool, "m0", "Running"));
+    h.client.seed(COCOONCLAIMS, cocoonClaim("c1", { finalizers: [FINALIZER_COCOONCLAIM] }));
+    await h.reconciler.reconcile({ namespace: NS, name: "c1" });
+    const ready = h.claimOf("c1")?.status?.conditions?.find((c) => c.type === "Ready");
+    assert.equal(ready?.status, "True");
+    assert.ok(h.events.reasons().includes("ClaimReady"));
+    h.client.clearCalls();
+    await h.reconciler.reconcile({ namespace: NS, name: "c1" });
+    assert.deepEqual(h.client.writes(), []);
+  });
+
+  it("a claim of a Suspended pool wakes its member and turns Ready only when the set is Running", async () => {
+    const h = setup();
+    const pool = h.client.seed(COCOONPOOLS, cocoonPool({ warmth: "Suspended" }));
+    h.client.seed(COCOONSETS, member(pool, "m0", "Suspended", { suspended: true }));
+    h.client.seed(COCOONCLAIMS, cocoonClaim("c1", { finalizers: [FINALIZER_COCOONCLAIM] }));
+    await h.reconciler.reconcile({ namespace: NS, name: "c1" });
+    const set = h.client.peek<CocoonSet>(COCOONSETS, NS, "m0");
+    assert.equal(set?.spec.suspend, false);
+    assert.equal(set?.metadata.generation, 2, "the wake is a spec change");
+    assert.equal(h.claimOf("c1")?.status?.conditions?.[0]?.reason, "Waking");
+    // The CocoonSet controller wakes it.
+    h.client.seed(COCOONSETS, {
+      ...set,
+      status: { ...set?.status, phase: "Running", observedGeneration: 2 },
+    });
+    await h.reconciler.reconcile({ namespace: NS, name: "c1" });
+    assert.equal(h.claimOf("c1")?.status?.conditions?.[0]?.status, "True");
+  });
+
+  it("deleting a claim deletes its set first, then drops the finalizer; other sets stay", async () => {
+    const h = setup();
+    const pool = h.client.seed(COCOONPOOLS, cocoonPool());
+    h.client.seed(COCOONSETS, member(pool, "m0", "Running", { created: 0 }));
+    h.client.seed(COCOONSETS, member(pool, "m1", "Running", { created: 1 }));
+    h.client.seed(COCOONCLAIMS, cocoonClaim("c1", { finalizers: [FINALIZER_COCOONCLAIM] }));
+    await h.reconciler.reconcile({ namespace: NS, name: "c1" });
+    const boundName = h.claimOf("c1")?.status?.cocoonSetRef?.name ?? "";
+    const claim = h.claimOf("c1") as CocoonClaim;
+    h.client.seed(COCOONCLAIMS, {
+      ...claim,
+      metadata: { ...claim.metadata, deletionTimestamp: "2026-01-01T00:01:00Z" },
+    });
+    h.client.clearCalls();
+    await h.reconciler.reconcile({ namespace: NS, name: "c1" });
+    assert.deepEqual(
+      h.client.writes().map((c) => `${c.verb} ${c.resource} ${c.name}`),
+      [`delete cocoonsets ${boundName}`, "update cocoonclaims c1"],
+    );
+    const left = h.client.all<CocoonSet>(COCOONSETS, NS);
+    assert.deepEqual(
+      left.map((cs) => [cs.metadata.name, cs.metadata.labels?.[LABEL_POOL]]),
+      [[boundName === "m0" ? "m1" : "m0", POOL]],
+      "the unclaimed member stays in the pool",
+    );
+  });
+});

@@ -1,0 +1,249 @@
+// The pure pool decisions: how many members a pool creates and which it deletes (scale, a gradual
+// template roll that never drops below replicas - 1 ready), which booted members a Suspended pool
+// hibernates, the order a claim tries members in, and the member as a new one and as a bind writes it.
+
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { CocoonSet } from "../../../src/apis/v1/types.ts";
+import type { CocoonPool } from "../../../src/apis/v1alpha1/types.ts";
+import { ANN_FROM_CHECKPOINT } from "../../../src/checkpoint/keys.ts";
+import { ANN_EXPIRE_AT, ANN_LAST_ACTIVITY, ANN_SUSPEND_AFTER_IDLE } from "../../../src/idle/policy.ts";
+import {
+  boundMember,
+  claimCandidates,
+  MAX_STARTING,
+  memberReady,
+  newMember,
+  planPool,
+  poolStatus,
+  ROLL_SURGE,
+  templateHash,
+} from "../../../src/pool/decide.ts";
+import { ANN_POOL_TEMPLATE, LABEL_CLAIM, LABEL_CLAIMED_FROM, LABEL_POOL } from "../../../src/pool/keys.ts";
+import { cocoonClaim, cocoonPool, member } from "../../support/pool.ts";
+
+const names = (sets: readonly CocoonSet[]) => sets.map((cs) => cs.metadata.name);
+const running = (pool: CocoonPool, count: number, from = 0) =>
+  Array.from({ length: count }, (_, i) => member(pool, `m${from + i}`, "Running", { created: from + i }));
+
+describe("planPool", () => {
+  it("creates replicas members for an empty pool and nothing once they exist", () => {
+    const pool = cocoonPool({ replicas: 3 });
+    assert.deepEqual(planPool(pool, []), { create: 3, delete: [], suspend: [] });
+    assert.deepEqual(planPool(pool, [member(pool, "a", undefined), ...running(pool, 2)]), {
+      create: 0,
+      delete: [],
+      suspend: [],
+    });
+  });
+
+  it(`starts at most ${MAX_STARTING} members at a time: a large pool fills in rounds`, () => {
+    const pool = cocoonPool({ replicas: 20 });
+    assert.equal(planPool(pool, []).create, MAX_STARTING);
+    const booting = Array.from({ length: MAX_STARTING - 3 }, (_, i) => member(pool, `b${i}`, "Pending"));
+    assert.equal(planPool(pool, [...booting, ...running(pool, 4)]).create, 3);
+  });
+
+  it("scales down by deleting members that are not ready first, then the newest", () => {
+    const pool = cocoonPool({ replicas: 1 });
+    const members = [...running(pool, 2), member(pool, "booting", "Pending", { created: 5 })];
+    const plan = planPool(pool, members);
+    assert.equal(plan.create, 0);
+    assert.deepEqual(names(plan.delete), ["booting", "m1"]);
+  });
+
+  it("ignores members being deleted", () => {
+    const pool = cocoonPool({ replicas: 2 });
+    const going = member(pool, "going", "Running");
+    going.metadata.deletionTimestamp = "2026-01-01T00:00:00Z";
+    assert.equal(planPool(pool, [going, ...running(pool, 1)]).create, 1);
+  });
+
+  it("deletes an outdated member that is not ready at once", () => {
+    const old = cocoonPool({ replicas: 1 });
+    const pool = cocoonPool({ replicas: 1, template: { spec: { agent: { image: "debian" } } } });
+    const plan = planPool(pool, [member(old, "old", "Pending")]);
+    assert.deepEqual(names(plan.delete), ["old"]);
+    assert.equal(plan.create, 1);
+  });
+
+  for (const replicas of [1, 3, 5]) {
+    it(`rolls ${replicas} members to a new template gradually: never below replicas - 1 ready, never above replicas + surge`, () => {
+      const old = cocoonPool({ replicas });
+      const pool = cocoonPool({ replicas, template: { spec: { agent: { image: "debian" } } } });
+      let members = running(old, replicas);
+      let created = 100;
+      for (let step = 0; step < 4 * replicas + 4; step++) {
+        const plan = planPool(pool, members);
+        members = members.filter((cs) => !plan.delete.includes(cs));
+        const ready = members.filter((cs) => memberReady(cs, "Running")).length;
+        assert.ok(ready >= replicas - 1, `step ${step}: ${ready} ready`);
+        // The new members boot within a step; the next plan sees them Running.
+        members = members.map((cs) =>
+          cs.status ? cs : member(pool, cs.metadata.name ?? "", "Running", { created: created++ }),
+        );
+        for (let i = 0; i < plan.create; i++)
+          members.push(member(pool, `n${created}`, undefined, { created: created++ }));
+        assert.ok(members.length <= replicas + ROLL_SURGE, `step ${step}: ${members.length} members`);
+      }
+      const hash = templateHash(pool);
+      assert.equal(members.length, replicas);
+      assert.ok(
+        members.every(
+          (cs) => cs.metadata.annotations?.[ANN_POOL_TEMPLATE] === hash && memberReady(cs, "Running"),
+        ),
+      );
+    });
+  }
+
+  it("a Suspended pool hibernates its booted current members and counts Suspended ones ready", () => {
+    const pool = cocoonPool({ replicas: 2, warmth: "Suspended" });
+    const booted = member(pool, "booted", "Running");
+    const asleep = member(pool, "asleep", "Suspended", { suspended: true });
+    const plan = planPool(pool, [booted, asleep]);
+    assert.deepEqual(names(plan.suspend), ["booted"]);
+    assert.equal(plan.create, 0);
+    assert.equal(memberReady(asleep, "Suspended"), true);
+    assert.equal(memberReady(booted, "Suspended"), false);
+    assert.equal(memberReady(asleep, "Running"), false);
+  });
+
+  it("a member whose status is behind its generation is not ready", () => {
+    const pool = cocoonPool();
+    const cs = member(pool, "a", "Running");
+    cs.metadata.generation = 2;
+    assert.equal(memberReady(cs, "Running"), false);
+  });
+});
+
+describe("poolStatus", () => {
+  it("counts members by state and is Ready with replicas members ready", () => {
+    const pool = cocoonPool({ replicas: 2 });
+    const old = cocoonPool({ replicas: 2, template: { spec: { agent: { image: "old" } } } });
+    const status = poolStatus(
+      pool,
+      [...running(pool, 1), member(pool, "b", "Pending"), member(old, "o", "Running")],
+      4,
+      0,
+    );
+    assert.equal(status.replicas, 3);
+    assert.equal(status.ready, 2);
+    assert.equal(status.starting, 1);
+    assert.equal(status.outdated, 1);
+    assert.equal(status.claimed, 4);
+    assert.equal(status.selector, `${LABEL_POOL}=warm`);
+    assert.equal(status.observedGeneration, 1);
+    assert.equal(status.conditions?.[0]?.status, "True");
+    assert.equal(poolStatus(pool, running(pool, 1), 0, 0).conditions?.[0]?.status, "False");
+  });
+});
+
+describe("newMember", () => {
+  it("carries the pool label, template hash, checkpoint and owner, and holds the idle policy back", () => {
+    const pool = cocoonPool({
+      fromCheckpoint: "golden",
+      template: {
+        metadata: { labels: { team: "a" }, annotations: { [ANN_SUSPEND_AFTER_IDLE]: "10m", note: "x" } },
+        spec: { agent: { image: "ubuntu" } },
+      },
+    });
+    const cs = newMember(pool, "warm-abcde");
+    assert.deepEqual(cs.metadata.labels, { team: "a", [LABEL_POOL]: "warm" });
+    assert.deepEqual(cs.metadata.annotations, {
+      note: "x",
+      [ANN_POOL_TEMPLATE]: templateHash(pool),
+      [ANN_FROM_CHECKPOINT]: "golden",
+    });
+    assert.deepEqual(
+      cs.metadata.ownerReferences?.map((ref) => [ref.kind, ref.name, ref.controller]),
+      [["CocoonPool", "warm", true]],
+    );
+    assert.equal(cs.spec.suspend, undefined);
+  });
+
+  it("releases a main-only member's seat in a Suspended pool, not a group's", () => {
+    assert.equal(newMember(cocoonPool({ warmth: "Suspended" }), "m").spec.hibernatePolicy, "release");
+    const group = cocoonPool({
+      warmth: "Suspended",
+      template: { spec: { agent: { image: "u", replicas: 2 } } },
+    });
+    assert.equal(newMember(group, "m").spec.hibernatePolicy, undefined);
+    assert.equal(newMember(cocoonPool(), "m").spec.hibernatePolicy, undefined);
+  });
+
+  it("hashes templates by content, not key order, and warmth and checkpoint count", () => {
+    const a = cocoonPool({ template: { spec: { agent: { image: "u", mode: "clone" } } } });
+    const b = cocoonPool({ template: { spec: { agent: { mode: "clone", image: "u" } } } });
+    assert.equal(templateHash(a), templateHash(b));
+    assert.notEqual(templateHash(a), templateHash({ ...a, spec: { ...a.spec, warmth: "Suspended" } }));
+    assert.notEqual(templateHash(a), templateHash({ ...a, spec: { ...a.spec, fromCheckpoint: "c" } }));
+  });
+});
+
+describe("claimCandidates", () => {
+  it("tries ready unclaimed members only, current before outdated", () => {
+    const pool = cocoonPool();
+    const old = cocoonPool({ template: { spec: { agent: { image: "old" } } } });
+    const taken = member(pool, "taken", "Running");
+    taken.metadata.labels = { ...taken.metadata.labels, [LABEL_CLAIM]: "other" };
+    const candidates = claimCandidates(
+      pool,
+      [member(old, "outdated", "Running"), member(pool, "booting", "Pending"), taken, ...running(pool, 2)],
+      "c1",
+    );
+    assert.deepEqual(new Set(names(candidates.slice(0, 2))), new Set(["m0", "m1"]));
+    assert.deepEqual(names(candidates.slice(2)), ["outdated"]);
+  });
+
+  it("spreads claims over the ready members: claims of different names try different members first", () => {
+    const pool = cocoonPool();
+    const members = running(pool, 8);
+    const firsts = new Set(
+      Array.from({ length: 16 }, (_, i) => claimCandidates(pool, members, `claim-${i}`)[0]?.metadata.name),
+    );
+    assert.ok(firsts.size >= 4, `${firsts.size} distinct first choices`);
+  });
+});
+
+describe("boundMember", () => {
+  it("moves the member from the pool to the claim, with the held-back policy, the claim's own, and awake", () => {
+    const pool = cocoonPool({
+      template: {
+        metadata: {
+          annotations: { [ANN_SUSPEND_AFTER_IDLE]: "10m", [ANN_EXPIRE_AT]: "2026-02-01T00:00:00Z" },
+        },
+        spec: { agent: { image: "ubuntu" } },
+      },
+    });
+    const claim = cocoonClaim("c1", {
+      annotations: { [ANN_SUSPEND_AFTER_IDLE]: "5m", "example.com/other": "no" },
+    });
+    const asleep = member(pool, "m", "Suspended", { suspended: true });
+    const bound = boundMember(asleep, claim, pool, Date.parse("2026-01-01T01:00:00Z"));
+    assert.equal(
+      bound.metadata.resourceVersion,
+      asleep.metadata.resourceVersion,
+      "the compare-and-swap's version",
+    );
+    assert.equal(bound.metadata.labels?.[LABEL_POOL], undefined);
+    assert.equal(bound.metadata.labels?.[LABEL_CLAIM], "c1");
+    assert.equal(bound.metadata.labels?.[LABEL_CLAIMED_FROM], "warm");
+    assert.deepEqual(
+      bound.metadata.ownerReferences?.map((ref) => [ref.kind, ref.name, ref.uid, ref.controller]),
+      [["CocoonClaim", "c1", "c1-uid", true]],
+    );
+    assert.equal(bound.metadata.annotations?.[ANN_SUSPEND_AFTER_IDLE], "5m");
+    assert.equal(bound.metadata.annotations?.[ANN_EXPIRE_AT], "2026-02-01T00:00:00Z");
+    assert.equal(bound.metadata.annotations?.[ANN_LAST_ACTIVITY], "2026-01-01T01:00:00Z");
+    assert.equal(bound.metadata.annotations?.["example.com/other"], undefined);
+    assert.equal(bound.spec.suspend, false);
+  });
+
+  it("leaves a Running member's spec as it is, so its generation does not move", () => {
+    const pool = cocoonPool();
+    const awake = member(pool, "m", "Running");
+    const bound = boundMember(awake, cocoonClaim("c1"), pool, 0);
+    assert.equal(bound.spec, awake.spec);
+    assert.equal(bound.metadata.annotations?.[ANN_LAST_ACTIVITY], undefined);
+  });
+});

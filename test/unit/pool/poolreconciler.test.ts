@@ -1,0 +1,159 @@
+// The CocoonPool reconciler over FakeClient: its finalizer comes before its first member; it fills to
+// replicas and waits for its cache to show what it created; a settled pool writes nothing; a delete
+// of a member a claim bound meanwhile loses (resourceVersion precondition) and the bound set stays;
+// a Suspended pool hibernates booted members by a guarded patch; deleting the pool deletes only its
+// unclaimed members.
+
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { CocoonSet } from "../../../src/apis/v1/types.ts";
+import type { CocoonPool } from "../../../src/apis/v1alpha1/types.ts";
+import { COCOONPOOLS, COCOONSETS } from "../../../src/controller/resources.ts";
+import { boundMember } from "../../../src/pool/decide.ts";
+import { FINALIZER_COCOONPOOL, LABEL_CLAIM, LABEL_POOL } from "../../../src/pool/keys.ts";
+import { PoolReconciler } from "../../../src/pool/poolreconciler.ts";
+import { cocoonClaim, cocoonPool, member, NS, POOL, poolHarness } from "../../support/pool.ts";
+
+function setup() {
+  const h = poolHarness();
+  const reconciler = new PoolReconciler({
+    client: h.client,
+    view: h.view,
+    expectations: h.expectations,
+    events: h.events,
+    clock: h.clock,
+    log: h.log,
+  });
+  const reconcile = () => reconciler.reconcile({ namespace: NS, name: POOL });
+  const sets = () => h.client.all<CocoonSet>(COCOONSETS, NS);
+  const poolNow = () => h.client.peek<CocoonPool>(COCOONPOOLS, NS, POOL) as CocoonPool;
+  /** Plays vk-cocoon and the CocoonSet controller: every set Running at its generation. */
+  const runAll = () => {
+    for (const cs of sets()) {
+      h.client.seed(COCOONSETS, {
+        ...cs,
+        status: {
+          phase: "Running",
+          observedGeneration: cs.metadata.generation,
+          readyAgents: 1,
+          desiredAgents: 1,
+          readyToolboxes: 0,
+          desiredToolboxes: 0,
+        },
+      });
+    }
+  };
+  return { ...h, reconcile, sets, poolNow, runAll };
+}
+
+describe("PoolReconciler", () => {
+  it("adds its finalizer before its first member, then creates replicas members", async () => {
+    const h = setup();
+    h.client.seed(COCOONPOOLS, cocoonPool({ replicas: 3 }));
+    await h.reconcile();
+    const writes = h.client
+      .writes()
+      .map((c) => `${c.verb} ${c.resource}${c.subresource ? `/${c.subresource}` : ""}`);
+    assert.deepEqual(writes, [
+      "update cocoonpools",
+      "create cocoonsets",
+      "create cocoonsets",
+      "create cocoonsets",
+      "patch cocoonpools/status",
+    ]);
+    assert.deepEqual(h.poolNow().metadata.finalizers, [FINALIZER_COCOONPOOL]);
+    assert.ok(
+      h
+        .sets()
+        .every((cs) => cs.metadata.name?.startsWith(`${POOL}-`) && cs.metadata.labels?.[LABEL_POOL] === POOL),
+    );
+  });
+
+  it("while its cache does not show the members it created, it creates no more", async () => {
+    const h = setup();
+    h.client.seed(COCOONPOOLS, cocoonPool({ replicas: 2 }, { finalizers: [FINALIZER_COCOONPOOL] }));
+    await h.reconcile();
+    h.view.lag = h.client.storeChanges.length; // a cache from before anything was written
+    h.client.clearCalls();
+    await h.reconcile();
+    assert.deepEqual(h.client.writes(), []);
+    h.view.lag = 0;
+    await h.reconcile();
+    assert.equal(h.sets().length, 2);
+  });
+
+  it("a filled, ready pool is Ready, and then a pass writes nothing", async () => {
+    const h = setup();
+    h.client.seed(COCOONPOOLS, cocoonPool({ replicas: 2 }));
+    await h.reconcile();
+    h.runAll();
+    await h.reconcile();
+    const status = h.poolNow().status;
+    assert.equal(status?.ready, 2);
+    assert.equal(status?.conditions?.[0]?.status, "True");
+    assert.ok(h.events.reasons().includes("PoolReady"));
+    h.client.clearCalls();
+    await h.reconcile();
+    assert.deepEqual(h.client.writes(), []);
+  });
+
+  it("a scale-down delete of a member that a claim bound meanwhile fails its precondition: the bound set stays", async () => {
+    const h = setup();
+    const pool = h.client.seed(
+      COCOONPOOLS,
+      cocoonPool({ replicas: 1 }, { finalizers: [FINALIZER_COCOONPOOL] }),
+    );
+    h.client.seed(COCOONSETS, member(pool, "m0", "Running", { created: 0 }));
+    h.client.seed(COCOONSETS, member(pool, "m1", "Running", { created: 1 }));
+    // The pool's cache still shows m1 unclaimed; a claim has just bound it.
+    const before = h.client.storeChanges.length;
+    const m1 = h.client.peek<CocoonSet>(COCOONSETS, NS, "m1") as CocoonSet;
+    await h.client.update(COCOONSETS, boundMember(m1, cocoonClaim("c1"), pool, 0));
+    h.view.lag = h.client.storeChanges.length - before;
+    const result = await h.reconcile();
+    assert.ok(
+      h.client.calls.some((c) => c.verb === "delete" && c.name === "m1"),
+      "it tried",
+    );
+    assert.equal(h.client.peek<CocoonSet>(COCOONSETS, NS, "m1")?.metadata.labels?.[LABEL_CLAIM], "c1");
+    assert.ok((result.requeueAfterMs ?? 0) > 0, "and looks again");
+  });
+
+  it("a Suspended pool hibernates a booted member with a patch guarded by its resourceVersion", async () => {
+    const h = setup();
+    const pool = h.client.seed(
+      COCOONPOOLS,
+      cocoonPool({ replicas: 1, warmth: "Suspended" }, { finalizers: [FINALIZER_COCOONPOOL] }),
+    );
+    const booted = h.client.seed(COCOONSETS, member(pool, "m0", "Running"));
+    await h.reconcile();
+    const patch = h.client.calls.find((c) => c.verb === "patch" && c.resource === "cocoonsets");
+    assert.deepEqual(patch?.body, {
+      metadata: { resourceVersion: booted.metadata.resourceVersion },
+      spec: { suspend: true },
+    });
+    assert.equal(h.client.peek<CocoonSet>(COCOONSETS, NS, "m0")?.spec.suspend, true);
+  });
+
+  it("deleting the pool deletes its unclaimed members, leaves bound sets, then drops its finalizer", async () => {
+    const h = setup();
+    const pool = h.client.seed(
+      COCOONPOOLS,
+      cocoonPool({ replicas: 2 }, { finalizers: [FINALIZER_COCOONPOOL] }),
+    );
+    h.client.seed(COCOONSETS, member(pool, "m0", "Running"));
+    const m1 = h.client.seed(COCOONSETS, member(pool, "m1", "Running"));
+    h.client.seed(COCOONSETS, boundMember(m1, cocoonClaim("c1"), pool, 0));
+    h.client.seed(COCOONPOOLS, {
+      ...h.poolNow(),
+      metadata: { ...h.poolNow().metadata, deletionTimestamp: "2026-01-01T00:01:00Z" },
+    });
+    await h.reconcile();
+    await h.reconcile();
+    assert.deepEqual(
+      h.sets().map((cs) => cs.metadata.name),
+      ["m1"],
+    );
+    assert.equal(h.client.peek(COCOONPOOLS, NS, POOL), undefined, "the finalizer went and the pool with it");
+  });
+});
