@@ -217,7 +217,17 @@ export interface ApiProxy {
 }
 
 const NO_FAULTS: ApiFaults = { conflict: 0, throttle: 0, dropWatch: 0, goneOnResume: 0 };
-const NAMESPACED = ["pods", "cocoonsets", "cocoonhibernations", "events"];
+/** Namespaced resources the operator lists or watches cluster-wide: the proxy scopes them. */
+const NAMESPACED = [
+  "pods",
+  "cocoonsets",
+  "cocoonhibernations",
+  "cocooncheckpoints",
+  "cocoonpools",
+  "cocoonclaims",
+  "leases",
+  "events",
+];
 
 function status(code: number, reason: string, message: string, extra: object = {}): string {
   return JSON.stringify({
