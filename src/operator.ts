@@ -2,6 +2,7 @@
 // registry client, the manager (metrics, probes, optional leader election) and the controllers.
 // main.ts builds the config from flags and environment; tests and benchmarks call this directly.
 
+import { readFileSync } from "node:fs";
 import {
   CHECKPOINT_REPROBE_MS,
   CheckpointCatalog,
@@ -16,7 +17,9 @@ import { KubeClient, type KubeClientConfig } from "./controller/client.ts";
 import { KubeEventRecorder } from "./controller/events.ts";
 import { DEFAULT_LEASE_NAME, LeaderElector } from "./controller/leaderelection.ts";
 import { Manager } from "./controller/manager.ts";
-import { recordRestRequest } from "./controller/metrics.ts";
+import { recordRestRequest, type SecureMetrics } from "./controller/metrics.ts";
+import { withAuthenticationAndAuthorization } from "./controller/metricsauth.ts";
+import { selfSignedCertificate } from "./controller/selfsigned.ts";
 import { setupHibernationController } from "./hibernation/setup.ts";
 import { createOperatorInformers, type OperatorInformers } from "./informers/informers.ts";
 import { log } from "./log.ts";
@@ -34,6 +37,8 @@ export interface OperatorConfig {
   registry?: SnapshotRegistry;
   /** ":8080" form; "0" disables. */
   metricsAddr: string;
+  /** HTTPS /metrics for callers the API server authorizes; its certificate from files or self-signed. */
+  metricsSecure?: { certFile: string; keyFile: string } | "self-signed";
   /** ":8081" form; "0" disables. */
   probeAddr: string;
   leaderElect: boolean;
@@ -62,6 +67,24 @@ export interface Operator {
   stop(deadlineMs: number): Promise<void>;
 }
 
+/** The secure metrics server's certificate (read once, at start) and its API-server guard. */
+function secureMetrics(
+  client: KubeClient,
+  certificate: NonNullable<OperatorConfig["metricsSecure"]>,
+  now: Date,
+): SecureMetrics {
+  return {
+    certificate:
+      certificate === "self-signed"
+        ? selfSignedCertificate(["localhost", "127.0.0.1"], now)
+        : {
+            cert: readFileSync(certificate.certFile, "utf8"),
+            key: readFileSync(certificate.keyFile, "utf8"),
+          },
+    guard: (handler) => withAuthenticationAndAuthorization(client, handler),
+  };
+}
+
 /** Builds the operator; setup errors (a concurrency below 1) throw here, before anything runs. */
 export function createOperator(config: OperatorConfig): Operator {
   const clock = config.clock ?? systemClock;
@@ -76,6 +99,9 @@ export function createOperator(config: OperatorConfig): Operator {
     (config.registryBase ? createRegistryClient(config.registryBase, { logger: log }) : undefined);
   const manager = new Manager({
     metricsBindAddress: config.metricsAddr,
+    ...(config.metricsSecure
+      ? { secureMetrics: secureMetrics(client, config.metricsSecure, new Date(clock.now())) }
+      : {}),
     healthProbeBindAddress: config.probeAddr,
     leaderElectionId: DEFAULT_LEASE_NAME,
     ...(config.leaderElect

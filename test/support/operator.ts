@@ -3,7 +3,7 @@
 
 import type { Clock } from "../../src/clock.ts";
 import { type KubeClient, kubeConfigFromFile } from "../../src/controller/client.ts";
-import { createOperator, type Operator } from "../../src/operator.ts";
+import { createOperator, type Operator, type OperatorConfig } from "../../src/operator.ts";
 import type { SnapshotRegistry } from "../../src/registry/index.ts";
 import { testEnv } from "../env/testenv.ts";
 
@@ -21,6 +21,10 @@ export interface TestOperatorOptions {
   clock?: Clock;
   /** How often an absent CocoonCheckpoint API is probed again; default the operator's 60 s. */
   checkpointReprobeMs?: number;
+  /** Where /metrics listens ("127.0.0.1:0" picks a port: operator.manager.ports()); default none. */
+  metricsAddr?: string;
+  /** HTTPS /metrics for authorized callers only. */
+  metricsSecure?: OperatorConfig["metricsSecure"];
 }
 
 export interface TestOperator {
@@ -30,14 +34,15 @@ export interface TestOperator {
   stop(): Promise<void>;
 }
 
-/** Starts the operator (no metrics or probe servers, no leader election) and waits for its caches. */
+/** Starts the operator (no probe server, no leader election, metrics only if asked) and waits for its caches. */
 export async function startTestOperator(opts: TestOperatorOptions = {}): Promise<TestOperator> {
   const env = testEnv();
   const operator = createOperator({
     kubeConfig: kubeConfigFromFile(opts.kubeconfigPath ?? env.kubeconfigPath),
     registryBase: opts.registryBase ?? env.registry,
     ...(opts.registry ? { registry: opts.registry } : {}),
-    metricsAddr: "0",
+    metricsAddr: opts.metricsAddr ?? "0",
+    ...(opts.metricsSecure ? { metricsSecure: opts.metricsSecure } : {}),
     probeAddr: "0",
     leaderElect: false,
     leaderElectionNamespace: "",
