@@ -23,9 +23,9 @@ import { selfSignedCertificate } from "./controller/selfsigned.ts";
 import { setupHibernationController } from "./hibernation/setup.ts";
 import { createOperatorInformers, type OperatorInformers } from "./informers/informers.ts";
 import { log } from "./log.ts";
-import { SuspendConfirmations } from "./pass/suspendconfirmations.ts";
 // Registers the cocoon_operator_* collectors, so /metrics lists them before their first sample.
-import "./metrics/cocoon.ts";
+import { observeSetPhases, snapshotDeletesTotal } from "./metrics/cocoon.ts";
+import { SuspendConfirmations } from "./pass/suspendconfirmations.ts";
 import "./metrics/checkpoint.ts";
 import { type CheckpointRegistry, createRegistryClient, type SnapshotRegistry } from "./registry/index.ts";
 
@@ -93,10 +93,16 @@ export function createOperator(config: OperatorConfig): Operator {
     recordRestRequest({ verb: request.method, code: request.code, host: request.host }),
   );
   const informers = createOperatorInformers(client, { clock, namespace: config.watchNamespace });
+  observeSetPhases(() => informers.cocoonSets.list().map((cs) => cs.status?.phase ?? ""));
   const events = new KubeEventRecorder({ client, component: "cocoon-operator", clock });
   const registry =
     config.registry ??
-    (config.registryBase ? createRegistryClient(config.registryBase, { logger: log }) : undefined);
+    (config.registryBase
+      ? createRegistryClient(config.registryBase, {
+          logger: log,
+          onDelete: (result) => snapshotDeletesTotal.inc({ result }),
+        })
+      : undefined);
   const manager = new Manager({
     metricsBindAddress: config.metricsAddr,
     ...(config.metricsSecure

@@ -14,7 +14,11 @@ import { type ConditionUpdate, setStatusCondition } from "../apis/status.ts";
 import type { CocoonSet, Condition } from "../apis/v1/types.ts";
 import type { CocoonCheckpoint } from "../apis/v1alpha1/types.ts";
 import { TAG_HIBERNATE } from "../contract/keys.ts";
-import { checkpointBranchBlobsTotal, checkpointBranchesTotal } from "../metrics/checkpoint.ts";
+import {
+  checkpointBranchBlobsTotal,
+  checkpointBranchesTotal,
+  checkpointBranchFailuresTotal,
+} from "../metrics/checkpoint.ts";
 import { CONTINUE, finishInPhase, type Pass, type Step, type StepOutcome } from "../pass/pass.ts";
 import { oweRestores, recordVMs } from "../pass/reclaimrecord.ts";
 import { patchSetStatus, persistReclaim, reclaimRecord, setEvent } from "../pass/writes.ts";
@@ -92,6 +96,7 @@ async function branchFromCheckpoint(pass: Pass, branching: BranchingDeps | undef
   try {
     for (const copy of plan) await copySnapshot(pass, registry, copy);
   } catch (err) {
+    checkpointBranchFailuresTotal.inc({ namespace: pass.namespace, cocoonset: pass.name });
     setEvent(
       pass,
       "Warning",

@@ -16,10 +16,16 @@ interface UserInfo {
 }
 
 interface TokenReview {
+  apiVersion: "authentication.k8s.io/v1";
+  kind: "TokenReview";
+  spec: { token: string };
   status?: { authenticated?: boolean; user?: UserInfo; error?: string };
 }
 
 interface SubjectAccessReview {
+  apiVersion: "authorization.k8s.io/v1";
+  kind: "SubjectAccessReview";
+  spec: Omit<UserInfo, "username"> & { user?: string; nonResourceAttributes: { path: string; verb: string } };
   status?: { allowed?: boolean; reason?: string };
 }
 
@@ -34,7 +40,7 @@ function bearerToken(req: IncomingMessage): string | undefined {
 export async function reviewRequest(client: Pick<Client, "create">, req: IncomingMessage): Promise<Verdict> {
   const token = bearerToken(req);
   if (!token) return { allowed: false, status: 401, reason: "no bearer token" };
-  const review = await client.create<TokenReview & Record<string, unknown>>(TOKENREVIEWS, "", {
+  const review = await client.create<TokenReview>(TOKENREVIEWS, "", {
     apiVersion: "authentication.k8s.io/v1",
     kind: "TokenReview",
     spec: { token },
@@ -45,21 +51,17 @@ export async function reviewRequest(client: Pick<Client, "create">, req: Incomin
   }
   const path = (req.url ?? "/").split("?")[0] ?? "/";
   const verb = (req.method ?? "GET").toLowerCase();
-  const access = await client.create<SubjectAccessReview & Record<string, unknown>>(
-    SUBJECTACCESSREVIEWS,
-    "",
-    {
-      apiVersion: "authorization.k8s.io/v1",
-      kind: "SubjectAccessReview",
-      spec: {
-        user: user.username,
-        uid: user.uid,
-        groups: user.groups,
-        extra: user.extra,
-        nonResourceAttributes: { path, verb },
-      },
+  const access = await client.create<SubjectAccessReview>(SUBJECTACCESSREVIEWS, "", {
+    apiVersion: "authorization.k8s.io/v1",
+    kind: "SubjectAccessReview",
+    spec: {
+      user: user.username,
+      uid: user.uid,
+      groups: user.groups,
+      extra: user.extra,
+      nonResourceAttributes: { path, verb },
     },
-  );
+  });
   if (access.status?.allowed) return { allowed: true };
   const reason = access.status?.reason || `${user.username} may not ${verb} ${path}`;
   return { allowed: false, status: 403, reason };

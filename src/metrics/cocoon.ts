@@ -2,8 +2,9 @@
 // process registry next to the controller-runtime metrics. Object names are never labels beyond
 // namespace and cocoonset, as upstream.
 
+import { COCOONSET_PHASES } from "../apis/v1/types.ts";
 import { metricsRegistry } from "../controller/metrics.ts";
-import { Counter, Histogram } from "../controller/prom.ts";
+import { Counter, Gauge, Histogram } from "../controller/prom.ts";
 
 const SET_LABELS = ["namespace", "cocoonset"] as const;
 /** Phase-duration buckets of the Go operator: 10 s … 30 min. */
@@ -79,4 +80,35 @@ export const parkedDurationSeconds = new Histogram({
   help: "Time a set suspended for idleness or expiry stayed suspended, observed when it is resumed.",
   buckets: PARKED_BUCKETS,
   registers: [metricsRegistry],
+});
+
+export const snapshotDeletesTotal = counter(
+  "snapshot_deletes_total",
+  "Snapshot tag and manifest deletes asked of the registry, by result (deleted, including already absent, or failed).",
+  ["result"] as const,
+);
+
+/** The phase of every CocoonSet in the cache, read at scrape time ("" before the first status). */
+let setPhases: () => Iterable<string> = () => [];
+
+/** The phases of the cached sets at scrape time: the operator's informer, once it runs. */
+export function observeSetPhases(phases: () => Iterable<string>): void {
+  setPhases = phases;
+}
+
+new Gauge({
+  name: "cocoon_operator_cocoonsets",
+  help: "CocoonSets in the operator's cache, by status.phase (Pending before the first status).",
+  labelNames: ["phase"] as const,
+  registers: [metricsRegistry],
+  // Every phase has a series, 0 when no set is in it.
+  collect() {
+    const counts = new Map<string, number>(COCOONSET_PHASES.map((phase) => [phase, 0]));
+    for (const phase of setPhases()) {
+      const key = phase || "Pending";
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
+    this.reset();
+    for (const [phase, count] of counts) this.set({ phase }, count);
+  },
 });

@@ -56,6 +56,12 @@ const API_CALLS: { group: string; resource: string; verbs: string[]; namespaced?
   },
 ];
 
+/** The calls of --metrics-secure (src/controller/metricsauth.ts), granted by its component's ClusterRole. */
+const SECURE_METRICS_GRANTS: Grant[] = [
+  grant("authentication.k8s.io", "tokenreviews", "create"),
+  grant("authorization.k8s.io", "subjectaccessreviews", "create"),
+];
+
 function expectedGrants(scope: "cluster" | "cocoon-system"): Set<Grant> {
   const out = new Set<Grant>();
   for (const call of API_CALLS) {
@@ -76,6 +82,19 @@ function render(dir: string): Obj[] {
     assert.deepEqual(doc.errors, [], `${dir} renders valid YAML`);
     return doc.toJS();
   });
+}
+
+/** config/default with the named components of config/components, rendered from a scratch overlay. */
+function renderWithComponents(...components: string[]): Obj[] {
+  const dir = mkdtempSync(join(tmpdir(), "cocoon-overlay-"));
+  try {
+    const config = relative(dir, join(repoRoot, "config"));
+    const list = components.map((c) => `${config}/components/${c}`).join(", ");
+    writeFileSync(join(dir, "kustomization.yaml"), `resources: [${config}/default]\ncomponents: [${list}]\n`);
+    return render(dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** The generated cocoon-operator-config ConfigMap (its name carries kustomize's content hash). */
@@ -286,28 +305,51 @@ describe("install manifests", () => {
     assert.ok(deploy.spec.template.spec.containers[0].ports.some((p: Obj) => p.name === "metrics"));
   });
 
-  it("the prometheus component adds a ServiceMonitor for that Service, and nothing else", () => {
-    const dir = mkdtempSync(join(tmpdir(), "cocoon-overlay-"));
-    try {
-      const config = relative(dir, join(repoRoot, "config"));
-      writeFileSync(
-        join(dir, "kustomization.yaml"),
-        `resources: [${config}/default]\ncomponents: [${config}/components/prometheus]\n`,
-      );
-      const withMonitor = render(dir);
-      const monitor = find(withMonitor, "ServiceMonitor", "cocoon-operator");
-      assert.equal(monitor.apiVersion, "monitoring.coreos.com/v1");
-      assert.equal(monitor.metadata.namespace, "cocoon-system");
-      const service = find(defaults, "Service", "cocoon-operator-metrics");
-      assert.deepEqual(monitor.spec.selector, { matchLabels: service.metadata.labels });
-      assert.deepEqual(monitor.spec.endpoints, [{ port: "metrics", path: "/metrics", interval: "30s" }]);
-      assert.deepEqual(
-        withMonitor.filter((o) => o.kind !== "ServiceMonitor"),
-        defaults,
-      );
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+  it("the prometheus component adds a ServiceMonitor for that Service and the alerts, and nothing else", () => {
+    const withMonitor = renderWithComponents("prometheus");
+    const monitor = find(withMonitor, "ServiceMonitor", "cocoon-operator");
+    assert.equal(monitor.apiVersion, "monitoring.coreos.com/v1");
+    assert.equal(monitor.metadata.namespace, "cocoon-system");
+    const service = find(defaults, "Service", "cocoon-operator-metrics");
+    assert.deepEqual(monitor.spec.selector, { matchLabels: service.metadata.labels });
+    assert.deepEqual(monitor.spec.endpoints, [{ port: "metrics", path: "/metrics", interval: "30s" }]);
+    const rule = find(withMonitor, "PrometheusRule", "cocoon-operator");
+    assert.equal(rule.metadata.namespace, "cocoon-system");
+    assert.deepEqual(
+      rule.spec,
+      parse(readFileSync(join(repoRoot, "config/components/prometheus/prometheusrule.yaml"), "utf8")).spec,
+    );
+    assert.deepEqual(
+      withMonitor.filter((o) => o.kind !== "ServiceMonitor" && o.kind !== "PrometheusRule"),
+      defaults,
+    );
+  });
+
+  it("the metrics-secure component adds --metrics-secure, the review and reader roles, and an HTTPS ServiceMonitor", () => {
+    const secure = renderWithComponents("prometheus", "metrics-secure");
+    const deploy = find(secure, "Deployment", "cocoon-operator");
+    assert.deepEqual(deploy.spec.template.spec.containers[0].args, [
+      "--metrics-bind-address=:8080",
+      "--health-probe-bind-address=:8081",
+      "--leader-elect=true",
+      "--metrics-secure",
+    ]);
+    const auth = find(secure, "ClusterRole", "cocoon-operator-metrics-auth");
+    assert.deepEqual([...grantsOf(auth.rules)].sort(), [...SECURE_METRICS_GRANTS].sort());
+    const binding = find(secure, "ClusterRoleBinding", "cocoon-operator-metrics-auth");
+    assert.deepEqual(binding.roleRef.name, "cocoon-operator-metrics-auth");
+    assert.deepEqual(binding.subjects, [
+      { kind: "ServiceAccount", name: "cocoon-operator", namespace: "cocoon-system" },
+    ]);
+    const reader = find(secure, "ClusterRole", "cocoon-operator-metrics-reader");
+    assert.deepEqual(reader.rules, [{ nonResourceURLs: ["/metrics"], verbs: ["get"] }]);
+    const [endpoint] = find(secure, "ServiceMonitor", "cocoon-operator").spec.endpoints;
+    assert.equal(endpoint.scheme, "https");
+    assert.equal(endpoint.bearerTokenFile, "/var/run/secrets/kubernetes.io/serviceaccount/token");
+    // Without the prometheus component there is no ServiceMonitor to patch, and the build still works.
+    const alone = renderWithComponents("metrics-secure");
+    assert.equal(alone.filter((o) => o.kind === "ServiceMonitor").length, 0);
+    find(alone, "ClusterRole", "cocoon-operator-metrics-reader");
   });
 
   it("the sa-key overlay adds only the key Secret mount and GOOGLE_APPLICATION_CREDENTIALS", () => {
@@ -380,7 +422,7 @@ describe("install manifests", () => {
     ]);
     assert.deepEqual(
       [...scanned.cluster].sort(),
-      [...expectedGrants("cluster")].sort(),
+      [...expectedGrants("cluster"), ...SECURE_METRICS_GRANTS].sort(),
       "a call in src/ without a row in API_CALLS (and a rule in config/rbac), or a row nothing calls",
     );
     assert.deepEqual([...scanned.leases].sort(), [...expectedGrants("cocoon-system")].sort());
