@@ -87,6 +87,8 @@ export const snapshotDeletesTotal = counter(
   "Snapshot tag and manifest deletes asked of the registry, by result (deleted, including already absent, or failed).",
   ["result"] as const,
 );
+// Both series exist from the start, so increase() and rate() see the first delete and the first failure.
+for (const result of ["deleted", "failed"]) snapshotDeletesTotal.inc({ result }, 0);
 
 /** The phase of every CocoonSet in the cache, read at scrape time ("" before the first status). */
 let setPhases: () => Iterable<string> = () => [];

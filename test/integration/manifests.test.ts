@@ -9,13 +9,14 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { cpSync, globSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, relative, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { parse, parseAllDocuments } from "yaml";
+import { parse } from "yaml";
 import type { ResourceType } from "../../src/controller/resources.ts";
 import * as resources from "../../src/controller/resources.ts";
 import { controlPlaneBinDir } from "../env/controlplane.ts";
 import { apiRequest, testEnv } from "../env/testenv.ts";
+import { renderKustomization, renderWithComponents } from "../support/kustomize.ts";
 
 const repoRoot = resolve(import.meta.dirname, "../..");
 const GROUP = "cocoonset.cocoonstack.io";
@@ -76,26 +77,7 @@ type Obj = any;
 
 let kubectl: string;
 
-function render(dir: string): Obj[] {
-  const yaml = execFileSync(kubectl, ["kustomize", resolve(repoRoot, dir)], { encoding: "utf8" });
-  return parseAllDocuments(yaml).map((doc) => {
-    assert.deepEqual(doc.errors, [], `${dir} renders valid YAML`);
-    return doc.toJS();
-  });
-}
-
-/** config/default with the named components of config/components, rendered from a scratch overlay. */
-function renderWithComponents(...components: string[]): Obj[] {
-  const dir = mkdtempSync(join(tmpdir(), "cocoon-overlay-"));
-  try {
-    const config = relative(dir, join(repoRoot, "config"));
-    const list = components.map((c) => `${config}/components/${c}`).join(", ");
-    writeFileSync(join(dir, "kustomization.yaml"), `resources: [${config}/default]\ncomponents: [${list}]\n`);
-    return render(dir);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
+const render = renderKustomization;
 
 /** The generated cocoon-operator-config ConfigMap (its name carries kustomize's content hash). */
 function configMap(objs: Obj[]): Obj {

@@ -23,6 +23,8 @@ export interface TestOperatorOptions {
   checkpointReprobeMs?: number;
   /** Where /metrics listens ("127.0.0.1:0" picks a port: operator.manager.ports()); default none. */
   metricsAddr?: string;
+  /** Lead through a Lease in this namespace before reconciling; default no leader election. */
+  leaderElectionNamespace?: string;
   /** HTTPS /metrics for authorized callers only. */
   metricsSecure?: OperatorConfig["metricsSecure"];
 }
@@ -34,7 +36,7 @@ export interface TestOperator {
   stop(): Promise<void>;
 }
 
-/** Starts the operator (no probe server, no leader election, metrics only if asked) and waits for its caches. */
+/** Starts the operator (no probe server; metrics and leader election only if asked) and waits for its caches. */
 export async function startTestOperator(opts: TestOperatorOptions = {}): Promise<TestOperator> {
   const env = testEnv();
   const operator = createOperator({
@@ -44,8 +46,8 @@ export async function startTestOperator(opts: TestOperatorOptions = {}): Promise
     metricsAddr: opts.metricsAddr ?? "0",
     ...(opts.metricsSecure ? { metricsSecure: opts.metricsSecure } : {}),
     probeAddr: "0",
-    leaderElect: false,
-    leaderElectionNamespace: "",
+    leaderElect: opts.leaderElectionNamespace !== undefined,
+    leaderElectionNamespace: opts.leaderElectionNamespace ?? "",
     cocoonSetConcurrency: opts.cocoonSetConcurrency ?? 4,
     hibernationConcurrency: opts.hibernationConcurrency ?? 4,
     ...(opts.namespace ? { watchNamespace: opts.namespace } : {}),
