@@ -23,9 +23,10 @@ lint: deps ## Typecheck (tsc) and lint and format-check (biome)
 build: deps ## Compile src/ to JavaScript in dist/ (what the image and npm start run)
 	npm run build
 
-# kube-apiserver, kube-scheduler, kubectl and etcd built from Go modules (cached outside the tree).
-testenv: ## Build the test control plane binaries (cached in ~/.cache/cocoon-operator)
+# kube-apiserver, kube-scheduler, kubectl, etcd and actionlint built from Go modules (cached outside the tree).
+testenv: ## Build the test control plane binaries and actionlint (cached in ~/.cache/cocoon-operator)
 	@test/env/controlplane/build.sh >/dev/null
+	@test/env/actionlint/build.sh >/dev/null
 
 test: deps testenv ## Run every test: typecheck, lint, unit, integration and reliability
 	npm test
