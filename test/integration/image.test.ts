@@ -25,6 +25,7 @@ import { freePortPair } from "../env/ports.ts";
 import { type Simulator, startSimulator } from "../env/simulator/index.ts";
 import { apiRequest, testEnv, waitFor } from "../env/testenv.ts";
 import { repoRoot } from "../support/build.ts";
+import { applyOperatorRbac, serviceAccountToken } from "../support/serviceaccount.ts";
 import { createSet, waitRunning } from "../support/setwait.ts";
 
 const imageDir = join(repoRoot, "test/env/image");
@@ -74,16 +75,6 @@ function operatorPid(entrypoint: string[]): number | undefined {
   return undefined;
 }
 
-async function serviceAccountToken(): Promise<string> {
-  const res = await apiRequest(cp, "POST", `/api/v1/namespaces/${NS}/serviceaccounts/cocoon-operator/token`, {
-    apiVersion: "authentication.k8s.io/v1",
-    kind: "TokenRequest",
-    spec: { expirationSeconds: 3600 },
-  });
-  assert.equal(res.status, 201, JSON.stringify(res.body));
-  return res.body.status.token as string;
-}
-
 function logs(): string {
   return output.join("").split("\n").slice(-30).join("\n");
 }
@@ -101,11 +92,7 @@ before(async () => {
   }).trim();
   workDir = mkdtempSync(join(tmpdir(), "cocoon-image-"));
   cp = await startControlPlane();
-  const kubectl = join(cp.binDir, "kubectl");
-  const apply = (...args: string[]) =>
-    execFileSync(kubectl, ["--kubeconfig", cp.kubeconfigPath, "apply", ...args]);
-  apply("-f", join(repoRoot, "config/default/namespace.yaml"));
-  apply("-k", join(repoRoot, "config/rbac"));
+  applyOperatorRbac(cp);
   const config = join(workDir, "config");
   mkdirSync(config);
   copyFileSync(cp.caFile, join(config, "ca.crt"));
@@ -113,7 +100,7 @@ before(async () => {
     join(config, "kubeconfig"),
     kubeconfigYaml({
       server: cp.server,
-      token: await serviceAccountToken(),
+      token: await serviceAccountToken(cp, NS, "cocoon-operator"),
       caFile: `${CONFIG_MOUNT}/ca.crt`,
     }),
     { mode: 0o644 },

@@ -16,6 +16,7 @@ import { parse } from "yaml";
 import { selfSignedCertificate } from "../env/certs.ts";
 import { apiRequest, createNamespace, testEnv } from "../env/testenv.ts";
 import { startTestOperator, type TestOperator } from "../support/operator.ts";
+import { serviceAccountToken } from "../support/serviceaccount.ts";
 
 const repoRoot = resolve(import.meta.dirname, "../..");
 const env = testEnv();
@@ -56,20 +57,14 @@ async function created(path: string, body: unknown): Promise<void> {
   );
 }
 
-/** A service account and a token for it from the TokenRequest API. */
-async function serviceAccountToken(namespace: string, name: string): Promise<string> {
+/** A service account and a token for it. */
+async function newServiceAccountToken(namespace: string, name: string): Promise<string> {
   await created(`/api/v1/namespaces/${namespace}/serviceaccounts`, {
     apiVersion: "v1",
     kind: "ServiceAccount",
     metadata: { name },
   });
-  const res = await apiRequest(env, "POST", `/api/v1/namespaces/${namespace}/serviceaccounts/${name}/token`, {
-    apiVersion: "authentication.k8s.io/v1",
-    kind: "TokenRequest",
-    spec: { expirationSeconds: 600 },
-  });
-  assert.equal(res.status, 201, JSON.stringify(res.body));
-  return res.body.status.token;
+  return serviceAccountToken(env, namespace, name, 600);
 }
 
 describe("secure metrics on the real API server", () => {
@@ -84,8 +79,8 @@ describe("secure metrics on the real API server", () => {
       readFileSync(resolve(repoRoot, "config/components/metrics-secure/metrics-reader-role.yaml"), "utf8"),
     );
     await created("/apis/rbac.authorization.k8s.io/v1/clusterroles", role);
-    reader = await serviceAccountToken(namespace, "scraper");
-    stranger = await serviceAccountToken(namespace, "stranger");
+    reader = await newServiceAccountToken(namespace, "scraper");
+    stranger = await newServiceAccountToken(namespace, "stranger");
     await created("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "ClusterRoleBinding",
