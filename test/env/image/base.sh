@@ -44,7 +44,8 @@ bah config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/b
   --env NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt --cmd node "$ctr"
 bah commit --quiet --rm "$ctr" "$name" >/dev/null
 # Earlier bases (other keys) only take space now.
-bah images --format '{{.Name}}:{{.Tag}}' | grep '^localhost/cocoon-operator-test-base:' | grep -vx "$name" |
-  while read -r old; do bah rmi "$old" >/dev/null 2>&1 || true; done
+for old in $(bah images --format '{{.Name}}:{{.Tag}}' | grep '^localhost/cocoon-operator-test-base:' | grep -vx "$name" || true); do
+  bah rmi "$old" >/dev/null 2>&1 || true
+done
 echo "base image $name built in $(( $(date +%s) - start ))s" >&2
 echo "$name"
