@@ -18,7 +18,7 @@ import { KubeEventRecorder } from "./controller/events.ts";
 import { DEFAULT_LEASE_NAME, LeaderElector } from "./controller/leaderelection.ts";
 import { Manager } from "./controller/manager.ts";
 import { recordRestRequest, type SecureMetrics } from "./controller/metrics.ts";
-import { withAuthenticationAndAuthorization } from "./controller/metricsauth.ts";
+import { RequestReviewer, withAuthenticationAndAuthorization } from "./controller/metricsauth.ts";
 import { selfSignedCertificate } from "./controller/selfsigned.ts";
 import { setupHibernationController } from "./hibernation/setup.ts";
 import { createOperatorInformers, type OperatorInformers } from "./informers/informers.ts";
@@ -71,17 +71,18 @@ export interface Operator {
 function secureMetrics(
   client: KubeClient,
   certificate: NonNullable<OperatorConfig["metricsSecure"]>,
-  now: Date,
+  clock: Clock,
 ): SecureMetrics {
+  const reviewer = new RequestReviewer(client, clock);
   return {
     certificate:
       certificate === "self-signed"
-        ? selfSignedCertificate(["localhost", "127.0.0.1"], now)
+        ? selfSignedCertificate(["localhost", "127.0.0.1"], new Date(clock.now()))
         : {
             cert: readFileSync(certificate.certFile, "utf8"),
             key: readFileSync(certificate.keyFile, "utf8"),
           },
-    guard: (handler) => withAuthenticationAndAuthorization(client, handler),
+    guard: (handler) => withAuthenticationAndAuthorization(reviewer, handler),
   };
 }
 
@@ -105,9 +106,7 @@ export function createOperator(config: OperatorConfig): Operator {
       : undefined);
   const manager = new Manager({
     metricsBindAddress: config.metricsAddr,
-    ...(config.metricsSecure
-      ? { secureMetrics: secureMetrics(client, config.metricsSecure, new Date(clock.now())) }
-      : {}),
+    ...(config.metricsSecure ? { secureMetrics: secureMetrics(client, config.metricsSecure, clock) } : {}),
     healthProbeBindAddress: config.probeAddr,
     leaderElectionId: DEFAULT_LEASE_NAME,
     ...(config.leaderElect
