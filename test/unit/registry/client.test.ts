@@ -299,12 +299,7 @@ describe("deleteManifest / deleteIfPresent", () => {
     const { fetch } = fakeFetch(
       ping200,
       headPresent("/v2/vm/manifests/hibernate"),
-      on("DELETE", "https://reg.example.com/v2/vm/manifests/hibernate", () => errorBody(405, "UNSUPPORTED")),
-      on(
-        "DELETE",
-        `https://reg.example.com/v2/vm/manifests/${DIGEST}`,
-        () => new Response(null, { status: 202 }),
-      ),
+      ...refusesTagDelete("hibernate"),
       on("DELETE", "https://reg.example.com/v2/other/manifests/*", () => errorBody(500, "UNKNOWN")),
     );
     const outcomes: string[] = [];
