@@ -21,7 +21,7 @@ bah build --quiet --pull=false --build-arg "BASE_IMAGE=$base" \
   --volume "$cache/npm:/root/.npm" --tag "$name" --file "$repo/Dockerfile" "$repo" >&2
 echo "image $name built in $(( $(date +%s) - start ))s" >&2
 # Images of earlier trees and the intermediate stages only take space now: on the vfs driver every
-# layer is a full copy of its root, so they are dropped (about 2 GB stay: this image and the base).
+# layer is a full copy of its root, so they are dropped (under 1 GB stays: this image and the base).
 for old in $(bah images --format '{{.Name}}:{{.Tag}}' | grep '^localhost/cocoon-operator:test-' | grep -vx "$name" || true); do
   bah rmi "$old" >/dev/null 2>&1 || true
 done
