@@ -1,7 +1,11 @@
 # The operator runs as JavaScript compiled from src/ (`npm run build`); no type stripping at run time.
-# The base image provides Node 24, so the `node` devDependency stays out of the image.
+# The base image provides Node 24, so the `node` devDependency stays out of the image. BASE_IMAGE is any
+# Debian image with Node 24, npm and a uid-1000 user (the official image's `node`); the test suite builds
+# on one made from Debian packages (test/env/image/base.sh). The build stages run on the builder's own
+# platform (their output is JavaScript), so a multi-arch build emulates only the last stage.
+ARG BASE_IMAGE=node:24-bookworm-slim
 
-FROM node:24-bookworm-slim AS build
+FROM --platform=$BUILDPLATFORM ${BASE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # No dependency needs an install script (TypeScript 7's compiler is a per-platform optional package;
@@ -13,12 +17,12 @@ COPY src ./src
 # `node` is the devDependency whose binary the skipped install script never fetched.
 RUN node node_modules/typescript/lib/tsc.js -p tsconfig.build.json
 
-FROM node:24-bookworm-slim AS deps
+FROM --platform=$BUILDPLATFORM ${BASE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 
-FROM node:24-bookworm-slim
+FROM ${BASE_IMAGE}
 # The system roots Go's crypto/x509 reads (src/net/roots.ts); the slim base image purges them.
 RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production

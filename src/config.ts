@@ -21,6 +21,10 @@ export interface Config {
   logLevel: LogThreshold;
   /** --kubeconfig (controller-runtime registers it in the Go binary); "" = KUBECONFIG, in-cluster, ~/.kube/config. */
   kubeconfig: string;
+  /** --metrics-secure: /metrics over HTTPS, for callers the API server authenticates and authorizes. */
+  metricsSecure: boolean;
+  /** --metrics-cert-path/-name/-key: the serving certificate's files; undefined = self-signed. */
+  metricsCert: { certFile: string; keyFile: string } | undefined;
 }
 
 export interface LoadedConfig {
@@ -100,6 +104,26 @@ const FLAGS: readonly FlagDef[] = [
     env: "METRICS_ADDR",
     help: "The address the metric endpoint binds to.",
   },
+  {
+    name: "metrics-cert-key",
+    kind: "string",
+    help: "The name of the metrics server key file in --metrics-cert-path.",
+  },
+  {
+    name: "metrics-cert-name",
+    kind: "string",
+    help: "The name of the metrics server certificate file in --metrics-cert-path.",
+  },
+  {
+    name: "metrics-cert-path",
+    kind: "string",
+    help: "The directory that holds the metrics server certificate; without it a self-signed one is made.",
+  },
+  {
+    name: "metrics-secure",
+    kind: "bool",
+    help: "Serve metrics over HTTPS to callers allowed get on the /metrics non-resource URL.",
+  },
 ];
 
 /** strconv.ParseBool. */
@@ -157,6 +181,10 @@ function defaultsFromEnv(env: Env): Defaults {
   values.set("metrics-bind-address", env.METRICS_ADDR || DEFAULT_METRICS_ADDR);
   values.set("health-probe-bind-address", env.PROBE_ADDR || DEFAULT_PROBE_ADDR);
   values.set("kubeconfig", "");
+  values.set("metrics-secure", false);
+  values.set("metrics-cert-path", "");
+  values.set("metrics-cert-name", "tls.crt");
+  values.set("metrics-cert-key", "tls.key");
 
   // EnvBool: strconv.ParseBool; anything it rejects (including unset) → true.
   const leader = env.LEADER_ELECT;
@@ -279,6 +307,19 @@ export function loadConfig(argv: readonly string[], env: Env): LoadedConfig {
     return n;
   };
 
+  const metricsSecure = values.get("metrics-secure") as boolean;
+  const certDir = values.get("metrics-cert-path") as string;
+  if (certDir !== "" && !metricsSecure) {
+    throw new ConfigError("--metrics-cert-path needs --metrics-secure: plain HTTP serves no certificate", 1);
+  }
+  const metricsCert =
+    certDir === ""
+      ? undefined
+      : {
+          certFile: `${certDir.replace(/\/+$/, "")}/${values.get("metrics-cert-name")}`,
+          keyFile: `${certDir.replace(/\/+$/, "")}/${values.get("metrics-cert-key")}`,
+        };
+
   return {
     config: {
       metricsAddr: values.get("metrics-bind-address") as string,
@@ -289,6 +330,8 @@ export function loadConfig(argv: readonly string[], env: Env): LoadedConfig {
       registryBase,
       logLevel,
       kubeconfig: values.get("kubeconfig") as string,
+      metricsSecure,
+      metricsCert,
     },
     warnings,
   };

@@ -51,6 +51,7 @@ function build(env: Env): { operator: Operator; config: Config } {
     kubeConfig: loadKubeConfig(config, env),
     registryBase: config.registryBase,
     metricsAddr: config.metricsAddr,
+    ...(config.metricsSecure ? { metricsSecure: config.metricsCert ?? "self-signed" } : {}),
     probeAddr: config.probeAddr,
     leaderElect: config.leaderElect,
     leaderElectionNamespace: config.leaderElect ? leaderElectionNamespace(inClusterNamespace(), env) : "",

@@ -2,6 +2,7 @@
 // registry client, the manager (metrics, probes, optional leader election) and the controllers.
 // main.ts builds the config from flags and environment; tests and benchmarks call this directly.
 
+import { readFileSync } from "node:fs";
 import { CheckpointCatalog } from "./checkpoint/catalog.ts";
 import { asCheckpointRegistry, setsBranchingFrom, setupCheckpointController } from "./checkpoint/setup.ts";
 import type { Clock } from "./clock.ts";
@@ -11,18 +12,20 @@ import { KubeClient, type KubeClientConfig } from "./controller/client.ts";
 import { KubeEventRecorder } from "./controller/events.ts";
 import { DEFAULT_LEASE_NAME, LeaderElector } from "./controller/leaderelection.ts";
 import { Manager } from "./controller/manager.ts";
-import { recordRestRequest } from "./controller/metrics.ts";
+import { recordRestRequest, type SecureMetrics } from "./controller/metrics.ts";
+import { RequestReviewer, withAuthenticationAndAuthorization } from "./controller/metricsauth.ts";
+import { selfSignedCertificate } from "./controller/selfsigned.ts";
 import { COCOONCHECKPOINTS, COCOONCLAIMS, COCOONPOOLS, type ResourceType } from "./controller/resources.ts";
 import { KIND_REPROBE_MS, kindsServed, whenKindsServed } from "./controller/served.ts";
 import { setupHibernationController } from "./hibernation/setup.ts";
 import { ActivityLeases, mayListActivityLeases } from "./idle/activity.ts";
 import { createOperatorInformers, type OperatorInformers } from "./informers/informers.ts";
 import { log } from "./log.ts";
-import { SuspendConfirmations } from "./pass/suspendconfirmations.ts";
 import { PoolCatalog } from "./pool/catalog.ts";
 import { setupPoolControllers } from "./pool/setup.ts";
 // Registers the cocoon_operator_* collectors, so /metrics lists them before their first sample.
-import "./metrics/cocoon.ts";
+import { observeSetPhases, snapshotDeletesTotal } from "./metrics/cocoon.ts";
+import { SuspendConfirmations } from "./pass/suspendconfirmations.ts";
 import "./metrics/checkpoint.ts";
 import "./metrics/pool.ts";
 import { type CheckpointRegistry, createRegistryClient, type SnapshotRegistry } from "./registry/index.ts";
@@ -35,6 +38,8 @@ export interface OperatorConfig {
   registry?: SnapshotRegistry;
   /** ":8080" form; "0" disables. */
   metricsAddr: string;
+  /** HTTPS /metrics for callers the API server authorizes; its certificate from files or self-signed. */
+  metricsSecure?: { certFile: string; keyFile: string } | "self-signed";
   /** ":8081" form; "0" disables. */
   probeAddr: string;
   leaderElect: boolean;
@@ -78,6 +83,25 @@ export interface Operator {
   stop(deadlineMs: number): Promise<void>;
 }
 
+/** The secure metrics server's certificate (read once, at start) and its API-server guard. */
+function secureMetrics(
+  client: KubeClient,
+  certificate: NonNullable<OperatorConfig["metricsSecure"]>,
+  clock: Clock,
+): SecureMetrics {
+  const reviewer = new RequestReviewer(client, clock);
+  return {
+    certificate:
+      certificate === "self-signed"
+        ? selfSignedCertificate(["localhost", "127.0.0.1"], new Date(clock.now()))
+        : {
+            cert: readFileSync(certificate.certFile, "utf8"),
+            key: readFileSync(certificate.keyFile, "utf8"),
+          },
+    guard: (handler) => withAuthenticationAndAuthorization(reviewer, handler),
+  };
+}
+
 /** Builds the operator; setup errors (a concurrency below 1) throw here, before anything runs. */
 export function createOperator(config: OperatorConfig): Operator {
   const clock = config.clock ?? systemClock;
@@ -86,12 +110,19 @@ export function createOperator(config: OperatorConfig): Operator {
     recordRestRequest({ verb: request.method, code: request.code, host: request.host }),
   );
   const informers = createOperatorInformers(client, { clock, namespace: config.watchNamespace });
+  observeSetPhases(() => informers.cocoonSets.list().map((cs) => cs.status?.phase ?? ""));
   const events = new KubeEventRecorder({ client, component: "cocoon-operator", clock });
   const registry =
     config.registry ??
-    (config.registryBase ? createRegistryClient(config.registryBase, { logger: log }) : undefined);
+    (config.registryBase
+      ? createRegistryClient(config.registryBase, {
+          logger: log,
+          onDelete: (result) => snapshotDeletesTotal.inc({ result }),
+        })
+      : undefined);
   const manager = new Manager({
     metricsBindAddress: config.metricsAddr,
+    ...(config.metricsSecure ? { secureMetrics: secureMetrics(client, config.metricsSecure, clock) } : {}),
     healthProbeBindAddress: config.probeAddr,
     leaderElectionId: DEFAULT_LEASE_NAME,
     ...(config.leaderElect

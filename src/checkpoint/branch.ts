@@ -16,7 +16,11 @@ import { TAG_HIBERNATE } from "../contract/keys.ts";
 import { describeMismatches } from "../contract/restoredeps.ts";
 import { unlessNotFound } from "../controller/errors.ts";
 import { COCOONCHECKPOINTS } from "../controller/resources.ts";
-import { checkpointBranchBlobsTotal, checkpointBranchesTotal } from "../metrics/checkpoint.ts";
+import {
+  checkpointBranchBlobsTotal,
+  checkpointBranchesTotal,
+  checkpointBranchFailuresTotal,
+} from "../metrics/checkpoint.ts";
 import { CONTINUE, finishInPhase, type Pass, type Step, type StepOutcome } from "../pass/pass.ts";
 import { oweRestores, recordVMs } from "../pass/reclaimrecord.ts";
 import { patchSetStatus, persistReclaim, reclaimRecord, setEvent } from "../pass/writes.ts";
@@ -140,6 +144,7 @@ async function branchFromCheckpoint(pass: Pass, branching: BranchingDeps | undef
       }
     }
   } catch (err) {
+    checkpointBranchFailuresTotal.inc({ namespace: pass.namespace, cocoonset: pass.name });
     const message = `branch from CocoonCheckpoint ${name}: ${(err as Error).message}`;
     setEvent(pass, "Warning", REASON_BRANCH_FAILED, message);
     await writeBranched(pass, "False", BRANCH_COPY_FAILED, `${message}; retrying (${progressText()})`);

@@ -1,9 +1,10 @@
 // The small HTTP servers of the runtime (metrics, probes): bind-address parsing in the
 // controller-runtime form (":8080", "host:port", "[::1]:8080"; "0" disables) and a listening server
-// that reports its bound port (port 0 picks a free one, for tests).
+// that reports its bound port (port 0 picks a free one, for tests), over HTTP or, given a certificate,
+// HTTPS.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { http } from "../builtins.ts";
+import { http, https } from "../builtins.ts";
 
 export interface BindAddress {
   host: string | undefined;
@@ -31,9 +32,19 @@ export interface HttpEndpoint {
   close(): Promise<void>;
 }
 
-/** Serves the exact paths given; anything else is 404, a failing handler 500. */
-export async function serve(bind: BindAddress, routes: Record<string, RouteHandler>): Promise<HttpEndpoint> {
-  const server = http.createServer((req, res) => {
+/** PEM certificate (chain) and key of an HTTPS server. */
+export interface ServingCertificate {
+  cert: string;
+  key: string;
+}
+
+/** Serves the exact paths given; anything else is 404, a failing handler 500. HTTPS when tls is given. */
+export async function serve(
+  bind: BindAddress,
+  routes: Record<string, RouteHandler>,
+  tls?: ServingCertificate,
+): Promise<HttpEndpoint> {
+  const listener = (req: IncomingMessage, res: ServerResponse): void => {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     const handler = routes[path];
     if (!handler) {
@@ -44,7 +55,10 @@ export async function serve(bind: BindAddress, routes: Record<string, RouteHandl
       if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" });
       res.end(`${err instanceof Error ? err.message : String(err)}\n`);
     });
-  });
+  };
+  const server = tls
+    ? https.createServer({ cert: tls.cert, key: tls.key, minVersion: "TLSv1.2" }, listener)
+    : http.createServer(listener);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(bind.port, bind.host, () => {

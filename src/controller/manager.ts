@@ -4,7 +4,7 @@
 import { log } from "../log.ts";
 import type { Controller } from "./controller.ts";
 import type { HttpEndpoint } from "./httpserver.ts";
-import { setLeaderStatus, startMetricsServer } from "./metrics.ts";
+import { type SecureMetrics, setLeaderStatus, startMetricsServer } from "./metrics.ts";
 import { cachesSynced, HealthProbes } from "./probes.ts";
 
 /** What the manager needs of an informer (cache.ts). */
@@ -27,6 +27,8 @@ export interface ManagedLeaderElector {
 export interface ManagerOptions {
   /** ":8080" form; "0" disables. Default ":8080". */
   metricsBindAddress?: string;
+  /** Serve /metrics over HTTPS to authorized callers only; default plain HTTP to anyone. */
+  secureMetrics?: SecureMetrics;
   /** ":8081" form; "0" disables. Default ":8081". */
   healthProbeBindAddress?: string;
   /** Without one, controllers start as soon as caches have synced. */
@@ -92,7 +94,10 @@ export class Manager {
   async start(signal?: AbortSignal): Promise<void> {
     if (this.started) throw new Error("manager already started");
     this.started = true;
-    const metrics = await startMetricsServer(this.options.metricsBindAddress ?? ":8080");
+    const metrics = await startMetricsServer(
+      this.options.metricsBindAddress ?? ":8080",
+      this.options.secureMetrics,
+    );
     const probes = await this.probes.start(this.options.healthProbeBindAddress ?? ":8081");
     this.endpoints = { metrics, probes };
     log.info({ metricsPort: metrics?.port, probePort: probes?.port }, "Serving metrics and health probes");

@@ -2,7 +2,13 @@
 // names and labels, so dashboards for the Go operator keep working) and the /metrics server. The
 // cocoon_operator_* collectors register on metricsRegistry too.
 
-import { type HttpEndpoint, parseBindAddress, serve } from "./httpserver.ts";
+import {
+  type HttpEndpoint,
+  parseBindAddress,
+  type RouteHandler,
+  type ServingCertificate,
+  serve,
+} from "./httpserver.ts";
 import { registerProcessMetrics } from "./processmetrics.ts";
 import { Counter, exponentialBuckets, Gauge, Histogram, Registry } from "./prom.ts";
 import type { InFlightWork, QueueMetrics } from "./workqueue.ts";
@@ -229,14 +235,24 @@ export function workQueueMetrics(name: string): QueueMetrics {
   };
 }
 
-/** Serves GET /metrics from metricsRegistry; undefined when the address is "0". */
-export async function startMetricsServer(address: string): Promise<HttpEndpoint | undefined> {
+/** HTTPS with this certificate, and each request let through guard (metricsauth.ts) first. */
+export interface SecureMetrics {
+  certificate: ServingCertificate;
+  guard: (handler: RouteHandler) => RouteHandler;
+}
+
+/** Serves GET /metrics from metricsRegistry, plain or secure; undefined when the address is "0". */
+export async function startMetricsServer(
+  address: string,
+  secure?: SecureMetrics,
+): Promise<HttpEndpoint | undefined> {
   const bind = parseBindAddress(address);
   if (!bind) return undefined;
-  return serve(bind, {
-    "/metrics": async (_req, res) => {
-      const body = await metricsRegistry.metrics();
-      res.writeHead(200, { "content-type": metricsRegistry.contentType }).end(body);
-    },
-  });
+  const metrics: RouteHandler = async (_req, res) => {
+    const body = await metricsRegistry.metrics();
+    res.writeHead(200, { "content-type": metricsRegistry.contentType }).end(body);
+  };
+  return secure
+    ? serve(bind, { "/metrics": secure.guard(metrics) }, secure.certificate)
+    : serve(bind, { "/metrics": metrics });
 }

@@ -80,6 +80,23 @@ export const COCOONCLAIMS: ResourceType = {
   namespaced: true,
 };
 
+// The reviews of the secure metrics server (metricsauth.ts): create only, cluster-scoped.
+export const TOKENREVIEWS: ResourceType = {
+  group: "authentication.k8s.io",
+  version: "v1",
+  plural: "tokenreviews",
+  kind: "TokenReview",
+  namespaced: false,
+};
+
+export const SUBJECTACCESSREVIEWS: ResourceType = {
+  group: "authorization.k8s.io",
+  version: "v1",
+  plural: "subjectaccessreviews",
+  kind: "SubjectAccessReview",
+  namespaced: false,
+};
+
 /** "v1" for core, "group/version" otherwise. */
 export function apiVersionOf(rt: ResourceType): string {
   return rt.group === "" ? rt.version : `${rt.group}/${rt.version}`;

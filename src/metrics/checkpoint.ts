@@ -38,3 +38,10 @@ export const checkpointBranchBlobsTotal = new Counter({
   labelNames: ["method"] as const,
   registers: [metricsRegistry],
 });
+
+export const checkpointBranchFailuresTotal = new Counter({
+  name: "cocoon_operator_checkpoint_branch_failures_total",
+  help: "Branch attempts whose snapshot copy failed (the pass retries with backoff).",
+  labelNames: SET_LABELS,
+  registers: [metricsRegistry],
+});

@@ -2,6 +2,7 @@
 // process registry next to the controller-runtime metrics. Object names are never labels beyond
 // namespace and cocoonset, as upstream.
 
+import { COCOONSET_PHASES } from "../apis/v1/types.ts";
 import { metricsRegistry } from "../controller/metrics.ts";
 import { Counter, Gauge, Histogram } from "../controller/prom.ts";
 
@@ -85,4 +86,37 @@ export const parkedDurationSeconds = new Histogram({
   help: "Time a set suspended for idleness or expiry stayed suspended, observed when it is resumed.",
   buckets: PARKED_BUCKETS,
   registers: [metricsRegistry],
+});
+
+export const snapshotDeletesTotal = counter(
+  "snapshot_deletes_total",
+  "Snapshot tag and manifest deletes asked of the registry, by result (deleted, including already absent, or failed).",
+  ["result"] as const,
+);
+// Both series exist from the start, so increase() and rate() see the first delete and the first failure.
+for (const result of ["deleted", "failed"]) snapshotDeletesTotal.inc({ result }, 0);
+
+/** The phase of every CocoonSet in the cache, read at scrape time ("" before the first status). */
+let setPhases: () => Iterable<string> = () => [];
+
+/** The phases of the cached sets at scrape time: the operator's informer, once it runs. */
+export function observeSetPhases(phases: () => Iterable<string>): void {
+  setPhases = phases;
+}
+
+new Gauge({
+  name: "cocoon_operator_cocoonsets",
+  help: "CocoonSets in the operator's cache, by status.phase (Pending before the first status).",
+  labelNames: ["phase"] as const,
+  registers: [metricsRegistry],
+  // Every phase has a series, 0 when no set is in it.
+  collect() {
+    const counts = new Map<string, number>(COCOONSET_PHASES.map((phase) => [phase, 0]));
+    for (const phase of setPhases()) {
+      const key = phase || "Pending";
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
+    this.reset();
+    for (const [phase, count] of counts) this.set({ phase }, count);
+  },
 });

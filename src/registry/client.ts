@@ -49,6 +49,8 @@ export interface RegistryClientOptions {
   fetch?: FetchLike;
   /** Called after every HTTP exchange (registry and token server); status 0 = no response. */
   onRequest?: (method: string, path: string, status: number) => void;
+  /** Called once per manifest or tag delete the caller asked for: done (or already absent), or failed. */
+  onDelete?: (outcome: "deleted" | "failed") => void;
 }
 
 export interface ManifestHead {
@@ -295,7 +297,18 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
   // A registry that refused one tag delete (distribution 2.8) refuses them all: once it has, a delete
   // whose digest the caller already saw goes straight to the digest, one request fewer per tag.
   let refusesTagDeletes = false;
-  const deleteTag = async (repo: string, tag: string, digest: string | undefined, call: CallSignal) => {
+  const deleteTag = (repo: string, tag: string, digest: string | undefined, call: CallSignal) =>
+    counted(deleteTagOnce(repo, tag, digest, call));
+  const counted = async (deletion: Promise<void>): Promise<void> => {
+    try {
+      await deletion;
+    } catch (err) {
+      opts.onDelete?.("failed");
+      throw err;
+    }
+    opts.onDelete?.("deleted");
+  };
+  const deleteTagOnce = async (repo: string, tag: string, digest: string | undefined, call: CallSignal) => {
     if (!(refusesTagDeletes && digest !== undefined)) {
       if ((await deleteOnce(repo, tag, call)) === "done") return;
       refusesTagDeletes = true;
@@ -398,7 +411,7 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
     },
     async deleteManifest(repo, ref, signal) {
       const call = callSignal(signal);
-      if (isDigest(ref)) await deleteOnce(repo, ref, call);
+      if (isDigest(ref)) await counted(deleteOnce(repo, ref, call).then(() => undefined));
       else await deleteTag(repo, ref, undefined, call);
     },
     putManifest: (repo, tag, raw, mediaType, signal) => put(repo, tag, raw, mediaType, callSignal(signal)),

@@ -6,7 +6,7 @@
 // replica change; SIGTERM the new leader and it releases the lease and exits 0.
 
 import assert from "node:assert/strict";
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -19,6 +19,7 @@ import { freePortPair } from "../env/ports.ts";
 import { type Simulator, startSimulator } from "../env/simulator/index.ts";
 import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
 import { buildImageLayout, IMAGE_NODE_FLAGS, repoRoot } from "../support/build.ts";
+import { applyOperatorRbac, serviceAccountToken } from "../support/serviceaccount.ts";
 
 const LEASE_NAME = "cocoon-operator.cocoonset.cocoonstack.io";
 const LEASE_NS = "cocoon-system";
@@ -43,18 +44,6 @@ let workDir: string;
 let mainJs: string;
 let saKubeconfig: string;
 const operators: OperatorProcess[] = [];
-
-/** A token for the service account from the TokenRequest API, so the operators run with its RBAC only. */
-async function serviceAccountToken(): Promise<string> {
-  const res = await apiRequest(
-    cp,
-    "POST",
-    `/api/v1/namespaces/${LEASE_NS}/serviceaccounts/cocoon-operator/token`,
-    { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { expirationSeconds: 3600 } },
-  );
-  assert.equal(res.status, 201, JSON.stringify(res.body));
-  return res.body.status.token as string;
-}
 
 async function startOperator(name: string): Promise<OperatorProcess> {
   const [metricsPort, probePort] = await freePortPair();
@@ -150,13 +139,13 @@ before(async () => {
   workDir = mkdtempSync(join(tmpdir(), "cocoon-leader-e2e-"));
   mainJs = buildImageLayout(workDir);
   cp = await startControlPlane();
-  const kubectl = join(cp.binDir, "kubectl");
-  const apply = (...args: string[]) =>
-    execFileSync(kubectl, ["--kubeconfig", cp.kubeconfigPath, "apply", ...args]);
-  apply("-f", join(repoRoot, "config/default/namespace.yaml"));
-  apply("-k", join(repoRoot, "config/rbac"));
+  applyOperatorRbac(cp);
   saKubeconfig = join(workDir, "kubeconfig");
-  writeFileSync(saKubeconfig, kubeconfigYaml({ ...cp, token: await serviceAccountToken() }), { mode: 0o600 });
+  writeFileSync(
+    saKubeconfig,
+    kubeconfigYaml({ ...cp, token: await serviceAccountToken(cp, LEASE_NS, "cocoon-operator") }),
+    { mode: 0o600 },
+  );
   sim = await startSimulator({ ...cp, registry, nodes: [{ name: `sim-${suffix}`, pool: "default" }] });
 });
 

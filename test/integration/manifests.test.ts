@@ -9,13 +9,14 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { cpSync, globSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, relative, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { parse, parseAllDocuments } from "yaml";
+import { parse } from "yaml";
 import type { ResourceType } from "../../src/controller/resources.ts";
 import * as resources from "../../src/controller/resources.ts";
 import { controlPlaneBinDir } from "../env/controlplane.ts";
 import { apiRequest, testEnv } from "../env/testenv.ts";
+import { renderKustomization, renderWithComponents } from "../support/kustomize.ts";
 
 const repoRoot = resolve(import.meta.dirname, "../..");
 const GROUP = "cocoonset.cocoonstack.io";
@@ -72,6 +73,12 @@ const API_CALLS: { group: string; resource: string; verbs: string[]; namespaced?
   },
 ];
 
+/** The calls of --metrics-secure (src/controller/metricsauth.ts), granted by its component's ClusterRole. */
+const SECURE_METRICS_GRANTS: Grant[] = [
+  grant("authentication.k8s.io", "tokenreviews", "create"),
+  grant("authorization.k8s.io", "subjectaccessreviews", "create"),
+];
+
 function expectedGrants(scope: "cluster" | "cocoon-system"): Set<Grant> {
   const out = new Set<Grant>();
   for (const call of API_CALLS) {
@@ -86,13 +93,7 @@ type Obj = any;
 
 let kubectl: string;
 
-function render(dir: string): Obj[] {
-  const yaml = execFileSync(kubectl, ["kustomize", resolve(repoRoot, dir)], { encoding: "utf8" });
-  return parseAllDocuments(yaml).map((doc) => {
-    assert.deepEqual(doc.errors, [], `${dir} renders valid YAML`);
-    return doc.toJS();
-  });
-}
+const render = renderKustomization;
 
 /** The generated cocoon-operator-config ConfigMap (its name carries kustomize's content hash). */
 function configMap(objs: Obj[]): Obj {
@@ -314,28 +315,51 @@ describe("install manifests", () => {
     assert.ok(deploy.spec.template.spec.containers[0].ports.some((p: Obj) => p.name === "metrics"));
   });
 
-  it("the prometheus component adds a ServiceMonitor for that Service, and nothing else", () => {
-    const dir = mkdtempSync(join(tmpdir(), "cocoon-overlay-"));
-    try {
-      const config = relative(dir, join(repoRoot, "config"));
-      writeFileSync(
-        join(dir, "kustomization.yaml"),
-        `resources: [${config}/default]\ncomponents: [${config}/components/prometheus]\n`,
-      );
-      const withMonitor = render(dir);
-      const monitor = find(withMonitor, "ServiceMonitor", "cocoon-operator");
-      assert.equal(monitor.apiVersion, "monitoring.coreos.com/v1");
-      assert.equal(monitor.metadata.namespace, "cocoon-system");
-      const service = find(defaults, "Service", "cocoon-operator-metrics");
-      assert.deepEqual(monitor.spec.selector, { matchLabels: service.metadata.labels });
-      assert.deepEqual(monitor.spec.endpoints, [{ port: "metrics", path: "/metrics", interval: "30s" }]);
-      assert.deepEqual(
-        withMonitor.filter((o) => o.kind !== "ServiceMonitor"),
-        defaults,
-      );
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+  it("the prometheus component adds a ServiceMonitor for that Service and the alerts, and nothing else", () => {
+    const withMonitor = renderWithComponents("prometheus");
+    const monitor = find(withMonitor, "ServiceMonitor", "cocoon-operator");
+    assert.equal(monitor.apiVersion, "monitoring.coreos.com/v1");
+    assert.equal(monitor.metadata.namespace, "cocoon-system");
+    const service = find(defaults, "Service", "cocoon-operator-metrics");
+    assert.deepEqual(monitor.spec.selector, { matchLabels: service.metadata.labels });
+    assert.deepEqual(monitor.spec.endpoints, [{ port: "metrics", path: "/metrics", interval: "30s" }]);
+    const rule = find(withMonitor, "PrometheusRule", "cocoon-operator");
+    assert.equal(rule.metadata.namespace, "cocoon-system");
+    assert.deepEqual(
+      rule.spec,
+      parse(readFileSync(join(repoRoot, "config/components/prometheus/prometheusrule.yaml"), "utf8")).spec,
+    );
+    assert.deepEqual(
+      withMonitor.filter((o) => o.kind !== "ServiceMonitor" && o.kind !== "PrometheusRule"),
+      defaults,
+    );
+  });
+
+  it("the metrics-secure component adds --metrics-secure, the review and reader roles, and an HTTPS ServiceMonitor", () => {
+    const secure = renderWithComponents("prometheus", "metrics-secure");
+    const deploy = find(secure, "Deployment", "cocoon-operator");
+    assert.deepEqual(deploy.spec.template.spec.containers[0].args, [
+      "--metrics-bind-address=:8080",
+      "--health-probe-bind-address=:8081",
+      "--leader-elect=true",
+      "--metrics-secure",
+    ]);
+    const auth = find(secure, "ClusterRole", "cocoon-operator-metrics-auth");
+    assert.deepEqual([...grantsOf(auth.rules)].sort(), [...SECURE_METRICS_GRANTS].sort());
+    const binding = find(secure, "ClusterRoleBinding", "cocoon-operator-metrics-auth");
+    assert.deepEqual(binding.roleRef.name, "cocoon-operator-metrics-auth");
+    assert.deepEqual(binding.subjects, [
+      { kind: "ServiceAccount", name: "cocoon-operator", namespace: "cocoon-system" },
+    ]);
+    const reader = find(secure, "ClusterRole", "cocoon-operator-metrics-reader");
+    assert.deepEqual(reader.rules, [{ nonResourceURLs: ["/metrics"], verbs: ["get"] }]);
+    const [endpoint] = find(secure, "ServiceMonitor", "cocoon-operator").spec.endpoints;
+    assert.equal(endpoint.scheme, "https");
+    assert.equal(endpoint.bearerTokenFile, "/var/run/secrets/kubernetes.io/serviceaccount/token");
+    // Without the prometheus component there is no ServiceMonitor to patch, and the build still works.
+    const alone = renderWithComponents("metrics-secure");
+    assert.equal(alone.filter((o) => o.kind === "ServiceMonitor").length, 0);
+    find(alone, "ClusterRole", "cocoon-operator-metrics-reader");
   });
 
   it("the sa-key overlay adds only the key Secret mount and GOOGLE_APPLICATION_CREDENTIALS", () => {
@@ -409,7 +433,7 @@ describe("install manifests", () => {
     ]);
     assert.deepEqual(
       [...scanned.cluster].sort(),
-      [...expectedGrants("cluster")].sort(),
+      [...expectedGrants("cluster"), ...SECURE_METRICS_GRANTS].sort(),
       "a call in src/ without a row in API_CALLS (and a rule in config/rbac), or a row nothing calls",
     );
     assert.deepEqual([...scanned.leases].sort(), [...expectedGrants("cocoon-system")].sort());

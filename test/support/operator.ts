@@ -3,7 +3,7 @@
 
 import type { Clock } from "../../src/clock.ts";
 import { type KubeClient, kubeConfigFromFile } from "../../src/controller/client.ts";
-import { createOperator, type Operator } from "../../src/operator.ts";
+import { createOperator, type Operator, type OperatorConfig } from "../../src/operator.ts";
 import type { SnapshotRegistry } from "../../src/registry/index.ts";
 import { testEnv } from "../env/testenv.ts";
 
@@ -23,6 +23,12 @@ export interface TestOperatorOptions {
   checkpointReprobeMs?: number;
   /** CocoonClaim workers; default the operator's 64. */
   claimConcurrency?: number;
+  /** Where /metrics listens ("127.0.0.1:0" picks a port: operator.manager.ports()); default none. */
+  metricsAddr?: string;
+  /** Lead through a Lease in this namespace before reconciling; default no leader election. */
+  leaderElectionNamespace?: string;
+  /** HTTPS /metrics for authorized callers only. */
+  metricsSecure?: OperatorConfig["metricsSecure"];
 }
 
 export interface TestOperator {
@@ -32,17 +38,18 @@ export interface TestOperator {
   stop(): Promise<void>;
 }
 
-/** Starts the operator (no metrics or probe servers, no leader election) and waits for its caches. */
+/** Starts the operator (no probe server; metrics and leader election only if asked) and waits for its caches. */
 export async function startTestOperator(opts: TestOperatorOptions = {}): Promise<TestOperator> {
   const env = testEnv();
   const operator = createOperator({
     kubeConfig: kubeConfigFromFile(opts.kubeconfigPath ?? env.kubeconfigPath),
     registryBase: opts.registryBase ?? env.registry,
     ...(opts.registry ? { registry: opts.registry } : {}),
-    metricsAddr: "0",
+    metricsAddr: opts.metricsAddr ?? "0",
+    ...(opts.metricsSecure ? { metricsSecure: opts.metricsSecure } : {}),
     probeAddr: "0",
-    leaderElect: false,
-    leaderElectionNamespace: "",
+    leaderElect: opts.leaderElectionNamespace !== undefined,
+    leaderElectionNamespace: opts.leaderElectionNamespace ?? "",
     cocoonSetConcurrency: opts.cocoonSetConcurrency ?? 4,
     hibernationConcurrency: opts.hibernationConcurrency ?? 4,
     ...(opts.namespace ? { watchNamespace: opts.namespace } : {}),

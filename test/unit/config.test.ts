@@ -42,7 +42,39 @@ describe("defaults", () => {
       registryBase: "example.com/proj/repo",
       logLevel: "info",
       kubeconfig: "",
+      metricsSecure: false,
+      metricsCert: undefined,
     });
+  });
+});
+
+describe("secure metrics flags", () => {
+  it("--metrics-secure alone serves a self-signed certificate", () => {
+    assert.equal(load(["--metrics-secure"]).metricsSecure, true);
+    assert.equal(load(["--metrics-secure"]).metricsCert, undefined);
+  });
+
+  it("--metrics-cert-path names the directory of tls.crt and tls.key unless the names are given", () => {
+    assert.deepEqual(load(["--metrics-secure", "--metrics-cert-path=/certs/"]).metricsCert, {
+      certFile: "/certs/tls.crt",
+      keyFile: "/certs/tls.key",
+    });
+    assert.deepEqual(
+      load([
+        "--metrics-secure",
+        "--metrics-cert-path",
+        "/certs",
+        "--metrics-cert-name=cert.pem",
+        "--metrics-cert-key=key.pem",
+      ]).metricsCert,
+      { certFile: "/certs/cert.pem", keyFile: "/certs/key.pem" },
+    );
+  });
+
+  it("a certificate path without --metrics-secure is refused at start", () => {
+    const err = refused(["--metrics-cert-path=/certs"]);
+    assert.equal(err.exitCode, 1);
+    assert.match(err.message, /--metrics-cert-path needs --metrics-secure/);
   });
 });
 

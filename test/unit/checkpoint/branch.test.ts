@@ -15,6 +15,7 @@ import { CocoonSetReconciler } from "../../../src/cocoonset/reconciler.ts";
 import { ANN_HIBERNATE_RECLAIM, ANN_RESTORE_FROM_HIBERNATE, TRUE } from "../../../src/contract/keys.ts";
 import { COCOONCHECKPOINTS, COCOONSETS, PODS } from "../../../src/controller/resources.ts";
 import { ANN_EXPIRE_AT } from "../../../src/idle/policy.ts";
+import { checkpointBranchFailuresTotal } from "../../../src/metrics/checkpoint.ts";
 import { readReclaim } from "../../../src/pass/reclaimrecord.ts";
 import { FakeCheckpointRegistry } from "../../support/checkpointregistry.ts";
 import { cocoonSet, harness, NS, SET, seedSet, storedSet } from "../../support/cocoonset.ts";
@@ -82,6 +83,12 @@ function recordSummary(cs: CocoonSet | undefined): string {
 }
 const branched = (cs: CocoonSet | undefined) =>
   cs?.status?.conditions?.find((c) => c.type === CONDITION_BRANCHED);
+
+/** cocoon_operator_checkpoint_branch_failures_total of the test set. */
+async function branchFailures(): Promise<number> {
+  const { values } = await checkpointBranchFailuresTotal.get();
+  return values.find((v) => v.labels.namespace === NS && v.labels.cocoonset === SET)?.value ?? 0;
+}
 
 describe("branchFromCheckpoint", () => {
   it("copies each held slot's snapshot, owes it a restore, marks the set, then creates the main restore-marked", async () => {
@@ -208,7 +215,9 @@ describe("branchFromCheckpoint", () => {
     const f = fixture((r) => readyCheckpoint(r));
     f.registry.failOn = (op, repo) =>
       op === "put" && repo === newVM("tb") ? FakeCheckpointRegistry.error(403) : undefined;
+    const failuresBefore = await branchFailures();
     await assert.rejects(f.run(), /refused/);
+    assert.equal(await branchFailures(), failuresBefore + 1, "the failed branch is counted");
     assert.deepEqual(pods(f), []);
     const stored = storedSet(f.client);
     assert.equal(
@@ -243,6 +252,7 @@ describe("branchFromCheckpoint", () => {
     );
     assert.equal(branched(storedSet(f.client))?.status, "True");
     assert.equal(pods(f).length, 1);
+    assert.equal(await branchFailures(), failuresBefore + 1, "a branch that succeeds is not");
   });
 
   it("waits, creating nothing, for a checkpoint that is unknown, not Ready, or not served", async () => {

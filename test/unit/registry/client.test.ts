@@ -295,6 +295,26 @@ describe("deleteManifest / deleteIfPresent", () => {
     ]);
   });
 
+  it("reports one outcome per delete asked for: a refused tag delete retried by digest is one deletion", async () => {
+    const { fetch } = fakeFetch(
+      ping200,
+      headPresent("/v2/vm/manifests/hibernate"),
+      ...refusesTagDelete("hibernate"),
+      on("DELETE", "https://reg.example.com/v2/other/manifests/*", () => errorBody(500, "UNKNOWN")),
+    );
+    const outcomes: string[] = [];
+    const client = createRegistryClient("reg.example.com", {
+      fetch,
+      keychain: anonymous,
+      onDelete: (outcome) => outcomes.push(outcome),
+    });
+    await client.deleteManifest("vm", "hibernate");
+    await client.deleteManifest("vm", DIGEST);
+    await registryError(client.deleteManifest("other", "latest"));
+    await registryError(client.deleteTagAt("other", "latest", DIGEST));
+    assert.deepEqual(outcomes, ["deleted", "deleted", "failed", "failed"]);
+  });
+
   it("a registry that accepts tag deletes keeps getting them", async () => {
     const { fetch, seen } = fakeFetch(
       ping200,
