@@ -14,18 +14,18 @@ import { DEFAULT_LEASE_NAME, LeaderElector } from "./controller/leaderelection.t
 import { Manager } from "./controller/manager.ts";
 import { recordRestRequest, type SecureMetrics } from "./controller/metrics.ts";
 import { RequestReviewer, withAuthenticationAndAuthorization } from "./controller/metricsauth.ts";
-import { selfSignedCertificate } from "./controller/selfsigned.ts";
 import { COCOONCHECKPOINTS, COCOONCLAIMS, COCOONPOOLS, type ResourceType } from "./controller/resources.ts";
+import { selfSignedCertificate } from "./controller/selfsigned.ts";
 import { KIND_REPROBE_MS, kindsServed, whenKindsServed } from "./controller/served.ts";
 import { setupHibernationController } from "./hibernation/setup.ts";
 import { ActivityLeases, mayListActivityLeases } from "./idle/activity.ts";
 import { createOperatorInformers, type OperatorInformers } from "./informers/informers.ts";
 import { log } from "./log.ts";
-import { PoolCatalog } from "./pool/catalog.ts";
-import { setupPoolControllers } from "./pool/setup.ts";
 // Registers the cocoon_operator_* collectors, so /metrics lists them before their first sample.
 import { observeSetPhases, snapshotDeletesTotal } from "./metrics/cocoon.ts";
 import { SuspendConfirmations } from "./pass/suspendconfirmations.ts";
+import { PoolCatalog } from "./pool/catalog.ts";
+import { setupPoolControllers } from "./pool/setup.ts";
 import "./metrics/checkpoint.ts";
 import "./metrics/pool.ts";
 import { type CheckpointRegistry, createRegistryClient, type SnapshotRegistry } from "./registry/index.ts";
