@@ -241,6 +241,7 @@ describe("branchFromCheckpoint", () => {
         .map((c) => `${c.verb} ${c.resource}`),
       [],
     );
+    assert.equal(await branchFailures(), failuresBefore + 2, "each failed attempt is counted");
 
     f.registry.failOn = undefined;
     f.registry.log.length = 0;
@@ -252,7 +253,7 @@ describe("branchFromCheckpoint", () => {
     );
     assert.equal(branched(storedSet(f.client))?.status, "True");
     assert.equal(pods(f).length, 1);
-    assert.equal(await branchFailures(), failuresBefore + 1, "a branch that succeeds is not");
+    assert.equal(await branchFailures(), failuresBefore + 2, "a branch that succeeds is not");
   });
 
   it("waits, creating nothing, for a checkpoint that is unknown, not Ready, or not served", async () => {
