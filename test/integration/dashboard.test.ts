@@ -40,7 +40,7 @@ const EXERCISED: Record<string, string[]> = {
   Leader: ["A"],
   "Replicas up": ["A"],
   "Snapshot deletes": ["A"],
-  "Pool: released seats and wakes": ["A", "B"],
+  "Node seats: released and woken": ["A", "B"],
   "Reconcile rate": ["A"],
   "Reconcile errors": ["A", "B"],
   "Reconcile latency": ["A", "B"],

@@ -10,6 +10,7 @@ import { describe, it } from "node:test";
 import { metricsRegistry } from "../../../src/controller/metrics.ts";
 import "../../../src/metrics/cocoon.ts";
 import "../../../src/metrics/checkpoint.ts";
+import "../../../src/metrics/pool.ts";
 import { type DashboardPanel, dashboardTargets } from "../../support/dashboard.ts";
 
 const repoRoot = resolve(import.meta.dirname, "../../..");
@@ -41,6 +42,9 @@ const NOT_METRICS = new Set([
   "code",
   "instance",
   "action",
+  "namespace",
+  "pool",
+  "state",
 ]);
 
 function metricNames(expr: string): string[] {
@@ -132,6 +136,9 @@ describe("the Grafana dashboard", () => {
       "cocoon_operator_snapshot_deletes_total",
       "cocoon_operator_checkpoints_total",
       "cocoon_operator_checkpoint_branch_failures_total",
+      "cocoon_operator_pool_members",
+      "cocoon_operator_claims_total",
+      "cocoon_operator_claim_ready_seconds_bucket",
       "cocoon_operator_slot_release_wake_total",
       "controller_runtime_reconcile_total",
       "controller_runtime_reconcile_errors_total",
