@@ -10,7 +10,12 @@ import assert from "node:assert/strict";
 import { after, before, it } from "node:test";
 import type { CocoonSet } from "../../src/apis/v1/types.ts";
 import { SUSPEND_TIMEOUT_MS } from "../../src/cocoonset/decide/suspenddeadline.ts";
-import { ANN_HIBERNATE, ANN_SUSPENDING_SINCE, ANN_VM_ID } from "../../src/contract/keys.ts";
+import {
+  ANN_HIBERNATE,
+  ANN_LIFECYCLE_STATE,
+  ANN_SUSPENDING_SINCE,
+  ANN_VM_ID,
+} from "../../src/contract/keys.ts";
 import { KubeClient, kubeConfigFromFile } from "../../src/controller/client.ts";
 import { COCOONSETS } from "../../src/controller/resources.ts";
 import type { Simulator } from "../env/simulator/index.ts";
@@ -123,6 +128,12 @@ it("times out every suspend deadline with SuspendTimedOut, then runs again on un
   assert.ok(events.every((e) => e.type === "Warning"));
   assert.match(events[0]?.message ?? "", /^suspend not confirmed within 3m0s: /);
 
+  // vk-cocoon refuses every hibernate of a macOS guest, this re-entered suspend's too: the resume
+  // starts from that refusal, which step 7 reports as a failed main and lifts by clearing the request.
+  await waitFor("vk-cocoon's refusal of the last hibernate request", async () => {
+    const pod = await livePod(env, ns, "mac", "mac-0");
+    return pod?.metadata.annotations?.[ANN_LIFECYCLE_STATE] === "failed" || undefined;
+  });
   await patchSetSpec(env, ns, "mac", { suspend: false });
   await waitRunning(env, ns, "mac", 1);
   const after = await livePod(env, ns, "mac", "mac-0");

@@ -23,8 +23,14 @@ export async function reconcileFailedMain(pass: Pass): Promise<StepOutcome> {
   if (!main) return CONTINUE;
   const reason = podFailedReason(main);
   if (reason === "") {
-    if (pass.cs.status?.phase === "Failed" && isPodReady(main)) {
-      setEvent(pass, "Normal", EVENT_RECOVERED_FROM_FAILURE, `main pod ${podKey(main)} is Ready again`);
+    if (pass.cs.status?.phase === "Failed") {
+      // A main no longer failed but not Ready yet (vk-cocoon reports a lifted failure as creating,
+      // then ready) keeps the set Failed: the set recovers when its main is Ready again, and says so.
+      if (isPodReady(main)) {
+        setEvent(pass, "Normal", EVENT_RECOVERED_FROM_FAILURE, `main pod ${podKey(main)} is Ready again`);
+      } else {
+        pass.phase = "Failed";
+      }
     }
     return CONTINUE;
   }

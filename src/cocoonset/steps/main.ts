@@ -48,7 +48,8 @@ export async function reconcileMain(pass: Pass): Promise<StepOutcome> {
   }
 
   if (!isPodReady(main)) {
-    pass.phase = "Pending";
+    // A phase step 7 decided stays: a Failed set whose main is coming back is Failed until it is Ready.
+    pass.phase ??= "Pending";
     await writeStatus(pass);
     return finish({ requeueAfterMs: Math.min(REQUEUE_POLL_MS, pass.requeueAfterMs ?? REQUEUE_POLL_MS) });
   }

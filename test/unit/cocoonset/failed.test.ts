@@ -270,6 +270,17 @@ describe("step 7: recovery", () => {
     assert.deepEqual(h.writes(), []);
   });
 
+  it("a full pass over a Failed set whose lifted main is not Ready yet keeps it Failed; once Ready, Running with the event", async () => {
+    const h = new Harness(cocoonSet({ phase: "Failed" }), [mainPod()]);
+    await h.reconcile();
+    assert.equal(h.set()?.status?.phase, "Failed", "still Failed while the main comes back");
+    assert.deepEqual(h.events, []);
+    const recovered = new Harness(cocoonSet({ phase: "Failed" }), [mainPod({ ready: true })]);
+    await recovered.reconcile();
+    assert.equal(recovered.set()?.status?.phase, "Running");
+    assert.deepEqual(recovered.events, ["Normal RecoveredFromFailure main pod ns/demo-0 is Ready again"]);
+  });
+
   it("a Ready main outside Failed, a Failed set whose main is not Ready yet, or no main → nothing", async () => {
     for (const h of [
       new Harness(cocoonSet({ phase: "Running" }), [mainPod({ ready: true })]),
