@@ -220,10 +220,20 @@ it("stays Waking under faults, surfaces WakeTimedOut, retries, then wakes and dr
   sim.faults.refuseWake(VM(), false);
   await proxy.setFault("refused");
   checker.note("vk registry down, operator registry refused");
-  const refusalsBefore = sim.record.events({ kind: "refuse", vmName: VM() }).length;
+  // The pull's own refusal, whenever it lands: an earlier count could already include it.
   await waitFor("vk failed the pull", async () =>
-    sim.record.events({ kind: "refuse", vmName: VM() }).length > refusalsBefore ? true : undefined,
-  );
+    sim.record
+      .events({ kind: "refuse", vmName: VM() })
+      .some((e) => e.detail?.startsWith("WakePullFailed") === true)
+      ? true
+      : undefined,
+  ).catch(async (err: Error) => {
+    const journal = sim.record.events({ vmName: VM() }).map((e) => `${e.kind} ${e.detail ?? ""}`);
+    const pod = await getPod();
+    throw new Error(
+      `${err.message}; vk journal: ${JSON.stringify(journal)}; pod ${pod?.metadata.uid} annotations ${JSON.stringify(pod?.metadata.annotations)}`,
+    );
+  });
   await holdsWaking("vk registry down + registry refused", 3_000);
   assert.equal(sim.record.events({ kind: "wake", vmName: VM() }).length, 0, "no wake happened");
   assert.equal(eventCount(await crEvents("WakeTimedOut")), 0, "no timeout before the deadline");
