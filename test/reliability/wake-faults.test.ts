@@ -216,11 +216,17 @@ it("stays Waking under faults, surfaces WakeTimedOut, retries, then wakes and dr
   await holdsWaking("refuseWake + registry 5xx", 3_000);
 
   // vk's registry goes down instead (the pull fails), the operator's registry refuses connections.
+  // The wake refusal is lifted only after an attempt refused with vk's registry down: an attempt
+  // whose pull had already succeeded would otherwise find no refusal left and wake the VM.
   sim.faults.registryDown(true);
+  const refusalsBefore = sim.record.events({ kind: "refuse", vmName: VM() }).length;
+  await waitFor("a wake refused after vk's registry went down", async () =>
+    sim.record.events({ kind: "refuse", vmName: VM() }).length > refusalsBefore ? true : undefined,
+  );
   sim.faults.refuseWake(VM(), false);
   await proxy.setFault("refused");
   checker.note("vk registry down, operator registry refused");
-  // The pull's own refusal, whenever it lands: an earlier count could already include it.
+  // The pull's own refusal (the attempt counted above may have been the wake refusal).
   await waitFor("vk failed the pull", async () =>
     sim.record
       .events({ kind: "refuse", vmName: VM() })
