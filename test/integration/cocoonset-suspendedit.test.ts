@@ -71,10 +71,14 @@ it("a backend edit while suspended keeps the snapshot, fails saying what to set 
       `VM ${vm} .*backend cloud-hypervisor \\(the spec asks for firecracker\\)\\. The snapshots are kept: set spec\\.agent\\.backend back to cloud-hypervisor and the set resumes`,
     ),
   );
-  const events = await objectEvents(env, ns, "be");
-  assert.ok(
-    events.some((e) => e.reason === REASON_SNAPSHOT_INCOMPATIBLE && e.type === "Warning"),
-    "a Warning names the incompatibility",
+  // Events are recorded asynchronously: the Warning may land after the status.
+  await waitFor(
+    "a Warning naming the incompatibility",
+    async () =>
+      (await objectEvents(env, ns, "be")).find(
+        (e) => e.reason === REASON_SNAPSHOT_INCOMPATIBLE && e.type === "Warning",
+      ),
+    10_000,
   );
 
   // Resumed without setting it back: still Failed, the pod still hibernated, nothing woken or dropped.
