@@ -164,6 +164,15 @@ describe("a release-suspended set edited after its seat was freed", () => {
     assert.equal(h.events.events.filter((e) => e.reason === REASON_SNAPSHOT_INCOMPATIBLE).length, 1);
   });
 
+  it("unedited, a settled released set makes no API write and no registry call", async () => {
+    const h = releasedThenEdited({});
+    await reconcile(h);
+    const calls = timeline(h);
+    await reconcile(h);
+    assert.deepEqual(calls, []);
+    assert.equal(h.set().status?.phase, "Suspended");
+  });
+
   it("resumed without setting it back: no wake pod, no registry call, the tag and the record stay", async () => {
     const h = releasedThenEdited({ ...FIRECRACKER, suspend: false });
     const recordBefore = h.set().metadata.annotations?.[ANN_HIBERNATE_RECLAIM];
