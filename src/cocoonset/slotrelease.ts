@@ -5,7 +5,11 @@
 
 import type { Pod } from "../apis/core.ts";
 import type { CocoonSet } from "../apis/v1/types.ts";
-import { ANN_HIBERNATED_ON_NODE, ANN_KEEP_SNAPSHOT_ON_DELETE } from "../contract/keys.ts";
+import {
+  ANN_HIBERNATE_RECLAIM,
+  ANN_HIBERNATED_ON_NODE,
+  ANN_KEEP_SNAPSHOT_ON_DELETE,
+} from "../contract/keys.ts";
 import { sortByName } from "../contract/order.ts";
 import {
   isPodFailed,
@@ -14,9 +18,17 @@ import {
   readRestoreFromHibernate,
   vmNameOf,
 } from "../contract/pod.ts";
+import { podRestoreDependencies } from "../contract/restoredeps.ts";
 import { slotReleasePodsDeletedTotal } from "../metrics/cocoon.ts";
 import type { Pass } from "../pass/pass.ts";
-import { deletePod, patchPodFlag, patchSetAnnotations, readPodFromServer } from "../pass/writes.ts";
+import { encodeReclaim, type ReleasedDependencies, recordReleased } from "../pass/reclaimrecord.ts";
+import {
+  deletePod,
+  patchPodFlag,
+  patchSetAnnotations,
+  readPodFromServer,
+  reclaimRecord,
+} from "../pass/writes.ts";
 import { gatePod } from "./decide/suspendgate.ts";
 import { stashVMNames } from "./deletepods.ts";
 
@@ -37,8 +49,14 @@ export function mayReleaseSeat(pod: Pod, snapshotted: ReadonlySet<string>): bool
 export async function releaseSeats(pass: Pass, snapshotted: ReadonlySet<string>): Promise<boolean> {
   const pods = sortByName(pass.pods.all.values());
   await stashVMNames(pass, pods);
+  // One write: the wake hint, and in the reclaim record what each snapshot was taken under — once
+  // the pod is gone nothing else says so, and the wake pod is held to it (step 6, between 6 and 7).
   const mainNode = pass.pods.main?.spec.nodeName;
-  if (mainNode) await patchSetAnnotations(pass, { [ANN_HIBERNATED_ON_NODE]: mainNode });
+  const record = recordReleased(reclaimRecord(pass), releasedUnder(pods, snapshotted));
+  await patchSetAnnotations(pass, {
+    ...(mainNode ? { [ANN_HIBERNATED_ON_NODE]: mainNode } : {}),
+    [ANN_HIBERNATE_RECLAIM]: encodeReclaim(record),
+  });
 
   let released = true;
   for (const pod of pods) {
@@ -59,6 +77,20 @@ export async function releaseSeats(pass: Pass, snapshotted: ReadonlySet<string>)
     );
   }
   return released;
+}
+
+/** What the snapshot of each pod about to give up its seat was taken under, by VM. */
+export function releasedUnder(
+  pods: readonly Pod[],
+  snapshotted: ReadonlySet<string>,
+): Record<string, ReleasedDependencies> {
+  const out: Record<string, ReleasedDependencies> = {};
+  for (const pod of pods) {
+    if (!mayReleaseSeat(pod, snapshotted)) continue;
+    const { backend, os, snapshotCompatibilityClass } = podRestoreDependencies(pod);
+    out[vmNameOf(pod)] = { backend, os, snapshotCompatibilityClass };
+  }
+  return out;
 }
 
 /**
@@ -88,8 +120,9 @@ export interface WakeEngagement {
 /**
  * When step 9 engages: the set is Waking or Suspended, or Suspending with a hint (a fast unsuspend
  * that beat the Suspended write), or a restore-marked main that is not hibernating still carries the
- * hint (an unfinished wake whose Waking a stale status write overwrote). Gated on phase, not policy,
- * so a policy edit while suspended never fresh-boots over the snapshot.
+ * hint (an unfinished wake whose Waking a stale status write overwrote), or the set is Failed with
+ * the hint and no main (a wake held for an edit its snapshot cannot be restored under, now set back).
+ * Gated on phase, not policy, so a policy edit while suspended never fresh-boots over the snapshot.
  */
 export function wakeEngagement(cs: CocoonSet, main: Pod | undefined): WakeEngagement {
   const hint = cs.metadata.annotations?.[ANN_HIBERNATED_ON_NODE] ?? "";
@@ -97,7 +130,8 @@ export function wakeEngagement(cs: CocoonSet, main: Pod | undefined): WakeEngage
   const unfinishedWake =
     main !== undefined && readRestoreFromHibernate(main) && !readHibernateState(main) && hint !== "";
   const waking = phase === "Waking" || unfinishedWake;
-  const engaged = waking || phase === "Suspended" || (phase === "Suspending" && hint !== "");
+  const heldWake = phase === "Failed" && hint !== "" && main === undefined;
+  const engaged = waking || heldWake || phase === "Suspended" || (phase === "Suspending" && hint !== "");
   return { engaged, waking, hint };
 }
 

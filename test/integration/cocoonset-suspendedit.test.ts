@@ -2,7 +2,9 @@
 // with the vk-cocoon simulator (which refuses a snapshot another hypervisor took) and the operator's
 // registry traffic journalled by the registry proxy. The snapshot is kept: the set goes Failed with
 // the backend the snapshot was taken on, the one the spec asks for and what to set back, stays so
-// when resumed, and once the edit is set back the same pod wakes from the same snapshot.
+// when resumed, and once the edit is set back the same pod wakes from the same snapshot. Under
+// hibernatePolicy release, where the pod is gone once its seat is freed, the reclaim record says what
+// the snapshot was taken under, and the wake pod is held to it the same way.
 
 import assert from "node:assert/strict";
 import { after, before, it } from "node:test";
@@ -16,6 +18,7 @@ import { getSet, objectEvents, patchSetSpec, setPods } from "../support/setapi.t
 import {
   createSet,
   E2E_IMAGE,
+  reclaimOf,
   type SetEnv,
   startSetEnv,
   waitPhase,
@@ -68,10 +71,14 @@ it("a backend edit while suspended keeps the snapshot, fails saying what to set 
       `VM ${vm} .*backend cloud-hypervisor \\(the spec asks for firecracker\\)\\. The snapshots are kept: set spec\\.agent\\.backend back to cloud-hypervisor and the set resumes`,
     ),
   );
-  const events = await objectEvents(env, ns, "be");
-  assert.ok(
-    events.some((e) => e.reason === REASON_SNAPSHOT_INCOMPATIBLE && e.type === "Warning"),
-    "a Warning names the incompatibility",
+  // Events are recorded asynchronously: the Warning may land after the status.
+  await waitFor(
+    "a Warning naming the incompatibility",
+    async () =>
+      (await objectEvents(env, ns, "be")).find(
+        (e) => e.reason === REASON_SNAPSHOT_INCOMPATIBLE && e.type === "Warning",
+      ),
+    10_000,
   );
 
   // Resumed without setting it back: still Failed, the pod still hibernated, nothing woken or dropped.
@@ -153,4 +160,109 @@ it("an edit that drifts the pod but not its snapshot's dependencies: on resume t
     ["destroy/old/", `restore/new/${pushed.digest}`],
     `the old pod went hibernated, the new one restored the suspend's snapshot: ${JSON.stringify(journal)}`,
   );
+});
+
+/** Release-suspends `name` and waits for the seat freed: no pod left, Suspended, the tag pushed. */
+async function releaseSuspended(name: string, vm: string) {
+  await patchSetSpec(env, ns, name, { suspend: true });
+  const cs = await waitFor(
+    `${name} released`,
+    async () => {
+      const current = await getSet(env, ns, name);
+      return current.status?.phase === "Suspended" && (await setPods(env, ns, name)).length === 0
+        ? current
+        : undefined;
+    },
+    60_000,
+  );
+  const pushed = await oci.getManifest(oci.repository(vm), TAG_HIBERNATE);
+  assert.ok(pushed, "the suspend pushed :hibernate before the seat was freed");
+  assert.deepEqual(
+    reclaimOf(cs).releasedUnder?.[vm],
+    { backend: "cloud-hypervisor", os: "linux", snapshotCompatibilityClass: "" },
+    "the record says what the snapshot was taken under",
+  );
+  return pushed;
+}
+
+/** The restores of `vm` vk-cocoon made since journal entry `since`, as `kind/digest`. */
+function restoresSince(vm: string, since: number): string[] {
+  return sim.record
+    .events({ vmName: vm })
+    .slice(since)
+    .filter((e) => e.kind !== "hibernate" && e.kind !== "destroy")
+    .map((e) => `${e.kind}/${e.snapshot?.digest ?? ""}`);
+}
+
+it("release: a backend edit after the seat was freed keeps the snapshot, no wake pod is made while it stands, and setting it back wakes the main from that snapshot", {
+  timeout: 150_000,
+}, async () => {
+  const vm = `vk-${ns}-relbe-0`;
+  await createSet(env, ns, "relbe", { nodePool: pool, hibernatePolicy: "release", agent: AGENT });
+  await waitRunning(env, ns, "relbe", 1);
+  const pushed = await releaseSuspended("relbe", vm);
+  const since = sim.record.events({ vmName: vm }).length;
+
+  await patchSetSpec(env, ns, "relbe", { agent: { ...AGENT, backend: "firecracker" } });
+  const failed = await waitPhase(env, ns, "relbe", "Failed", 30_000, true);
+  const ready = failed.status?.conditions?.find((c) => c.type === CONDITION_READY);
+  assert.equal(ready?.reason, REASON_SNAPSHOT_INCOMPATIBLE);
+  assert.match(
+    ready?.message ?? "",
+    new RegExp(
+      `VM ${vm} of pod ${ns}/relbe-0 was snapshotted under backend cloud-hypervisor \\(the spec asks for firecracker\\)\\. The snapshots are kept: set spec\\.agent\\.backend back to cloud-hypervisor and the set resumes`,
+    ),
+  );
+  await waitFor(
+    "a Warning naming the incompatibility",
+    async () =>
+      (await objectEvents(env, ns, "relbe")).find(
+        (e) => e.reason === REASON_SNAPSHOT_INCOMPATIBLE && e.type === "Warning",
+      ),
+    10_000,
+  );
+
+  // Resumed without setting it back: still Failed, no wake pod, vk-cocoon asked nothing, the tag kept.
+  await patchSetSpec(env, ns, "relbe", { suspend: false });
+  await waitPhase(env, ns, "relbe", "Failed", 30_000, true);
+  assert.deepEqual(await setPods(env, ns, "relbe"), [], "no wake pod is built from the edited spec");
+  assert.deepEqual(restoresSince(vm, since), [], "vk-cocoon was asked nothing");
+  assert.equal((await oci.getManifest(oci.repository(vm), TAG_HIBERNATE))?.digest, pushed.digest);
+
+  await patchSetSpec(env, ns, "relbe", { agent: { ...AGENT, backend: "cloud-hypervisor" } });
+  const woken = await waitRunning(env, ns, "relbe", 1);
+  assert.deepEqual(
+    restoresSince(vm, since),
+    [`restore/${pushed.digest}`],
+    `the main restored from the suspend's snapshot: ${JSON.stringify(sim.record.events({ vmName: vm }).slice(since))}`,
+  );
+  assert.equal(reclaimOf(woken).releasedUnder?.[vm], undefined, "the record of the dropped snapshot went");
+  await waitFor(
+    "the woken VM's :hibernate dropped",
+    async () => ((await oci.getManifest(oci.repository(vm), TAG_HIBERNATE)) === null ? true : undefined),
+    30_000,
+  );
+});
+
+it("release: an OS edit after the seat was freed is held while suspended, and set back before the resume the main wakes from the same snapshot", {
+  timeout: 150_000,
+}, async () => {
+  const vm = `vk-${ns}-relos-0`;
+  await createSet(env, ns, "relos", { nodePool: pool, hibernatePolicy: "release", agent: AGENT });
+  await waitRunning(env, ns, "relos", 1);
+  const pushed = await releaseSuspended("relos", vm);
+  const since = sim.record.events({ vmName: vm }).length;
+
+  await patchSetSpec(env, ns, "relos", { agent: { ...AGENT, os: "windows" } });
+  const failed = await waitPhase(env, ns, "relos", "Failed", 30_000, true);
+  assert.match(
+    failed.status?.conditions?.find((c) => c.type === CONDITION_READY)?.message ?? "",
+    /under os linux \(the spec asks for windows\)\. The snapshots are kept: set spec\.agent\.os back to linux/,
+  );
+
+  await patchSetSpec(env, ns, "relos", { agent: { ...AGENT, os: "linux" } });
+  await waitPhase(env, ns, "relos", "Suspended", 30_000, true);
+  await patchSetSpec(env, ns, "relos", { suspend: false });
+  await waitRunning(env, ns, "relos", 1);
+  assert.deepEqual(restoresSince(vm, since), [`restore/${pushed.digest}`]);
 });

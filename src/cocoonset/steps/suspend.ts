@@ -33,7 +33,7 @@ import {
 } from "../decide/suspenddeadline.ts";
 import { managedVMNames, planSuspendGate } from "../decide/suspendgate.ts";
 import { releaseSeats } from "../slotrelease.ts";
-import { reportHeldSnapshots } from "./heldsnapshots.ts";
+import { heldReleased, reportHeldSnapshots } from "./heldsnapshots.ts";
 import { writeStatus } from "./status.ts";
 
 export const REASON_SUSPEND_TIMED_OUT = "SuspendTimedOut";
@@ -54,10 +54,14 @@ export async function reconcileSuspend(pass: Pass): Promise<StepOutcome> {
     // a pod created by an earlier pass is not in the cache yet.
     if (pass.pods.all.size === 0) {
       if (pass.awaitingAnyCreate()) return awaitCreated(pass);
+      if (await holdReleased(pass)) return finish();
       await settleSuspended(pass);
       return finish();
     }
   } else if (!pass.pods.main) {
+    // A main a release suspend deleted (the policy edited since): not recreated under an edit its
+    // snapshot cannot be restored under.
+    if (await holdReleased(pass)) return finish();
     return createMainBeforeSuspend(pass);
   }
 
@@ -87,6 +91,18 @@ export async function reconcileSuspend(pass: Pass): Promise<StepOutcome> {
   await settleSuspended(pass);
   if (gate.fingerprint !== undefined) pass.deps.suspendConfirmations?.confirm(setKey(pass), gate.fingerprint);
   return finish();
+}
+
+/**
+ * Released VMs (their pods deleted by a release suspend) the spec was edited away from since: the set
+ * says so, Failed, instead of settling Suspended or recreating a main.
+ */
+async function holdReleased(pass: Pass): Promise<boolean> {
+  const held = heldReleased(pass);
+  if (held.length === 0) return false;
+  await reportHeldSnapshots(pass, held);
+  if (shouldClearSuspendingSince(pass.cs)) await patchSetAnnotations(pass, { [ANN_SUSPENDING_SINCE]: null });
+  return true;
 }
 
 function setKey(pass: Pass): string {

@@ -5,6 +5,7 @@
 
 import type { Pod } from "../../apis/core.ts";
 import {
+  ANN_HIBERNATE_RECLAIM,
   ANN_HIBERNATED_ON_NODE,
   ANN_IMAGE,
   LABEL_ROLE,
@@ -30,7 +31,8 @@ import {
   REQUEUE_POLL_MS,
   type StepOutcome,
 } from "../../pass/pass.ts";
-import { patchSetAnnotations, readPodFromServer, setEvent } from "../../pass/writes.ts";
+import { encodeReclaim, forgetReleased } from "../../pass/reclaimrecord.ts";
+import { patchSetAnnotations, readPodFromServer, reclaimRecord, setEvent } from "../../pass/writes.ts";
 import type { SnapshotRegistry } from "../../registry/index.ts";
 import { createPod } from "../create.ts";
 import { buildMainPod } from "../decide/pods.ts";
@@ -137,8 +139,12 @@ async function completeWake(
       cocoonset: pass.name,
       placement: wakePlacement(hint, main.spec.nodeName),
     });
-    await patchSetAnnotations(pass, { [ANN_HIBERNATED_ON_NODE]: null });
   }
+  // With the snapshot gone, so goes what it was taken under: a later pod of this VM boots fresh.
+  await patchSetAnnotations(pass, {
+    [ANN_HIBERNATED_ON_NODE]: null,
+    [ANN_HIBERNATE_RECLAIM]: encodeReclaim(forgetReleased(reclaimRecord(pass), vm)),
+  });
   await writeStatus(pass);
   return finish({ requeue: true });
 }

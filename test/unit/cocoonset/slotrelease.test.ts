@@ -78,7 +78,7 @@ describe("slot release predicates", () => {
     assert.equal(wakePlacement("node-a", undefined), "pool");
   });
 
-  it("the wake engages on Waking, Suspended, Suspending with a hint, or an unfinished restore", () => {
+  it("the wake engages on Waking, Suspended, Suspending with a hint, an unfinished restore, or a held wake set back", () => {
     const hint = { [ANN_HIBERNATED_ON_NODE]: "node-a" };
     const engaged = (phase: CocoonSetPhase | undefined, annotations = {}, main = buildMainPod(cs)) =>
       wakeEngagement(releaseSet(phase, annotations), main).engaged;
@@ -88,6 +88,11 @@ describe("slot release predicates", () => {
     assert.equal(engaged("Suspending", hint), true);
     assert.equal(engaged("Running"), false);
     assert.equal(engaged("Running", hint), false);
+    const noMain = (phase: CocoonSetPhase, annotations = {}) =>
+      wakeEngagement(releaseSet(phase, annotations), undefined).engaged;
+    assert.equal(noMain("Failed", hint), true, "a held wake, set back");
+    assert.equal(noMain("Failed"), false);
+    assert.equal(engaged("Failed", hint), false, "a failed main is step 7's");
     const restoring = buildMainPod(cs, { restore: true });
     assert.equal(engaged("Pending", hint, restoring), true);
     assert.equal(wakeEngagement(releaseSet("Pending", hint), restoring).waking, true);
@@ -129,7 +134,7 @@ describe("step 6: suspend with hibernatePolicy release", () => {
       `patch cocoonsets/demo hibernate-reclaim={"generation":0,"vms":["${VM0}"],"suspended":["${VM0}"]}`,
       `registry hasManifest ${VM0}:hibernate`,
       `patch cocoonsets/demo delete-vm-names=${VM0}`,
-      "patch cocoonsets/demo hibernated-on-node=node-a",
+      `patch cocoonsets/demo hibernated-on-node=node-a hibernate-reclaim={"generation":0,"vms":["${VM0}"],"suspended":["${VM0}"],"releasedUnder":{"${VM0}":{"backend":"cloud-hypervisor","os":"linux","snapshotCompatibilityClass":""}}}`,
       "get pods/demo-0",
       "patch pods/demo-0 keep-snapshot-on-delete=true",
       "delete pods/demo-0",

@@ -5,6 +5,7 @@ import type { CocoonSet, CocoonSetPhase } from "../../../src/apis/v1/types.ts";
 import { buildMainPod } from "../../../src/cocoonset/decide/pods.ts";
 import { reconcileWake } from "../../../src/cocoonset/steps/wake.ts";
 import {
+  ANN_HIBERNATE_RECLAIM,
   ANN_HIBERNATED_ON_NODE,
   ANN_RESTORE_FROM_HIBERNATE,
   LABEL_SNAPSHOT_CPU_CLASS,
@@ -258,6 +259,24 @@ describe("step 9: Waking", () => {
     ]);
     assert.equal(await counterValue(slotReleaseWakeTotal, { ...LABELS, placement: "pool" }), pool + 1);
     assert.equal(h.registry.has(VM0, "hibernate"), false);
+  });
+
+  it("the snapshot dropped, what it was taken under leaves the record in the hint's write; the tag's drop stays owed", async () => {
+    const record = (releasedUnder?: object) =>
+      JSON.stringify({ generation: 1, vms: [VM0], ...(releasedUnder ? { releasedUnder } : {}) });
+    const taken = { backend: "cloud-hypervisor", os: "linux", snapshotCompatibilityClass: "" };
+    const h = scalingHarness(
+      wakeSet("Waking", { ...HINT, [ANN_HIBERNATE_RECLAIM]: record({ [VM0]: taken }) }),
+      (cs) => [ready(restoreMain(cs), "node-a")],
+    );
+    h.registry.put(VM0, "hibernate", IMAGE);
+    const calls = timeline(h);
+    await run(h);
+    assert.deepEqual(calls.slice(0, 3), [
+      "get pods/demo-0",
+      `registry deleteIfPresent ${VM0}:hibernate`,
+      `patch cocoonsets/demo hibernated-on-node- hibernate-reclaim=${record()}`,
+    ]);
   });
 
   it("a tag already gone is probed, never sent a DELETE; the wake completes", async () => {

@@ -2,10 +2,15 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Pod } from "../../../../src/apis/core.ts";
 import type { CocoonSet } from "../../../../src/apis/v1/types.ts";
-import { heldSnapshots, heldSnapshotsMessage } from "../../../../src/cocoonset/decide/heldsnapshots.ts";
+import {
+  heldReleasedSnapshots,
+  heldSnapshots,
+  heldSnapshotsMessage,
+} from "../../../../src/cocoonset/decide/heldsnapshots.ts";
 import { buildMainPod, buildSubAgentPod, buildToolboxPod } from "../../../../src/cocoonset/decide/pods.ts";
 import { LABEL_SNAPSHOT_CPU_CLASS } from "../../../../src/contract/keys.ts";
 import { classifyPods } from "../../../../src/pass/classify.ts";
+import { EMPTY_RECLAIM, type ReclaimRecord, recordReleased } from "../../../../src/pass/reclaimrecord.ts";
 import { IMAGE, OTHER_IMAGE, phaseFailed, scalingSet } from "../../../support/scaling.ts";
 import { hibernated } from "../../../support/suspend.ts";
 
@@ -99,5 +104,73 @@ describe("snapshots a suspended set's edit would strand", () => {
       ),
       ["vk-ns-demo-0"],
     );
+  });
+});
+
+describe("snapshots of released VMs (pods a release suspend deleted) an edit would strand", () => {
+  const VM0 = "vk-ns-demo-0";
+  const CH = { backend: "cloud-hypervisor", os: "linux", snapshotCompatibilityClass: "" };
+  const released = scalingSet({ hibernatePolicy: "release", agent: { image: IMAGE, replicas: 0 } });
+
+  function record(under: typeof CH = CH): ReclaimRecord {
+    return recordReleased({ ...EMPTY_RECLAIM, vms: [VM0], suspended: [VM0] }, { [VM0]: under });
+  }
+
+  function heldReleased(after: CocoonSet, pods: Pod[] = [], rec = record()) {
+    return heldReleasedSnapshots(
+      after,
+      classifyPods(pods, { name: "demo", uid: after.metadata.uid ?? "" }),
+      rec,
+    );
+  }
+
+  const agent = (options: Record<string, string>) => ({ agent: { image: IMAGE, replicas: 0, ...options } });
+
+  it("a backend or OS edit is held against what the record says, naming the wake's pod and what to set back", () => {
+    const found = heldReleased(edited(released, agent({ backend: "firecracker" })));
+    assert.deepEqual(
+      found.map(
+        (h) => `${h.vmName} ${h.podKey} ${h.mismatches.map((m) => `${m.field}:${m.taken}->${m.wanted}`)}`,
+      ),
+      ["vk-ns-demo-0 ns/demo-0 backend:cloud-hypervisor->firecracker"],
+    );
+    assert.equal(
+      heldSnapshotsMessage(found),
+      "vk-cocoon cannot restore the snapshots as the spec now asks: VM vk-ns-demo-0 of pod ns/demo-0 was snapshotted under backend cloud-hypervisor (the spec asks for firecracker). The snapshots are kept: set spec.agent.backend back to cloud-hypervisor and the set resumes with its state",
+    );
+    assert.deepEqual(
+      heldReleased(edited(released, agent({ os: "windows" }))).map((h) => h.mismatches),
+      [[{ field: "os", taken: "linux", wanted: "windows" }]],
+    );
+  });
+
+  it("a class the snapshot was taken under is held; a class set where none was recorded is not (it cannot be set back)", () => {
+    const n2 = { ...CH, snapshotCompatibilityClass: "n2-v1" };
+    assert.deepEqual(
+      heldReleased(edited(released, { snapshotCompatibilityClass: "n4-v1" }), [], record(n2)).map(
+        (h) => h.mismatches,
+      ),
+      [[{ field: "snapshotCompatibilityClass", taken: "n2-v1", wanted: "n4-v1" }]],
+    );
+    assert.deepEqual(heldReleased(edited(released, { snapshotCompatibilityClass: "n4-v1" })), []);
+  });
+
+  it("the spec unchanged, or set back, holds nothing; an image edit is the image rule's", () => {
+    assert.deepEqual(heldReleased(released), []);
+    assert.deepEqual(heldReleased(edited(released, agent({ backend: "cloud-hypervisor" }))), []);
+    assert.deepEqual(heldReleased(edited(released, { agent: { image: OTHER_IMAGE, replicas: 0 } })), []);
+  });
+
+  it("nothing recorded (a Go operator's record, an older one's) holds nothing", () => {
+    const edit = edited(released, agent({ backend: "firecracker" }));
+    assert.deepEqual(heldReleased(edit, [], { ...EMPTY_RECLAIM, vms: [VM0], suspended: [VM0] }), []);
+  });
+
+  it("a VM whose pod is back, or still terminating, is its pod's to judge", () => {
+    const edit = edited(released, agent({ backend: "firecracker" }));
+    const pod = buildMainPod(released);
+    assert.deepEqual(heldReleased(edit, [pod]), []);
+    const terminating = { ...pod, metadata: { ...pod.metadata, deletionTimestamp: "2026-01-01T00:00:00Z" } };
+    assert.deepEqual(heldReleased(edit, [terminating]), []);
   });
 });
