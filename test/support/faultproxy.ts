@@ -225,6 +225,7 @@ const NAMESPACED = [
   "cocooncheckpoints",
   "cocoonpools",
   "cocoonclaims",
+  "cocoonrestores",
   "leases",
   "events",
 ];
