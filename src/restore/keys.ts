@@ -24,6 +24,8 @@ export const REASON_RESUMING = "Resuming";
 // Restored; a set deleted under a restore under way fails it.
 export const REASON_RESTORED = "Restored";
 export const REASON_SET_DELETED = "SetDeletedDuringRestore";
+/** Someone removed the restore's hold from the set: the restore stops where it is. */
+export const REASON_HOLD_REMOVED = "HoldRemoved";
 
 // Event reasons, on the CocoonRestore (and, for the start and the end, on the set too).
 export const EVENT_REFUSED = "RestoreRefused";

@@ -59,6 +59,7 @@ import {
   REASON_CHECKPOINT_NOT_READY,
   REASON_COPY_FAILED,
   REASON_COPYING,
+  REASON_HOLD_REMOVED,
   REASON_RESTORED,
   REASON_RESUMING,
   REASON_SET_DELETED,
@@ -184,10 +185,8 @@ export class RestoreReconciler implements Reconciler {
       return {};
     }
     const hold = restoreHoldOf(cs);
-    // The cache may not show the hold this restore wrote yet; the set's own event brings it.
-    if (hold === undefined || hold === "unreadable" || hold.uid !== r.metadata.uid) {
-      return { requeueAfterMs: CACHE_LAG_MS };
-    }
+    if (hold === undefined || hold === "unreadable" || hold.uid !== r.metadata.uid)
+      return this.holdMissing(r);
     let status = r.status ?? {};
     if (status.members === undefined) {
       if (cs.spec.suspend !== true) {
@@ -295,6 +294,25 @@ export class RestoreReconciler implements Reconciler {
     this.event(r, "Normal", EVENT_COPIED, message);
     const updated = await this.writeStatus(r, { ...base, members, reason: REASON_RESUMING, message });
     return updated.status ?? { ...base, members };
+  }
+
+  /**
+   * The cache does not show this restore's hold: it may lag the write (the set's own event brings
+   * it), or someone removed the hold, which ends the restore where it is.
+   */
+  private async holdMissing(r: CocoonRestore): Promise<Result> {
+    const { namespace, setName } = names(r);
+    const fresh = await unlessNotFound(() => this.deps.client.get<CocoonSet>(COCOONSETS, namespace, setName));
+    const hold = fresh ? restoreHoldOf(fresh) : undefined;
+    if (hold !== undefined && hold !== "unreadable" && hold.uid === r.metadata.uid) {
+      return { requeueAfterMs: CACHE_LAG_MS };
+    }
+    await this.fail(
+      r,
+      REASON_HOLD_REMOVED,
+      `the ${ANN_RESTORE_HOLD} annotation on CocoonSet ${setName} was removed during the restore; the set is left as it is`,
+    );
+    return {};
   }
 
   /** The reclaim record through `change`, compare-and-swap on the set; the set as written. */

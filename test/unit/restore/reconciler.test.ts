@@ -216,6 +216,18 @@ describe("RestoreReconciler", () => {
     });
   });
 
+  it("stops, Failed, when its hold is removed from the set, doing nothing more to it", async () => {
+    const f = seeded(setIn("Running", false));
+    await f.run();
+    const held = f.set();
+    f.client.seed(COCOONSETS, { ...held, metadata: { ...held.metadata, annotations: {} } });
+    assert.equal(f.restore()?.status?.phase, "Restoring");
+    assert.deepEqual(await f.run(), {});
+    assert.equal(f.restore()?.status?.phase, "Failed");
+    assert.equal(f.restore()?.status?.reason, "HoldRemoved");
+    assert.equal(f.set().spec.suspend, false, "nothing more is done to the set");
+  });
+
   it("a restore deleted before it finished lets go of its set, leaving it as it is", async () => {
     const f = seeded(setIn("Running", false));
     await f.run();
