@@ -263,10 +263,11 @@ export function createOperator(config: OperatorConfig): Operator {
       },
       enable: () => enableCheckpoints(checkpointRegistry),
     });
-    // Restores read the checkpoints' cache: they start with (or after) the checkpoints.
+    // Restores read the checkpoints' cache: until it is enabled (the CocoonCheckpoint kind served),
+    // a restore is refused as CheckpointsUnavailable.
     optionalFeatures.push({
       name: "restores",
-      kinds: [COCOONCHECKPOINTS, COCOONRESTORES],
+      kinds: [COCOONRESTORES],
       reprobeMs: config.checkpointReprobeMs,
       enable: () => {
         setupRestoreController(manager, {
