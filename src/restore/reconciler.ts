@@ -107,24 +107,26 @@ export class RestoreReconciler implements Reconciler {
     return this.proceed(r, signal);
   }
 
-  /** Refusals first (nothing touched), then the hold, then Restoring. */
+  /**
+   * Refusals first (nothing touched), then the hold, then Restoring. A refusal is final, so it is
+   * judged on the API server's set and checkpoint: the caches may not show yet a checkpoint that has
+   * just gone Ready, or the restore holding the set.
+   */
   private async begin(r: CocoonRestore): Promise<Result> {
     const { namespace, setName, ckName } = names(r);
-    const live = this.liveRestores(namespace);
-    const start = {
+    const fresh = await unlessNotFound(() => this.deps.client.get<CocoonSet>(COCOONSETS, namespace, setName));
+    const cachedCk = this.deps.view.checkpoints.getCheckpoint(namespace, ckName);
+    const refused = refuseStart({
       restore: r,
-      checkpoint: this.deps.view.checkpoints.getCheckpoint(namespace, ckName),
-      branchedFrom: this.branchedFrom(this.deps.view.getCocoonSet(namespace, setName)),
-      liveRestores: live,
-    };
-    const refused = refuseStart({ ...start, set: this.deps.view.getCocoonSet(namespace, setName) });
+      set: fresh,
+      checkpoint: cachedCk === "unavailable" ? cachedCk : await this.serverCheckpoint(namespace, ckName),
+      branchedFrom: await this.branchedFrom(fresh),
+      liveRestores: await this.liveRestores(namespace, fresh),
+    });
     if (refused) return this.refuse(r, refused);
+    if (!fresh) return {};
     // The hold is taken on the server's set, compare-and-swap: of two restores started together one
     // wins, and the other sees its hold.
-    const fresh = await unlessNotFound(() => this.deps.client.get<CocoonSet>(COCOONSETS, namespace, setName));
-    const refusedNow = refuseStart({ ...start, set: fresh });
-    if (refusedNow) return this.refuse(r, refusedNow);
-    if (!fresh) return {};
     const current = restoreHoldOf(fresh);
     let hold: RestoreHold;
     if (current !== undefined && current !== "unreadable" && current.uid === r.metadata.uid) {
@@ -154,7 +156,7 @@ export class RestoreReconciler implements Reconciler {
     );
     const ckRefusal = checkpointRefusal(ck, ckName);
     if (ckRefusal) {
-      await this.removeHold(r);
+      await this.dropHoldOnServer(namespace, setName, r.metadata.uid ?? "");
       return this.refuse(r, ckRefusal);
     }
     const message = hold.suspend
@@ -349,7 +351,7 @@ export class RestoreReconciler implements Reconciler {
       );
     }
     await this.fail(r, refusal.reason, `${refusal.message}; nothing was copied`);
-    await this.removeHold(r);
+    await this.dropHoldOnServer(cs.metadata.namespace ?? "", cs.metadata.name ?? "", r.metadata.uid ?? "");
   }
 
   private async refuse(r: CocoonRestore, refusal: Refusal): Promise<Result> {
@@ -414,21 +416,37 @@ export class RestoreReconciler implements Reconciler {
     return {};
   }
 
-  private liveRestores(namespace: string): Set<string> {
-    return new Set(
+  /**
+   * The uids of the namespace's restores that are not Restored or Failed, as cached, and the one the
+   * set's hold names when the cache does not show it (just created, or the cache lags) and the API
+   * server has it live.
+   */
+  private async liveRestores(namespace: string, cs: CocoonSet | undefined): Promise<Set<string>> {
+    const live = new Set(
       this.deps.view
         .listRestores(namespace)
         .filter((r) => !isFinal(r.status?.phase))
         .map((r) => r.metadata.uid ?? ""),
     );
+    const hold = cs ? restoreHoldOf(cs) : undefined;
+    if (hold === undefined || hold === "unreadable" || live.has(hold.uid)) return live;
+    const holder = await unlessNotFound(() =>
+      this.deps.client.get<CocoonRestore>(COCOONRESTORES, namespace, hold.restore),
+    );
+    if (holder?.metadata.uid === hold.uid && !isFinal(holder.status?.phase)) live.add(hold.uid);
+    return live;
+  }
+
+  private serverCheckpoint(namespace: string, name: string): Promise<CocoonCheckpoint | undefined> {
+    return unlessNotFound(() => this.deps.client.get<CocoonCheckpoint>(COCOONCHECKPOINTS, namespace, name));
   }
 
   /** The set a branched set came from: the set of the checkpoint its from-checkpoint names. */
-  private branchedFrom(cs: CocoonSet | undefined): string | undefined {
+  private async branchedFrom(cs: CocoonSet | undefined): Promise<string | undefined> {
     const from = cs?.metadata.annotations?.[ANN_FROM_CHECKPOINT];
     if (!cs || from === undefined) return undefined;
-    const ck = this.deps.view.checkpoints.getCheckpoint(cs.metadata.namespace ?? "", from);
-    return ck && ck !== "unavailable" ? ck.spec.cocoonSetRef.name : undefined;
+    const ck = await this.serverCheckpoint(cs.metadata.namespace ?? "", from);
+    return ck?.spec.cocoonSetRef.name;
   }
 
   /** Patches /status to `next` with its conditions when it differs; the restore as it now is. */

@@ -69,11 +69,17 @@ export function restoreFixture() {
   const registry = new FakeCheckpointRegistry(log);
   const events = new RecordingEvents();
   const clock = new FakeClock();
+  /** A lagging cache: a checkpoint it shows instead of the stored one, restores it does not show yet. */
+  const cachedCheckpoint: { value: CocoonCheckpoint | undefined } = { value: undefined };
+  const hiddenRestores = new Set<string>();
   const reconciler = new RestoreReconciler({
     client,
     view: {
       getRestore: (ns, name) => client.peek<CocoonRestore>(COCOONRESTORES, ns, name),
-      listRestores: (ns) => client.all<CocoonRestore>(COCOONRESTORES, ns),
+      listRestores: (ns) =>
+        client
+          .all<CocoonRestore>(COCOONRESTORES, ns)
+          .filter((r) => !hiddenRestores.has(r.metadata.name ?? "")),
       getCocoonSet: (ns, name) => client.peek<CocoonSet>(COCOONSETS, ns, name),
       listCocoonSets: (ns) => client.all<CocoonSet>(COCOONSETS, ns),
       checkpoints: {
@@ -93,5 +99,17 @@ export function restoreFixture() {
     const cs = set();
     client.seed(COCOONSETS, { ...cs, status });
   };
-  return { log, client, registry, events, clock, run, restore, set, setStatus };
+  return {
+    log,
+    client,
+    registry,
+    events,
+    clock,
+    run,
+    restore,
+    set,
+    setStatus,
+    cachedCheckpoint,
+    hiddenRestores,
+  };
 }

@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { CocoonSet } from "../../../src/apis/v1/types.ts";
+import type { CocoonCheckpoint } from "../../../src/apis/v1alpha1/types.ts";
 import { ANN_RESTORE_HOLD } from "../../../src/checkpoint/keys.ts";
 import { manifestDigest, sameRepositoryBranchManifest } from "../../../src/checkpoint/manifest.ts";
 import { encodeRestoreHold, restoreHoldOf } from "../../../src/checkpoint/usage.ts";
@@ -197,6 +198,30 @@ describe("RestoreReconciler", () => {
     assert.deepEqual(restoreHoldOf(f.set()), {
       restore: "r1",
       uid: "uid-r1",
+      checkpoint: "ck",
+      suspend: false,
+    });
+  });
+
+  it("judges a refusal on the API server's objects: a checkpoint the cache does not show Ready yet is no refusal", async () => {
+    const f = seeded(setIn("Running", false));
+    const ck = f.client.peek<CocoonCheckpoint>(COCOONCHECKPOINTS, NS, "ck") as CocoonCheckpoint;
+    f.cachedCheckpoint.value = { ...ck, status: { phase: "Copying" } };
+    assert.deepEqual(await f.run(), { requeue: true });
+    assert.equal(f.restore()?.status?.phase, "Restoring");
+  });
+
+  it("a hold whose restore the cache does not show yet is taken for live when the API server has it", async () => {
+    const cs = setIn("Running", false);
+    const other = encodeRestoreHold({ restore: "r0", uid: "uid-r0", checkpoint: "ck", suspend: false });
+    const f = seeded({ ...cs, metadata: { ...cs.metadata, annotations: { [ANN_RESTORE_HOLD]: other } } });
+    f.client.seed(COCOONRESTORES, restoreOf("r0"));
+    f.hiddenRestores.add("r0");
+    await f.run();
+    assert.equal(f.restore()?.status?.reason, "RestoreInProgress");
+    assert.deepEqual(restoreHoldOf(f.set()), {
+      restore: "r0",
+      uid: "uid-r0",
       checkpoint: "ck",
       suspend: false,
     });
