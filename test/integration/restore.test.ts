@@ -4,13 +4,14 @@
 // `:hibernate` with the checkpoint's manifest and resumes it, each VM waking from the checkpoint's
 // snapshot (the simulator journal says which), the copies dropped once they run, the checkpoint's
 // tags kept. A set suspended before stays suspended, its VMs restoring from the checkpoint when it
-// resumes. Then the refusals, each of which touches nothing: no registry write, no change to the set.
+// resumes. A set branched from another set restores to that set's checkpoint, the copy crossing
+// repositories. Then the refusals, each of which touches nothing: no registry write, no change to the set.
 
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { CocoonSet, CocoonSetSpec } from "../../src/apis/v1/types.ts";
 import type { CocoonRestore } from "../../src/apis/v1alpha1/types.ts";
-import { ANN_RESTORE_HOLD } from "../../src/checkpoint/keys.ts";
+import { ANN_FROM_CHECKPOINT, ANN_RESTORE_HOLD } from "../../src/checkpoint/keys.ts";
 import { manifestDigest, sameRepositoryBranchManifest } from "../../src/checkpoint/manifest.ts";
 import { ANN_HIBERNATE_RECLAIM, TAG_HIBERNATE } from "../../src/contract/keys.ts";
 import { OciClient, type Simulator } from "../env/simulator/index.ts";
@@ -181,6 +182,46 @@ describe("restore in place", () => {
     await waitRunning(env, ns, "parked", 1);
     const woke = sim.record.events({ kind: "wake", vmName: vm }).at(-1);
     assert.equal(woke?.snapshot?.digest, expected, "woke from the checkpoint");
+  });
+});
+
+describe("restore of a branched set", () => {
+  it("goes back to a checkpoint of the set it was branched from: the copy crosses repositories, the VM wakes from it", {
+    timeout: 240_000,
+  }, async () => {
+    await createPoolSet(env, ns, pool, "origin", MAIN_ONLY);
+    await waitRunning(env, ns, "origin", 1);
+    await patchSetSpec(env, ns, "origin", { suspend: true });
+    await setPhase("origin", "Suspended");
+    const ck = await checkpointOf("ok2", "origin");
+    const member = ck.status?.members?.[0];
+    assert.ok(member?.digest);
+    await createPoolSet(env, ns, pool, "kid", MAIN_ONLY, { [ANN_FROM_CHECKPOINT]: "ok2" });
+    await waitRunning(env, ns, "kid", 1);
+    const kidVM = vmName("kid", 0);
+    const wakesBefore = sim.record.events({ kind: "wake", vmName: kidVM }).length;
+
+    const done = await restore("kr", "kid", "ok2");
+    assert.equal(done.status?.phase, "Restored", JSON.stringify(done.status));
+    assert.deepEqual(done.status?.members, [{ vmName: kidVM, fromVM: member.vmName, digest: member.digest }]);
+    await waitRunning(env, ns, "kid", 1);
+    const wakes = sim.record.events({ kind: "wake", vmName: kidVM });
+    assert.equal(wakes.length, wakesBefore + 1);
+    assert.deepEqual(
+      wakes.at(-1)?.snapshot,
+      {
+        ref: `${oci.repository(kidVM)}:${TAG_HIBERNATE}`,
+        digest: member.digest,
+        takenOf: member.vmName,
+        imported: true,
+      },
+      "the branch's VM woke from the origin's checkpointed snapshot, copied into its own repository",
+    );
+    assert.equal(
+      await tagDigest(oci, member.vmName, "ckpt-ok2"),
+      member.digest,
+      "the checkpoint keeps its tag",
+    );
   });
 });
 
