@@ -264,14 +264,16 @@ export class RestoreReconciler implements Reconciler {
       this.deps.client.get<CocoonCheckpoint>(COCOONCHECKPOINTS, namespace, ckName),
     );
     const refusal = checkpointRefusal(ck, ckName) ?? (ck ? refusePlan(fresh, ck) : undefined);
-    if (refusal || !ck) {
-      await this.abandon(r, fresh, hold, refusal ?? { reason: REASON_CHECKPOINT_NOT_FOUND, message: "" });
+    if (refusal) {
+      await this.abandon(r, fresh, hold, refusal);
       return undefined;
     }
+    if (!ck) return undefined;
     const plan = planBranch(fresh, ck);
     const targets = plan.map((c) => c.targetVM);
-    let set = fresh;
-    set = await this.writeReclaim(set, (rec) => recordVMs(rec, fresh.metadata.generation ?? 0, targets));
+    const set = await this.writeReclaim(fresh, (rec) =>
+      recordVMs(rec, fresh.metadata.generation ?? 0, targets),
+    );
     const copying = `replacing the :hibernate snapshots of ${plan.length} VMs with CocoonCheckpoint ${ckName}'s`;
     const base = r.status ?? {};
     await this.writeStatus(r, { ...base, reason: REASON_COPYING, message: copying });

@@ -167,6 +167,26 @@ describe("RestoreReconciler", () => {
     assert.deepEqual(record(f.set()).restore, [MAIN, SUB]);
   });
 
+  it("a spec that no longer fits by the copy gives the set back as it was, with nothing copied", async () => {
+    const f = seeded(setIn("Running", false));
+    await f.run();
+    await f.run();
+    const cs = f.set();
+    f.client.seed(COCOONSETS, {
+      ...cs,
+      spec: { ...cs.spec, agent: { ...cs.spec.agent, image: "other" } },
+      status: { ...cs.status, phase: "Suspended", observedGeneration: cs.metadata.generation },
+    } as CocoonSet);
+    await f.run();
+    assert.equal(f.restore()?.status?.phase, "Failed");
+    assert.equal(f.restore()?.status?.reason, "Incompatible");
+    assert.match(f.restore()?.status?.message ?? "", /nothing was copied$/);
+    assert.equal(f.set().spec.suspend, false, "back to its suspend state");
+    assert.equal(f.set().metadata.annotations?.[ANN_RESTORE_HOLD], undefined);
+    assert.ok(!f.log.some((l) => l.startsWith("put") || l.startsWith("mount")), "no copy");
+    assert.equal(f.set().metadata.annotations?.[ANN_HIBERNATE_RECLAIM], undefined, "nothing recorded");
+  });
+
   it("a refusal writes the restore's status alone: no hold, no spec change, no registry call", async () => {
     const f = restoreFixture();
     f.client.seed(COCOONSETS, setIn("Running", false));
