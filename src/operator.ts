@@ -14,7 +14,13 @@ import { DEFAULT_LEASE_NAME, LeaderElector } from "./controller/leaderelection.t
 import { Manager } from "./controller/manager.ts";
 import { recordRestRequest, type SecureMetrics } from "./controller/metrics.ts";
 import { RequestReviewer, withAuthenticationAndAuthorization } from "./controller/metricsauth.ts";
-import { COCOONCHECKPOINTS, COCOONCLAIMS, COCOONPOOLS, type ResourceType } from "./controller/resources.ts";
+import {
+  COCOONCHECKPOINTS,
+  COCOONCLAIMS,
+  COCOONPOOLS,
+  COCOONRESTORES,
+  type ResourceType,
+} from "./controller/resources.ts";
 import { selfSignedCertificate } from "./controller/selfsigned.ts";
 import { KIND_REPROBE_MS, kindsServed, whenKindsServed } from "./controller/served.ts";
 import { setupHibernationController } from "./hibernation/setup.ts";
@@ -26,6 +32,8 @@ import { observeSetPhases, snapshotDeletesTotal } from "./metrics/cocoon.ts";
 import { SuspendConfirmations } from "./pass/suspendconfirmations.ts";
 import { PoolCatalog } from "./pool/catalog.ts";
 import { setupPoolControllers } from "./pool/setup.ts";
+import { RestoreCatalog } from "./restore/catalog.ts";
+import { setupRestoreController } from "./restore/setup.ts";
 import "./metrics/checkpoint.ts";
 import "./metrics/pool.ts";
 import { type CheckpointRegistry, createRegistryClient, type SnapshotRegistry } from "./registry/index.ts";
@@ -141,6 +149,7 @@ export function createOperator(config: OperatorConfig): Operator {
   const checkpoints = new CheckpointCatalog(client, { clock, namespace: config.watchNamespace });
   const pools = new PoolCatalog(client, informers.cocoonSets, { clock, namespace: config.watchNamespace });
   const checkpointRegistry = asCheckpointRegistry(registry);
+  const restores = new RestoreCatalog(client, { clock, namespace: config.watchNamespace });
   const suspendConfirmations = new SuspendConfirmations();
   const activity = new ActivityLeases(client, { clock, namespace: config.watchNamespace });
   const cocoonSetController = setupCocoonSetController(manager, {
@@ -253,6 +262,25 @@ export function createOperator(config: OperatorConfig): Operator {
         await checkpoints.informer.waitForSync(signal);
       },
       enable: () => enableCheckpoints(checkpointRegistry),
+    });
+    // Restores read the checkpoints' cache: until it is enabled (the CocoonCheckpoint kind served),
+    // a restore is refused as CheckpointsUnavailable.
+    optionalFeatures.push({
+      name: "restores",
+      kinds: [COCOONRESTORES],
+      reprobeMs: config.checkpointReprobeMs,
+      enable: () => {
+        setupRestoreController(manager, {
+          client,
+          catalog: restores,
+          checkpoints,
+          informers,
+          registry: checkpointRegistry,
+          events,
+          clock,
+          log,
+        });
+      },
     });
   }
 

@@ -12,7 +12,6 @@
 
 import { type ConditionUpdate, setStatusCondition } from "../apis/status.ts";
 import type { CocoonCheckpoint } from "../apis/v1alpha1/types.ts";
-import { TAG_HIBERNATE } from "../contract/keys.ts";
 import { describeMismatches } from "../contract/restoredeps.ts";
 import { unlessNotFound } from "../controller/errors.ts";
 import { COCOONCHECKPOINTS } from "../controller/resources.ts";
@@ -26,6 +25,7 @@ import { oweRestores, recordVMs } from "../pass/reclaimrecord.ts";
 import { patchSetStatus, persistReclaim, reclaimRecord, setEvent } from "../pass/writes.ts";
 import type { CheckpointRegistry } from "../registry/index.ts";
 import type { CheckpointReader } from "./catalog.ts";
+import { copyToHibernate } from "./copy.ts";
 import {
   ANN_FROM_CHECKPOINT,
   BRANCH_COPY_FAILED,
@@ -40,7 +40,6 @@ import {
   REASON_BRANCH_WAITING,
   REASON_BRANCHED,
 } from "./keys.ts";
-import { manifestDigest, sameRepositoryBranchManifest } from "./manifest.ts";
 import { type BranchCopy, type IncompatibleCopy, incompatibleCopies, planBranch } from "./members.ts";
 import { branchedCondition, isBranchUnderWay } from "./usage.ts";
 
@@ -136,7 +135,13 @@ async function branchFromCheckpoint(pass: Pass, branching: BranchingDeps | undef
     `${progress.copies} of ${plan.length} copied, ${progress.bytes} of ${totalBytes} bytes`;
   try {
     for (const copy of plan) {
-      const landed = await copySnapshot(pass, registry, copy);
+      const { landed, blobs } = await copyToHibernate(
+        registry,
+        copy,
+        { namespace: pass.namespace, setName: pass.name },
+        pass.signal,
+      );
+      for (const method of blobs) checkpointBranchBlobsTotal.inc({ method });
       progress.copies++;
       progress.bytes += copy.member.bytes ?? 0;
       if (landed && progress.copies < plan.length) {
@@ -185,34 +190,6 @@ async function refuseIncompatible(
 function branchedMessage(checkpoint: CocoonCheckpoint, plan: readonly BranchCopy[]): string {
   const source = checkpoint.spec.cocoonSetRef.name;
   return `branched from CocoonCheckpoint ${checkpoint.metadata.name} of CocoonSet ${source}: ${plan.length} VMs restore from it`;
-}
-
-/**
- * The new VM's `:hibernate` becomes the checkpointed manifest (by digest). True when a copy landed,
- * false when it was in place already.
- */
-async function copySnapshot(pass: Pass, registry: CheckpointRegistry, copy: BranchCopy): Promise<boolean> {
-  const digest = copy.member.digest ?? "";
-  if (copy.member.vmName === copy.targetVM) {
-    // The checkpoint's own repository: the manifest PUT alone, under a digest of its own.
-    const source = await registry.getManifest(copy.member.vmName, digest, pass.signal);
-    const raw = sameRepositoryBranchManifest(source.raw, pass.namespace, pass.name);
-    const present = await registry.headManifest(copy.targetVM, TAG_HIBERNATE, pass.signal);
-    if (present?.digest === manifestDigest(raw)) return false;
-    await registry.putManifest(copy.targetVM, TAG_HIBERNATE, raw, source.mediaType, pass.signal);
-    return true;
-  }
-  const present = await registry.headManifest(copy.targetVM, TAG_HIBERNATE, pass.signal);
-  if (present?.digest === digest) return false;
-  const result = await registry.copyManifest(
-    copy.member.vmName,
-    digest,
-    copy.targetVM,
-    TAG_HIBERNATE,
-    pass.signal,
-  );
-  for (const method of result.blobs) checkpointBranchBlobsTotal.inc({ method });
-  return true;
 }
 
 /** Pods now, pods in the status, or VMs in the reclaim record: the set has state of its own. */

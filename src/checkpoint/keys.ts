@@ -7,6 +7,12 @@ export const ANN_FROM_CHECKPOINT = "cocoonset.cocoonstack.io/from-checkpoint";
 export const ANN_KEEP_CHECKPOINTS = "cocoonset.cocoonstack.io/keep-checkpoints";
 /** On a CocoonCheckpoint, "true": keep-checkpoints never deletes it (nor counts it among the N). */
 export const ANN_PINNED = "cocoonset.cocoonstack.io/pinned";
+/**
+ * On a CocoonSet while a CocoonRestore holds it (one at a time per set): JSON
+ * `{"restore":<name>,"uid":<uid>,"checkpoint":<name>,"suspend":<spec.suspend before>}`. The checkpoint
+ * it names keeps its tags while it is there (a delete waits, keep-checkpoints skips it).
+ */
+export const ANN_RESTORE_HOLD = "cocoonset.cocoonstack.io/restore";
 /** Held while the checkpoint's tags may exist; removed once every one is gone. */
 export const FINALIZER_COCOONCHECKPOINT = "cocooncheckpoint.cocoonset.cocoonstack.io/finalizer";
 /**

@@ -62,7 +62,7 @@ import {
   failureDeadlineMs,
   phaseConditions,
 } from "./status.ts";
-import { isPinned, setsBranchingNow } from "./usage.ts";
+import { isPinned, setsBranchingNow, setsRestoringNow } from "./usage.ts";
 
 /** A Suspended set without any snapshot (nothing will announce one) is looked at again after this. */
 const NO_SNAPSHOT_RETRY_MS = 30_000;
@@ -418,7 +418,8 @@ export class CheckpointReconciler implements Reconciler {
       return;
     }
     // The cache may not show this checkpoint Ready yet: count it as this pass wrote it. A pinned
-    // checkpoint neither goes nor counts; one a branch still copies from goes once the branch is done.
+    // checkpoint neither goes nor counts; one a branch still copies from, or a restore holds, goes once
+    // that is done.
     const cached = this.deps.view
       .checkpointsOfSet(namespace, setName)
       .filter((c) => c.metadata.uid !== ck.metadata.uid);
@@ -426,7 +427,7 @@ export class CheckpointReconciler implements Reconciler {
     const candidates = checkpointsToPrune(
       [...cached, ck].filter((c) => !isPinned(c)),
       keep,
-    ).filter((c) => setsBranchingNow(sets, c.metadata.name ?? "").length === 0);
+    ).filter((c) => setsUsing(sets, c.metadata.name ?? "").length === 0);
     for (const old of candidates) {
       this.event(
         old,
@@ -448,11 +449,12 @@ export class CheckpointReconciler implements Reconciler {
     const finalizers = ck.metadata.finalizers ?? [];
     if (!finalizers.includes(FINALIZER_COCOONCHECKPOINT)) return {};
     const { namespace, name } = names(ck);
-    // The API server's sets, not the cache's: a branch that has just begun must hold the delete.
+    // The API server's sets, not the cache's: a branch or a restore that has just begun must hold the
+    // delete.
     const sets = await this.deps.client.list<CocoonSet>(COCOONSETS, namespace);
-    const branching = setsBranchingNow(sets.items, name);
-    if (branching.length > 0) {
-      const message = `waiting for the branches of CocoonSet ${branching.join(", ")} to finish before deleting the tags`;
+    const using = setsUsing(sets.items, name);
+    if (using.length > 0) {
+      const message = `waiting for the branches or restores of CocoonSet ${using.join(", ")} to finish before deleting the tags`;
       if (await this.writeDeleting(ck, CONDITION_REASON_IN_USE, message)) {
         this.event(ck, "Normal", REASON_DELETE_WAITING, message);
       }
@@ -544,6 +546,13 @@ export class CheckpointReconciler implements Reconciler {
       message,
     );
   }
+}
+
+/** The sets that still need the checkpoint's tags: branching from it, or held by a restore to it. */
+function setsUsing(sets: readonly CocoonSet[], checkpointName: string): string[] {
+  return [
+    ...new Set([...setsBranchingNow(sets, checkpointName), ...setsRestoringNow(sets, checkpointName)]),
+  ].sort();
 }
 
 function isRetrying(ck: CocoonCheckpoint): boolean {

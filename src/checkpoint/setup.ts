@@ -16,6 +16,7 @@ import type { CheckpointRegistry, SnapshotRegistry } from "../registry/index.ts"
 import type { CheckpointCatalog } from "./catalog.ts";
 import { ANN_FROM_CHECKPOINT } from "./keys.ts";
 import { CheckpointReconciler } from "./reconciler.ts";
+import { restoreHoldOf } from "./usage.ts";
 
 export const CHECKPOINT_CONTROLLER = "cocooncheckpoint";
 
@@ -66,15 +67,19 @@ export function setupCheckpointController(
   });
   const controller = new Controller({ name: CHECKPOINT_CONTROLLER, reconciler, clock: options.clock })
     .for(catalog.informer)
-    // A set's every change (its suspend, its keep-checkpoints) wakes the checkpoints naming it, and
-    // the checkpoint it branches from (a delete or a prune waits for its branch to finish).
+    // A set's every change (its suspend, its keep-checkpoints) wakes the checkpoints naming it, the
+    // checkpoint it branches from and the one a restore holds it for (a delete or a prune waits for
+    // the branch or the restore to finish).
     .watches(informers.cocoonSets, (cs) => {
       const namespace = cs.metadata.namespace ?? "";
       const requests = catalog
         .checkpointsOfSet(namespace, cs.metadata.name ?? "")
         .map((ck) => ({ namespace, name: ck.metadata.name ?? "" }));
       const from = cs.metadata.annotations?.[ANN_FROM_CHECKPOINT];
-      return from === undefined ? requests : [...requests, { namespace, name: from }];
+      if (from !== undefined) requests.push({ namespace, name: from });
+      const hold = restoreHoldOf(cs);
+      if (hold !== undefined && hold !== "unreadable") requests.push({ namespace, name: hold.checkpoint });
+      return requests;
     });
   manager.addInformer(catalog.informer);
   manager.addInformer(informers.cocoonSets);

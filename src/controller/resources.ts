@@ -4,9 +4,11 @@ import { GROUP, VERSION } from "../apis/v1/types.ts";
 import {
   KIND_COCOONCLAIM,
   KIND_COCOONPOOL,
+  KIND_COCOONRESTORE,
   PLURAL_COCOONCHECKPOINTS,
   PLURAL_COCOONCLAIMS,
   PLURAL_COCOONPOOLS,
+  PLURAL_COCOONRESTORES,
   VERSION_V1ALPHA1,
 } from "../apis/v1alpha1/types.ts";
 
@@ -77,6 +79,14 @@ export const COCOONCLAIMS: ResourceType = {
   version: VERSION_V1ALPHA1,
   plural: PLURAL_COCOONCLAIMS,
   kind: KIND_COCOONCLAIM,
+  namespaced: true,
+};
+
+export const COCOONRESTORES: ResourceType = {
+  group: GROUP,
+  version: VERSION_V1ALPHA1,
+  plural: PLURAL_COCOONRESTORES,
+  kind: KIND_COCOONRESTORE,
   namespaced: true,
 };
 

@@ -1,6 +1,6 @@
 // A cluster without the CocoonCheckpoint CRD (set up for the Go operator): the operator logs it and
-// runs CocoonSets as before, without a checkpoint informer (nor pool and claim informers, whose kinds
-// share the group version), probing again on its (here shortened)
+// runs CocoonSets as before, without a checkpoint informer (nor pool, claim and restore informers,
+// whose kinds share the group version), probing again on its (here shortened)
 // schedule; a set asking to branch waits and says why. checkpoint-late.test.ts applies the CRD later.
 // The API server is reached through a proxy that answers for cocoonset.cocoonstack.io/v1alpha1 as a
 // server without that group version does.
@@ -67,6 +67,13 @@ describe("operator on a cluster without the CocoonCheckpoint CRD", () => {
     assert.ok((operator.client.requestCounts().get("list cocoonpools") ?? 0) >= 1, "the probe listed pools");
     assert.equal(operator.client.requestCounts().get("watch cocoonpools"), undefined);
     assert.equal(operator.client.requestCounts().get("watch cocoonclaims"), undefined);
+  });
+
+  it("runs without restores: probed again on the checkpoints' schedule, never watched", async () => {
+    await waitFor("a restore probe after the first", async () =>
+      (operator.client.requestCounts().get("list cocoonrestores") ?? 0) >= 2 ? true : undefined,
+    );
+    assert.equal(operator.client.requestCounts().get("watch cocoonrestores"), undefined);
   });
 
   it("a set asking to branch creates nothing and says the API is not served", {

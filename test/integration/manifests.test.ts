@@ -58,6 +58,9 @@ const API_CALLS: { group: string; resource: string; verbs: string[]; namespaced?
   // CocoonCheckpoint informer (and the startup probe); finalizer update; keep-checkpoints deletes.
   { group: GROUP, resource: "cocooncheckpoints", verbs: ["get", "list", "watch", "update", "delete"] },
   { group: GROUP, resource: "cocooncheckpoints/status", verbs: ["patch"] },
+  // CocoonRestore informer (and the startup probe); status patches.
+  { group: GROUP, resource: "cocoonrestores", verbs: ["list", "watch"] },
+  { group: GROUP, resource: "cocoonrestores/status", verbs: ["patch"] },
   // Pod informer; uncached reads (toolbox collision, wake liveness); creates; annotation patches; deletes.
   { group: "", resource: "pods", verbs: ["get", "list", "watch", "create", "patch", "delete"] },
   // The event recorder: new events, and count bumps on repeats.
@@ -206,7 +209,7 @@ describe("install manifests", () => {
     saKey = render("config/overlays/sa-key");
   });
 
-  it("config/default renders the namespace, the five CRDs, RBAC, the Deployment, its config and metrics Service, the annotation policy", () => {
+  it("config/default renders the namespace, the six CRDs, RBAC, the Deployment, its config and metrics Service, the annotation policy", () => {
     const names = defaults.map((o) => `${o.kind}/${o.metadata.name}`).sort();
     assert.deepEqual(names, [
       "ClusterRole/cocoon-operator",
@@ -216,6 +219,7 @@ describe("install manifests", () => {
       "CustomResourceDefinition/cocoonclaims.cocoonset.cocoonstack.io",
       "CustomResourceDefinition/cocoonhibernations.cocoonset.cocoonstack.io",
       "CustomResourceDefinition/cocoonpools.cocoonset.cocoonstack.io",
+      "CustomResourceDefinition/cocoonrestores.cocoonset.cocoonstack.io",
       "CustomResourceDefinition/cocoonsets.cocoonset.cocoonstack.io",
       "Deployment/cocoon-operator",
       "Namespace/cocoon-system",

@@ -5,7 +5,10 @@
 // set's main (every third round flips the desire while the hibernate is held mid-transition), and an
 // image change while suspended (the image rule drops the old snapshot; the set is then torn down),
 // and a Suspended warm pool whose members are claimed (a claim wakes one) and released (the claim's
-// deletion tears its set down), never one set bound to two claims.
+// deletion tears its set down), never one set bound to two claims; and checkpoints: a set checkpointed
+// while suspended, resumed, then both branched from (a new set) and restored to that checkpoint in
+// place, the checkpoint deleted at a random moment (often while the branch and the restore still use
+// it), the branch torn down.
 // Each waits for the target phase or (at random) flips early, while the operator is SIGKILLed at
 // random moments and restarted at once; the kills go on past the requested number until every driver
 // has finished its minimum of cycles (bounded). The invariant checker watches the simulator's VM
@@ -22,7 +25,8 @@ import {
   type HibernationDesire,
   KIND_COCOONHIBERNATION,
 } from "../../src/apis/v1/types.ts";
-import type { CocoonClaim } from "../../src/apis/v1alpha1/types.ts";
+import type { CocoonCheckpoint, CocoonClaim, CocoonRestore } from "../../src/apis/v1alpha1/types.ts";
+import { ANN_FROM_CHECKPOINT } from "../../src/checkpoint/keys.ts";
 import { ANN_HIBERNATE_RECLAIM, ANN_IMAGE, LABEL_COCOONSET, TAG_HIBERNATE } from "../../src/contract/keys.ts";
 import { LABEL_CLAIM } from "../../src/pool/keys.ts";
 import { OciClient, type Simulator, startSimulator } from "../env/simulator/index.ts";
@@ -51,6 +55,7 @@ export const CHAOS_DRIVERS = [
   "hibernation",
   "image",
   "pool",
+  "checkpoint",
 ] as const;
 export type ChaosDriver = (typeof CHAOS_DRIVERS)[number];
 
@@ -217,6 +222,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       hibernation: 0,
       image: 0,
       pool: 0,
+      checkpoint: 0,
     };
     let hibernationFlips = 0;
 
@@ -398,6 +404,95 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       }
     };
 
+    // A set of a main and a sub-agent, checkpointed while suspended and resumed; then a branch from
+    // the checkpoint and a restore of the set to it, the checkpoint deleted at a random moment (half
+    // the time while both may still use it: its tags must wait for them); then the branch goes. A
+    // restore may only be refused because its checkpoint was deleted first.
+    const checkpointsPath = `/apis/cocoonset.cocoonstack.io/v1alpha1/namespaces/${ns}/cocooncheckpoints`;
+    const restoresPath = `/apis/cocoonset.cocoonstack.io/v1alpha1/namespaces/${ns}/cocoonrestores`;
+    const getCheckpoint = async (name: string): Promise<CocoonCheckpoint | undefined> => {
+      const res = await api200("GET", `${checkpointsPath}/${name}`);
+      return res.status === 404 ? undefined : (res.body as CocoonCheckpoint);
+    };
+    const getRestore = async (name: string): Promise<CocoonRestore | undefined> => {
+      const res = await api200("GET", `${restoresPath}/${name}`);
+      return res.status === 404 ? undefined : (res.body as CocoonRestore);
+    };
+    const deletedCheckpoints: string[] = [];
+    const deleteCheckpoint = async (name: string) => {
+      checker.checkpointDeleted(name);
+      await api200("DELETE", `${checkpointsPath}/${name}`);
+      deletedCheckpoints.push(name);
+    };
+    const CHECKPOINTED: Partial<CocoonSetSpec> = { agent: { image: IMAGE, replicas: 1, mode: "clone" } };
+    const checkpointDriver = async () => {
+      await createSet("ck", CHECKPOINTED);
+      await until(() => isRunning("ck", 2), 60_000);
+      for (let i = 0; !stopping; i++) {
+        const checkpoint = `c${i}`;
+        await patchSpec("ck", { suspend: true });
+        if (!(await until(() => isPhase("ck", "Suspended"), 45_000))) break;
+        checker.note(`create checkpoint ${checkpoint} of ck`);
+        await api200("POST", checkpointsPath, {
+          apiVersion: "cocoonset.cocoonstack.io/v1alpha1",
+          kind: "CocoonCheckpoint",
+          metadata: { name: checkpoint, namespace: ns },
+          spec: { cocoonSetRef: { name: "ck" } },
+        });
+        const ready = await until(
+          async () => (await getCheckpoint(checkpoint))?.status?.phase === "Ready",
+          45_000,
+        );
+        await patchSpec("ck", { suspend: false });
+        if (!ready) break;
+        await settleOrFlip(() => isRunning("ck", 2));
+        const branch = `ckb${i}`;
+        const restore = `cr${i}`;
+        checker.note(`create ${branch} from checkpoint ${checkpoint}; restore ${restore} of ck to it`);
+        await api200("POST", setsPath, {
+          apiVersion: "cocoonset.cocoonstack.io/v1",
+          kind: "CocoonSet",
+          metadata: { name: branch, namespace: ns, annotations: { [ANN_FROM_CHECKPOINT]: checkpoint } },
+          spec: { nodePool: pool, ...CHECKPOINTED },
+        });
+        await api200("POST", restoresPath, {
+          apiVersion: "cocoonset.cocoonstack.io/v1alpha1",
+          kind: "CocoonRestore",
+          metadata: { name: restore, namespace: ns },
+          spec: { cocoonSetRef: { name: "ck" }, checkpointRef: { name: checkpoint } },
+        });
+        const early = random() < 0.5;
+        if (early) {
+          await new Promise((r) => setTimeout(r, between(0, 1500)));
+          await deleteCheckpoint(checkpoint);
+        }
+        const finished = await until(async () => {
+          const phase = (await getRestore(restore))?.status?.phase;
+          return phase === "Restored" || phase === "Failed";
+        }, 90_000);
+        if (!finished) break;
+        const outcome = (await getRestore(restore))?.status;
+        const refusedForDelete =
+          outcome?.reason === "CheckpointDeleting" || outcome?.reason === "CheckpointNotFound";
+        if (outcome?.phase === "Failed" && !(early && refusedForDelete)) {
+          checker.violations.push(
+            `restore ${restore} Failed (${outcome.reason}): ${outcome.message}\n${checker.history()}`,
+          );
+          throw new Aborted();
+        }
+        checker.note(`restore ${restore} ${outcome?.phase} (${outcome?.reason})`);
+        await settleOrFlip(() => isRunning(branch, 2));
+        if (!early) await deleteCheckpoint(checkpoint);
+        checker.teardown(vm(branch, ""));
+        checker.note(`delete ${branch}`);
+        await api200("DELETE", `${setsPath}/${branch}`);
+        tornDown.push(branch);
+        await until(async () => (await getSet(branch)) === undefined, 45_000);
+        await until(async () => (await getCheckpoint(checkpoint)) === undefined, 45_000);
+        cycles.checkpoint++;
+      }
+    };
+
     log(`chaos: seed=${seed} namespace=${ns} kills=${opts.kills}`);
     op.start();
     const drivers = Promise.all([
@@ -408,6 +503,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       hibernationDriver(),
       imageDriver(),
       poolDriver(),
+      checkpointDriver(),
     ]);
     drivers.catch(() => {});
 
@@ -452,6 +548,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     if (api) api.faults = { conflict: 0, throttle: 0, dropWatch: 0, goneOnResume: 0 };
     await patchSpec("ret", { suspend: false });
     await patchSpec("rel", { suspend: false });
+    await patchSpec("ck", { suspend: false });
     await setDesire("hib-0", "Wake").catch(() => undefined);
     // A set the image driver left mid-cycle converges to its spec too.
     const leftImage = imageSet;
@@ -481,6 +578,17 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
           return res.body?.status?.ready === 2 && res.body.status.replicas === 2;
         },
       ],
+      ["ck Running with 2 agents Ready", () => isRunning("ck", 2)],
+      [
+        "every restore Restored or Failed, every deleted checkpoint gone with its tags",
+        async () => {
+          const restores = (await api200("GET", restoresPath)).body.items as CocoonRestore[];
+          if (restores.some((r) => r.status?.phase !== "Restored" && r.status?.phase !== "Failed"))
+            return false;
+          for (const name of deletedCheckpoints) if ((await getCheckpoint(name)) !== undefined) return false;
+          return true;
+        },
+      ],
       ...tornDown.map((name): [string, () => Promise<boolean>] => [
         `${name} deleted`,
         async () => (await getSet(name)) === undefined,
@@ -488,11 +596,20 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       [
         "every reclaim record and :hibernate tag dropped",
         async () => {
-          for (const name of ["ret", "rel", "mig"]) {
+          for (const name of ["ret", "rel", "mig", "ck"]) {
             const cs = await getSet(name);
             if (cs?.metadata.annotations?.[ANN_HIBERNATE_RECLAIM] !== undefined) return false;
           }
-          const vms = [vm("ret", 0), vm("ret", 1), vm("ret", "tb"), vm("rel"), vm("mig"), vm("hib")];
+          const vms = [
+            vm("ret", 0),
+            vm("ret", 1),
+            vm("ret", "tb"),
+            vm("rel"),
+            vm("mig"),
+            vm("hib"),
+            vm("ck", 0),
+            vm("ck", 1),
+          ];
           if (leftImage) vms.push(vm(leftImage.name));
           for (const v of [...vms, ...tornDown.map((n) => vm(n))]) {
             if ((await oci.getManifest(oci.repository(v), TAG_HIBERNATE)) !== null) return false;

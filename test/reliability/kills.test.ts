@@ -1,7 +1,8 @@
 // Random kills: at least 50 SIGKILLs of the operator process at random moments while
 // suspend/unsuspend (with a toolbox), release + wake, migration, teardown, CocoonHibernation
-// hibernate/wake (with a flip mid-transition), image-change and warm-pool claim/release cycles run on
-// the simulator (never a set bound to two claims); the
+// hibernate/wake (with a flip mid-transition), image-change, warm-pool claim/release (never a set
+// bound to two claims) and checkpoint/branch/restore cycles run on the simulator (no tag a live
+// checkpoint or an owed restore needs is ever deleted); the
 // invariant checker fails on the first violation with the history that led to it; then every set
 // converges. Each driver must finish its minimum of cycles. A failure prints the command that replays
 // its random schedule (CHAOS_SEED=<seed> ...).
@@ -22,6 +23,7 @@ const MIN_CYCLES: Record<ChaosDriver, number> = {
   hibernation: 2,
   image: 2,
   pool: 2,
+  checkpoint: 2,
 };
 
 it("keeps every invariant across 50 random operator kills, then converges", {
@@ -41,7 +43,8 @@ it("keeps every invariant across 50 random operator kills, then converges", {
     process.stderr.write(
       `kills.test: seed=${seed} kills=${result.kills} cycles=${JSON.stringify(result.cycles)} ` +
         `hibernationFlips=${result.hibernationFlips} vmEvents=${result.checker.counts.vmEvents} ` +
-        `tagDeletes=${result.checker.counts.tagDeletes} liveDestroys=${result.checker.counts.liveDestroys}\n`,
+        `tagDeletes=${result.checker.counts.tagDeletes} checkpointTagDeletes=${result.checker.counts.checkpointTagDeletes} ` +
+        `hibernateCopies=${result.checker.counts.hibernateCopies} liveDestroys=${result.checker.counts.liveDestroys}\n`,
     );
     assert.deepEqual(result.checker.violations, [], replay);
     assert.ok(result.kills >= 50);

@@ -1,6 +1,8 @@
 // The suite's own parts, shown able to fail, and the client fix it led to:
 //  - the invariant checker flags a live destroy (a), a premature tag delete (b), a refusal (c) and a
-//    wake of a pod whose image changed (c), and allows an image change's drop of that snapshot;
+//    wake of a pod whose image changed (c), and allows an image change's drop of that snapshot; it
+//    flags a live checkpoint's tag deleted, a deleted checkpoint's manifest read by a copy, and a
+//    checkpoint's copy into :hibernate dropped before its VM woke from it (e);
 //  - the namespace scoping of the API proxy;
 //  - finding: the API client surfaced a 429 at once instead of waiting Retry-After and retrying as
 //    client-go does; src/controller/client.ts now retries (up to 10 times).
@@ -68,6 +70,72 @@ it("the checker accepts hibernate → delete → restore → tag drop, and flags
   record.append(vmEvent("hibernate", "id2"));
   registry.emit({ path: "/v2/vk-ns-s-0/manifests/sha256:def" });
   assert.throws(() => checker.check(), /invariant \(b\)/);
+});
+
+it("the checker flags a live checkpoint's tag deleted, and allows it once the test deleted the checkpoint (e)", () => {
+  const record = new VmRecord();
+  const registry = fakeRegistry();
+  const checker = new InvariantChecker({ record, registry });
+  registry.emit({ method: "PUT", path: "/v2/vk-ns-s-0/manifests/ckpt-c1", status: 201, digest: "sha256:c1" });
+  registry.emit({ method: "PUT", path: "/v2/vk-ns-s-0/manifests/ckpt-c2", status: 201, digest: "sha256:c2" });
+  checker.checkpointDeleted("c1");
+  registry.emit({ path: "/v2/vk-ns-s-0/manifests/sha256:c1" });
+  checker.check();
+  assert.equal(checker.counts.checkpointTagDeletes, 1);
+  registry.emit({ path: "/v2/vk-ns-s-0/manifests/sha256:c2" });
+  assert.throws(() => checker.check(), /invariant \(e\).*ckpt-c2 .*while CocoonCheckpoint c2 is live/s);
+});
+
+it("the checker flags a copy reading a checkpoint manifest the operator deleted (e)", () => {
+  const record = new VmRecord();
+  const registry = fakeRegistry();
+  const checker = new InvariantChecker({ record, registry });
+  registry.emit({
+    method: "HEAD",
+    path: "/v2/vk-ns-s-0/manifests/ckpt-c1",
+    status: 200,
+    digest: "sha256:c1",
+  });
+  checker.checkpointDeleted("c1");
+  registry.emit({ path: "/v2/vk-ns-s-0/manifests/sha256:c1" });
+  checker.check();
+  registry.emit({ method: "GET", path: "/v2/vk-ns-s-0/manifests/sha256:c1", status: 404 });
+  assert.throws(() => checker.check(), /invariant \(e\).*checkpoint c1's manifest, after deleting it/s);
+});
+
+it("the checker holds a checkpoint's copy into :hibernate until its VM wakes from it (e)", () => {
+  const record = new VmRecord();
+  const registry = fakeRegistry();
+  const checker = new InvariantChecker({ record, registry });
+  record.append(vmEvent("boot", "id1"));
+  record.append(vmEvent("hibernate", "id1"));
+  record.append(vmEvent("wake", "id2"));
+  record.append(vmEvent("hibernate", "id2"));
+  // The restore's copy replaces the live snapshot; dropping it before the wake loses the restore.
+  registry.emit({
+    method: "PUT",
+    path: "/v2/vk-ns-s-0/manifests/hibernate",
+    status: 201,
+    digest: "sha256:cp",
+  });
+  registry.emit({ path: "/v2/vk-ns-s-0/manifests/sha256:cp" });
+  assert.throws(() => checker.check(), /invariant \(b\).*while no VM restored from it runs/s);
+
+  const record2 = new VmRecord();
+  const registry2 = fakeRegistry();
+  const after = new InvariantChecker({ record: record2, registry: registry2 });
+  record2.append(vmEvent("boot", "id1"));
+  record2.append(vmEvent("hibernate", "id1"));
+  registry2.emit({
+    method: "PUT",
+    path: "/v2/vk-ns-s-0/manifests/hibernate",
+    status: 201,
+    digest: "sha256:cp",
+  });
+  record2.append(vmEvent("wake", "id2"));
+  registry2.emit({ path: "/v2/vk-ns-s-0/manifests/sha256:cp" });
+  after.check();
+  assert.equal(after.counts.hibernateCopies, 1);
 });
 
 it("the checker flags a refusal (c) and allows teardown", () => {

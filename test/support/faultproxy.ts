@@ -46,6 +46,8 @@ export interface RegistryRequest {
   status: number;
   /** The fault injected instead of forwarding, if any. */
   fault?: RegistryFault;
+  /** The registry's Docker-Content-Digest answer (manifest HEAD, GET and PUT), when it sent one. */
+  digest?: string;
 }
 
 export interface RegistryProxy {
@@ -116,7 +118,9 @@ export async function startRegistryProxy(upstreamHost: string): Promise<Registry
       (up) => {
         res.writeHead(up.statusCode ?? 502, up.headers);
         up.pipe(res);
-        up.on("end", () => record({ time: Date.now(), method, path, status: up.statusCode ?? 0 }));
+        const header = up.headers["docker-content-digest"];
+        const digest = typeof header === "string" ? { digest: header } : {};
+        up.on("end", () => record({ time: Date.now(), method, path, status: up.statusCode ?? 0, ...digest }));
       },
     );
     upstream.on("error", () => {
@@ -225,6 +229,7 @@ const NAMESPACED = [
   "cocooncheckpoints",
   "cocoonpools",
   "cocoonclaims",
+  "cocoonrestores",
   "leases",
   "events",
 ];

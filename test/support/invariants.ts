@@ -11,14 +11,23 @@
 //      restore-marked pod it cannot serve), and never wakes a VM whose image the test changed: the
 //      old pod drifted from the spec and is rebuilt, so a wake of it is wasted, and one still pulling
 //      when the image rule drops the tag is refused (WakePullFailed).
+//  (e) no tag a live checkpoint or an owed restore needs is ever deleted: a `ckpt-<name>` manifest goes
+//      only once the test deleted that CocoonCheckpoint, the operator never reads a checkpoint
+//      manifest it deleted (a branch or restore still copying from it), and a `:hibernate` the
+//      operator wrote (a branch's or a restore's copy, owed a restore) is held to (b) like a push: it
+//      goes only once the VM restored or woke from it.
 // A DELETE names the manifest by digest (the registry refuses DELETE by tag), so each VM's last
-// `:hibernate` push digest is kept from the hibernate event: only a DELETE of that digest (or of the
-// tag) removes the tag, and its timeline line says so.
+// `:hibernate` digest is kept from the hibernate event or the operator's copy, and each checkpoint
+// tag's from the registry's answers: only a DELETE of that digest (or of the tag) removes the tag,
+// and its timeline line says so.
 // (d), convergence, is checked by the driver once the chaos stops.
 
 import { TAG_HIBERNATE } from "../../src/contract/keys.ts";
 import type { VmEvent, VmRecord } from "../env/simulator/index.ts";
 import type { RegistryProxy, RegistryRequest } from "./faultproxy.ts";
+
+/** The checkpoint tags' prefix (src/checkpoint/keys.ts checkpointTag). */
+const CHECKPOINT_TAG_PREFIX = "ckpt-";
 
 export interface TimelineEntry {
   time: number;
@@ -32,7 +41,7 @@ interface VmState {
   live: boolean;
   /** How the live VM started. */
   liveKind?: VmEvent["kind"];
-  /** Sequence number of the last hibernate event. */
+  /** Sequence number of the last hibernate event, or of the operator's copy into `:hibernate`. */
   lastHibernate?: number;
   /** Sequence number of the last start (boot/restore/fork/wake). */
   lastStart?: number;
@@ -53,7 +62,17 @@ export class InvariantChecker {
     tagDeletes: 0,
     liveDestroys: 0,
     hibernatedDestroys: 0,
+    checkpointTagDeletes: 0,
+    hibernateCopies: 0,
   };
+  /** Orders VM events and the operator's `:hibernate` copies on one line. */
+  private seq = 0;
+  /** Per repository: the digest of each checkpoint tag seen, and its checkpoint's name. */
+  private readonly checkpointTags = new Map<string, Map<string, string>>();
+  /** Checkpoints the test deleted: their tags may go. */
+  private readonly deletedCheckpoints = new Set<string>();
+  /** `<repo>@<digest>` of checkpoint tags the operator deleted, and their checkpoint. */
+  private readonly goneCheckpointTags = new Map<string, string>();
   private readonly vms = new Map<string, VmState>();
   private readonly teardownPrefixes: string[] = [];
   private readonly imageChanged = new Set<string>();
@@ -93,6 +112,12 @@ export class InvariantChecker {
     this.imageChanged.add(vmName);
   }
 
+  /** The test deleted this CocoonCheckpoint: the operator may delete its tags (once nothing uses them). */
+  checkpointDeleted(name: string): void {
+    this.deletedCheckpoints.add(name);
+    this.note(`delete checkpoint ${name}`);
+  }
+
   /** Throws the first violation with the history that led to it. */
   check(): void {
     if (this.violations.length > 0) throw new InvariantViolation(this.violations[0]);
@@ -118,7 +143,7 @@ export class InvariantChecker {
 
   private onVm(e: VmEvent): void {
     this.counts.vmEvents++;
-    const seq = this.counts.vmEvents;
+    const seq = ++this.seq;
     const detail = e.detail ? ` (${e.detail})` : "";
     this.timeline.push({
       time: e.time,
@@ -195,13 +220,44 @@ export class InvariantChecker {
         : repo;
     const reference = m[2] ?? "";
     const fault = r.fault ? ` [injected ${r.fault}]` : "";
-    if (r.method !== "DELETE" && r.status < 400 && !r.fault) return;
     const s = this.state(vmName);
     const isDigest = reference.startsWith("sha256:");
-    // A digest when the checker saw no push digest (an event without one) is taken to be the tag's.
+    const tags = this.checkpointTags.get(repo) ?? new Map<string, string>();
+    this.checkpointTags.set(repo, tags);
+    if (reference.startsWith(CHECKPOINT_TAG_PREFIX) && r.status < 400 && r.digest) {
+      tags.set(r.digest, reference.slice(CHECKPOINT_TAG_PREFIX.length));
+    }
+    if (r.method === "PUT" && reference === TAG_HIBERNATE && r.status === 201) {
+      // The operator's copy into :hibernate (a branch or a restore): a snapshot owed a restore.
+      this.counts.hibernateCopies++;
+      s.tag = true;
+      s.lastHibernate = ++this.seq;
+      s.hibernateDigest = r.digest;
+      this.timeline.push({
+        time: r.time,
+        source: "registry",
+        vmName,
+        text: `operator PUT ${repo}:${TAG_HIBERNATE} (a checkpoint's copy, owed a restore) → ${r.digest ?? "?"}`,
+      });
+      return;
+    }
+    const gone = isDigest ? this.goneCheckpointTags.get(`${repo}@${reference}`) : undefined;
+    if (gone !== undefined && (r.method === "GET" || r.method === "HEAD") && r.status === 404) {
+      this.violate(
+        "e",
+        vmName,
+        `the operator read ${repo}@${reference}, checkpoint ${gone}'s manifest, after deleting it: a branch or restore still needed it`,
+      );
+      return;
+    }
+    if (r.method !== "DELETE" && r.status < 400 && !r.fault) return;
+    const checkpoint = isDigest ? tags.get(reference) : undefined;
+    // A digest when the checker saw no push digest (an event without one) is taken to be the tag's,
+    // unless it is a checkpoint tag's.
     const namesTag =
       reference === TAG_HIBERNATE ||
-      (isDigest && (s.hibernateDigest === undefined || reference === s.hibernateDigest));
+      (isDigest &&
+        (s.hibernateDigest === undefined ? checkpoint === undefined : reference === s.hibernateDigest));
     const named = isDigest && reference === s.hibernateDigest ? ` (= its last :${TAG_HIBERNATE} push)` : "";
     this.timeline.push({
       time: r.time,
@@ -211,6 +267,18 @@ export class InvariantChecker {
     });
     if (r.method !== "DELETE" || r.status !== 202) return;
     this.counts.tagDeletes++;
+    if (checkpoint !== undefined) {
+      this.counts.checkpointTagDeletes++;
+      this.goneCheckpointTags.set(`${repo}@${reference}`, checkpoint);
+      tags.delete(reference);
+      if (!this.deletedCheckpoints.has(checkpoint)) {
+        this.violate(
+          "e",
+          vmName,
+          `the operator deleted ${repo}:${CHECKPOINT_TAG_PREFIX}${checkpoint} (${reference}) while CocoonCheckpoint ${checkpoint} is live`,
+        );
+      }
+    }
     if (!namesTag) return;
     const restoredSinceHibernate =
       s.live &&

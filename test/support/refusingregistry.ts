@@ -1,5 +1,6 @@
 // The real registry behind a registry client that answers 403 DENIED ("refused by the test") to the
-// manifest PUTs and DELETEs a test names, as a registry with a policy or a quota would.
+// manifest PUTs and DELETEs a test names, as a registry with a policy or a quota would. Every write
+// the client sends (refused or not) is listed, so a test can say that none was made.
 import { createRegistryClient, type FetchLike, type RegistryClient } from "../../src/registry/index.ts";
 import { createTransport } from "../../src/registry/transport.ts";
 
@@ -9,14 +10,18 @@ export interface RefusingRegistry {
   puts: Set<string>;
   /** Repositories (VM names) in which every manifest DELETE is refused. */
   deletes: Set<string>;
+  /** `<METHOD> <path>` of every request other than GET and HEAD, in order. */
+  writes: string[];
 }
 
 export function refusingRegistry(base: string): RefusingRegistry {
   const puts = new Set<string>();
   const deletes = new Set<string>();
+  const writes: string[] = [];
   const transport = createTransport();
   const fetch: FetchLike = async (url, init) => {
     const path = new URL(url).pathname;
+    if (init.method !== "GET" && init.method !== "HEAD") writes.push(`${init.method} ${path}`);
     const refusedPut = init.method === "PUT" && [...puts].some((suffix) => path.endsWith(suffix));
     const refusedDelete =
       init.method === "DELETE" && [...deletes].some((vm) => path.includes(`/${vm}/manifests/`));
@@ -27,5 +32,5 @@ export function refusingRegistry(base: string): RefusingRegistry {
       headers: { "content-type": "application/json" },
     });
   };
-  return { registry: createRegistryClient(base, { fetch }), puts, deletes };
+  return { registry: createRegistryClient(base, { fetch }), puts, deletes, writes };
 }

@@ -8,12 +8,14 @@ import type { CustomResourceDefinition, JSONSchemaProps } from "../v1/openapi.ts
 import { crd, int32, int64, str } from "../v1/schema.ts";
 import { GROUP } from "../v1/types.ts";
 import { cocoonClaimCRD, cocoonPoolCRD } from "./poolschema.ts";
+import { cocoonRestoreCRD } from "./restoreschema.ts";
 import {
   CHECKPOINT_PHASES,
   KIND_COCOONCHECKPOINT,
   PLURAL_COCOONCHECKPOINTS,
   PLURAL_COCOONCLAIMS,
   PLURAL_COCOONPOOLS,
+  PLURAL_COCOONRESTORES,
   VERSION_V1ALPHA1,
 } from "./types.ts";
 
@@ -143,4 +145,5 @@ export const v1alpha1CrdFiles: { file: string; crd: CustomResourceDefinition }[]
   { file: `${GROUP}_${PLURAL_COCOONCHECKPOINTS}.yaml`, crd: cocoonCheckpointCRD },
   { file: `${GROUP}_${PLURAL_COCOONPOOLS}.yaml`, crd: cocoonPoolCRD },
   { file: `${GROUP}_${PLURAL_COCOONCLAIMS}.yaml`, crd: cocoonClaimCRD },
+  { file: `${GROUP}_${PLURAL_COCOONRESTORES}.yaml`, crd: cocoonRestoreCRD },
 ];

@@ -159,3 +159,57 @@ export interface CocoonClaim {
   spec: CocoonClaimSpec;
   status?: CocoonClaimStatus;
 }
+
+// ---- CocoonRestore (docs/checkpoints.md) ----
+
+export const KIND_COCOONRESTORE = "CocoonRestore";
+export const PLURAL_COCOONRESTORES = "cocoonrestores";
+
+/**
+ * Pending: not begun (or refused before anything was touched, then Failed). Restoring: the set is
+ * held by this restore, suspended, its `:hibernate` snapshots replaced, then resumed. Restored: every
+ * member's VM restores (or, for a set suspended before, will restore) from the checkpoint. Failed:
+ * refused or stopped, with the reason; final.
+ */
+export const RESTORE_PHASES = ["Pending", "Restoring", "Restored", "Failed"] as const;
+export type RestorePhase = (typeof RESTORE_PHASES)[number];
+
+export interface CocoonRestoreSpec {
+  cocoonSetRef: { name: string };
+  checkpointRef: { name: string };
+}
+
+/** One VM whose `:hibernate` the restore replaced, and the checkpoint member it came from. */
+export interface RestoredMember {
+  vmName: string;
+  /** The checkpoint member's VM (another set's for a checkpoint of the set this one branched from). */
+  fromVM: string;
+  /** Digest of the checkpoint member's tag. */
+  digest: string;
+}
+
+export interface CocoonRestoreStatus {
+  phase?: RestorePhase;
+  /** Why the restore is waiting, or why it failed (the reason's words). */
+  reason?: string;
+  message?: string;
+  observedGeneration?: number;
+  /** The set's spec.suspend before the restore began: the restore returns it there. */
+  suspendedBefore?: boolean;
+  /** The VMs whose `:hibernate` now holds the checkpoint's snapshot (owed a restore). */
+  members?: RestoredMember[];
+  /** The set's spec.suspend was returned to suspendedBefore. */
+  resumed?: boolean;
+  startTime?: string;
+  completionTime?: string;
+  /** Restored and Progressing. */
+  conditions?: Condition[];
+}
+
+export interface CocoonRestore {
+  apiVersion: typeof API_VERSION_V1ALPHA1;
+  kind: typeof KIND_COCOONRESTORE;
+  metadata: ObjectMeta;
+  spec: CocoonRestoreSpec;
+  status?: CocoonRestoreStatus;
+}

@@ -10,6 +10,7 @@ import { hibernate } from "./hibernate.ts";
 import { migrate } from "./migrate.ts";
 import { pool } from "./pool.ts";
 import { release } from "./release.ts";
+import { restore } from "./restore.ts";
 import { resume } from "./resume.ts";
 import { snapshots } from "./snapshots.ts";
 import { status } from "./status.ts";
@@ -28,6 +29,7 @@ export const COMMANDS: readonly Command[] = [
   checkpoint,
   checkpoints,
   branch,
+  restore,
   pool,
   claim,
   release,

@@ -7,10 +7,12 @@ import type { CocoonCheckpoint } from "../../../src/apis/v1alpha1/types.ts";
 import {
   ANN_FROM_CHECKPOINT,
   ANN_PINNED,
+  ANN_RESTORE_HOLD,
   FINALIZER_COCOONCHECKPOINT,
   MANIFEST_ANN_CHECKPOINT,
 } from "../../../src/checkpoint/keys.ts";
 import { CheckpointReconciler, type CheckpointView } from "../../../src/checkpoint/reconciler.ts";
+import { encodeRestoreHold } from "../../../src/checkpoint/usage.ts";
 import { FakeClock } from "../../../src/clock.ts";
 import { LABEL_COCOONSET } from "../../../src/contract/keys.ts";
 import { COCOONCHECKPOINTS, COCOONSETS, PODS } from "../../../src/controller/resources.ts";
@@ -495,6 +497,51 @@ describe("CheckpointReconciler", () => {
     for (const vm of VMS) assert.equal(f.registry.digestOf(vm, "ckpt-ck"), undefined);
   });
 
+  it("a delete waits while a restore to it holds a set, naming the set; then deletes the tags", async () => {
+    const f = await readyFixture();
+    const held = cocoonSet(
+      {},
+      {
+        name: "rolling",
+        annotations: {
+          [ANN_RESTORE_HOLD]: encodeRestoreHold({ restore: "r", uid: "u", checkpoint: "ck", suspend: false }),
+        },
+      },
+    );
+    f.client.seed(COCOONSETS, held);
+    f.client.seed(
+      COCOONSETS,
+      cocoonSet(
+        {},
+        {
+          name: "elsewhere",
+          annotations: {
+            [ANN_RESTORE_HOLD]: encodeRestoreHold({
+              restore: "q",
+              uid: "v",
+              checkpoint: "other",
+              suspend: false,
+            }),
+          },
+        },
+      ),
+    );
+    await f.client.delete(COCOONCHECKPOINTS, NS, "ck");
+    f.registry.log.length = 0;
+
+    assert.deepEqual(await f.run(), { requeueAfterMs: 30_000 });
+    assert.deepEqual(f.registry.log, [], "no tag is touched");
+    const deleting = f.stored()?.status?.conditions?.find((c) => c.type === "Deleting");
+    assert.match(deleting?.message ?? "", /branches or restores of CocoonSet rolling to finish/);
+
+    await f.client.patch(COCOONSETS, NS, "rolling", {
+      metadata: { annotations: { [ANN_RESTORE_HOLD]: null } },
+    });
+    assert.deepEqual(await f.run(), {});
+    assert.equal(f.stored(), undefined, "gone once the restore let go");
+    for (const vm of VMS) assert.equal(f.registry.digestOf(vm, "ckpt-ck"), undefined);
+  });
+
   it("a refused tag delete shows in the Deleting condition", async () => {
     const f = await readyFixture();
     await f.client.delete(COCOONCHECKPOINTS, NS, "ck");
@@ -526,6 +573,36 @@ describe("CheckpointReconciler", () => {
     );
     assert.equal(f.stored("pinned")?.metadata.deletionTimestamp, undefined);
     assert.equal(f.stored("b")?.metadata.deletionTimestamp, undefined);
+  });
+
+  it("keep-checkpoints skips a checkpoint a restore holds a set for", async () => {
+    const f = fixture();
+    f.client.seed(COCOONSETS, suspendedSet({ "cocoonset.cocoonstack.io/keep-checkpoints": "1" }));
+    for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
+    f.client.seed(
+      COCOONSETS,
+      cocoonSet(
+        {},
+        {
+          name: "rolling",
+          annotations: {
+            [ANN_RESTORE_HOLD]: encodeRestoreHold({ restore: "r", uid: "u", checkpoint: "a", suspend: true }),
+          },
+        },
+      ),
+    );
+    for (const [name, created] of [
+      ["a", "2026-01-01T00:00:02Z"],
+      ["b", "2026-01-01T00:00:03Z"],
+    ] as const) {
+      f.client.seed(COCOONCHECKPOINTS, checkpoint(name, { creationTimestamp: created }));
+      await f.run(name);
+    }
+    assert.deepEqual(
+      f.events.events.filter((e) => e.reason === "CheckpointPruned"),
+      [],
+    );
+    assert.equal(f.stored("a")?.metadata.deletionTimestamp, undefined, "a restore still copies from it");
   });
 
   it("measures what it holds alone once per settled set generation: nothing at Ready, all once :hibernate is gone", async () => {

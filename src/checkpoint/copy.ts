@@ -1,0 +1,50 @@
+// The one copy checkpoints make into a set: a checkpoint member's manifest becomes a VM's `:hibernate`.
+// A branch seeds a new set's VMs with it (before their first pod); a restore puts it over an existing
+// set's suspended VMs, replacing the `:hibernate` its suspend took, which is the live state the restore
+// request discards. No other path writes `:hibernate` here: the branch runs only for a set that has
+// had no pod, snapshot or reclaim record of its own (branch.ts), the restore only for a set it holds,
+// suspended and confirmed (src/restore/).
+
+import { TAG_HIBERNATE } from "../contract/keys.ts";
+import type { BlobCopy, CheckpointRegistry } from "../registry/index.ts";
+import { manifestDigest, sameRepositoryBranchManifest } from "./manifest.ts";
+import type { BranchCopy } from "./members.ts";
+
+/** What a copy did: whether it wrote (false: the manifest was in place already), and each blob's method. */
+export interface HibernateCopy {
+  landed: boolean;
+  blobs: readonly BlobCopy[];
+}
+
+/**
+ * `copy.targetVM:hibernate` becomes the checkpointed manifest of `copy.member` (by digest). Into the
+ * checkpoint's own repository (a restore of the set itself, or a set re-created under its old name)
+ * it is a manifest PUT alone, stamped with the set (`<namespace>/<setName>`) so that `:hibernate`
+ * never shares the checkpoint tag's digest: dropping it after the wake would delete that tag too.
+ */
+export async function copyToHibernate(
+  registry: CheckpointRegistry,
+  copy: BranchCopy,
+  owner: { namespace: string; setName: string },
+  signal: AbortSignal,
+): Promise<HibernateCopy> {
+  const digest = copy.member.digest ?? "";
+  if (copy.member.vmName === copy.targetVM) {
+    const source = await registry.getManifest(copy.member.vmName, digest, signal);
+    const raw = sameRepositoryBranchManifest(source.raw, owner.namespace, owner.setName);
+    const present = await registry.headManifest(copy.targetVM, TAG_HIBERNATE, signal);
+    if (present?.digest === manifestDigest(raw)) return { landed: false, blobs: [] };
+    await registry.putManifest(copy.targetVM, TAG_HIBERNATE, raw, source.mediaType, signal);
+    return { landed: true, blobs: [] };
+  }
+  const present = await registry.headManifest(copy.targetVM, TAG_HIBERNATE, signal);
+  if (present?.digest === digest) return { landed: false, blobs: [] };
+  const result = await registry.copyManifest(
+    copy.member.vmName,
+    digest,
+    copy.targetVM,
+    TAG_HIBERNATE,
+    signal,
+  );
+  return { landed: true, blobs: result.blobs };
+}

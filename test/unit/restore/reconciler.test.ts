@@ -1,0 +1,285 @@
+// The CocoonRestore reconciler over the fake API client and an in-memory registry: the phase machine
+// Pending → Restoring → Restored, the order of its writes (hold, suspend, record, copies, owed
+// restores, resume), and refusals that write nothing but the restore's own status.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { CocoonSet } from "../../../src/apis/v1/types.ts";
+import type { CocoonCheckpoint } from "../../../src/apis/v1alpha1/types.ts";
+import { ANN_RESTORE_HOLD } from "../../../src/checkpoint/keys.ts";
+import { manifestDigest, sameRepositoryBranchManifest } from "../../../src/checkpoint/manifest.ts";
+import { encodeRestoreHold, restoreHoldOf } from "../../../src/checkpoint/usage.ts";
+import { ANN_HIBERNATE_RECLAIM } from "../../../src/contract/keys.ts";
+import { COCOONCHECKPOINTS, COCOONRESTORES, COCOONSETS } from "../../../src/controller/resources.ts";
+import { readReclaim } from "../../../src/pass/reclaimrecord.ts";
+import { NS, SET } from "../../support/cocoonset.ts";
+import { IMAGE, MAIN, readyCheckpoint, restoreFixture, restoreOf, SUB, setIn } from "./fixture.ts";
+
+const record = (cs: CocoonSet | undefined) =>
+  readReclaim(cs?.metadata.annotations?.[ANN_HIBERNATE_RECLAIM]).value;
+
+/** The fixture with the set as given, its checkpoint "ck" Ready in the registry, and restore r1. */
+function seeded(cs: CocoonSet) {
+  const f = restoreFixture();
+  const digests = {
+    main: f.registry.push(MAIN, "ckpt-ck", IMAGE),
+    sub: f.registry.push(SUB, "ckpt-ck", IMAGE),
+  };
+  f.client.seed(COCOONSETS, cs);
+  f.client.seed(COCOONCHECKPOINTS, readyCheckpoint(digests));
+  f.client.seed(COCOONRESTORES, restoreOf());
+  return { ...f, digests };
+}
+
+/** What each write to the set changed: its hold, spec.suspend, or the reclaim record. */
+function setWrites(f: ReturnType<typeof restoreFixture>): string[] {
+  return f.client
+    .writes()
+    .filter((c) => c.resource === "cocoonsets")
+    .map((c) => {
+      const body = c.body as {
+        spec?: { suspend?: boolean };
+        metadata?: { annotations?: Record<string, string | null> };
+      };
+      if (body.spec) return `suspend=${body.spec.suspend}`;
+      const annotations = body.metadata?.annotations ?? {};
+      if (ANN_RESTORE_HOLD in annotations) return annotations[ANN_RESTORE_HOLD] === null ? "release" : "hold";
+      const rec = readReclaim(annotations[ANN_HIBERNATE_RECLAIM] ?? undefined).value;
+      return `record vms=${rec.vms.length} restore=${rec.restore.length}`;
+    });
+}
+
+describe("RestoreReconciler", () => {
+  it("restores a running set: hold, suspend, record, copies, owed restores, resume, then Restored", async () => {
+    const f = seeded(setIn("Running", false));
+
+    assert.deepEqual(await f.run(), { requeue: true });
+    const hold = restoreHoldOf(f.set());
+    assert.deepEqual(hold, { restore: "r1", uid: "uid-r1", checkpoint: "ck", suspend: false });
+    assert.equal(f.restore()?.status?.phase, "Restoring");
+    assert.equal(f.restore()?.status?.reason, "Suspending");
+    assert.equal(f.restore()?.status?.suspendedBefore, false);
+    assert.equal(f.set().spec.suspend, false, "the hold is taken before the set is touched");
+
+    await f.run();
+    assert.equal(f.set().spec.suspend, true);
+    await f.run();
+    assert.match(f.restore()?.status?.message ?? "", /to be Suspended at generation 2/);
+    assert.deepEqual(
+      f.log.filter((l) => !l.startsWith("push")),
+      [],
+      "no registry call before the set is Suspended",
+    );
+
+    // The set's pass suspended it: every VM's own snapshot is :hibernate.
+    const live = [f.registry.push(MAIN, "hibernate", IMAGE), f.registry.push(SUB, "hibernate", IMAGE)];
+    f.setStatus({ ...f.set().status, phase: "Suspended", observedGeneration: 2 } as CocoonSet["status"]);
+    const atPut: string[][] = [];
+    f.registry.failOn = (op) => {
+      if (op === "put") atPut.push([...record(f.set()).vms, "|", ...record(f.set()).restore]);
+      return undefined;
+    };
+    await f.run();
+    assert.deepEqual(
+      atPut,
+      [
+        [MAIN, SUB, "|"],
+        [MAIN, SUB, "|"],
+      ],
+      "both VMs recorded before the first copy, and owed no restore until the last landed",
+    );
+    for (const [i, vm] of [MAIN, SUB].entries()) {
+      const source = await f.registry.getManifest(vm, i === 0 ? f.digests.main : f.digests.sub);
+      const expected = manifestDigest(sameRepositoryBranchManifest(source.raw, NS, SET));
+      assert.equal(f.registry.digestOf(vm, "hibernate"), expected, `${vm}:hibernate is the checkpoint's`);
+      assert.notEqual(expected, live[i]);
+      assert.notEqual(
+        expected,
+        i === 0 ? f.digests.main : f.digests.sub,
+        "never the checkpoint tag's digest",
+      );
+    }
+    assert.deepEqual(record(f.set()).restore, [MAIN, SUB]);
+    assert.deepEqual(setWrites(f), [
+      "hold",
+      "suspend=true",
+      "record vms=2 restore=0",
+      "record vms=2 restore=2",
+      "suspend=false",
+    ]);
+    assert.deepEqual(f.restore()?.status?.members, [
+      { vmName: MAIN, fromVM: MAIN, digest: f.digests.main },
+      { vmName: SUB, fromVM: SUB, digest: f.digests.sub },
+    ]);
+    assert.equal(f.restore()?.status?.resumed, true);
+    assert.equal(f.restore()?.status?.phase, "Restoring");
+
+    // Running at the resumed generation, and the set's pass dropped the copies once the VMs ran.
+    f.client.seed(COCOONSETS, {
+      ...f.set(),
+      metadata: {
+        ...f.set().metadata,
+        annotations: { [ANN_RESTORE_HOLD]: encodeRestoreHold(hold as never) },
+      },
+      status: { ...f.set().status, phase: "Running", observedGeneration: 3 },
+    } as CocoonSet);
+    await f.run();
+    const done = f.restore();
+    assert.equal(done?.status?.phase, "Restored");
+    assert.equal(done?.status?.conditions?.find((c) => c.type === "Restored")?.status, "True");
+    assert.equal(done?.status?.conditions?.find((c) => c.type === "Restored")?.observedGeneration, 1);
+    assert.equal(done?.status?.conditions?.find((c) => c.type === "Progressing")?.status, "False");
+    assert.equal(f.set().metadata.annotations?.[ANN_RESTORE_HOLD], undefined, "the hold goes last");
+    assert.deepEqual(
+      f.events.events.filter((e) => e.object === "r1").map((e) => e.reason),
+      ["RestoreStarted", "RestoreCopied", "Restored"],
+    );
+    assert.deepEqual(
+      f.events.events.filter((e) => e.object === SET).map((e) => e.reason),
+      ["RestoreStarted", "Restored"],
+    );
+  });
+
+  it("a set suspended before is not resumed: Restored once the copies are in place and owed", async () => {
+    const f = seeded(setIn("Suspended", true));
+    f.registry.push(MAIN, "hibernate", IMAGE);
+    f.registry.push(SUB, "hibernate", IMAGE);
+    await f.run();
+    assert.equal(f.restore()?.status?.suspendedBefore, true);
+    await f.run();
+    assert.equal(f.restore()?.status?.phase, "Restored");
+    assert.equal(f.set().spec.suspend, true);
+    assert.deepEqual(setWrites(f), ["hold", "record vms=2 restore=0", "record vms=2 restore=2", "release"]);
+    assert.match(f.restore()?.status?.message ?? "", /restore from CocoonCheckpoint ck when it resumes/);
+  });
+
+  it("a copy the registry refuses keeps the set suspended and held, owes nothing, and the retry completes", async () => {
+    const f = seeded(setIn("Suspended", true));
+    await f.run();
+    f.registry.failOn = (op, repo) => (op === "put" && repo === SUB ? new Error("quota") : undefined);
+    await assert.rejects(f.run(), /quota/);
+    assert.equal(f.restore()?.status?.reason, "CopyFailed");
+    assert.match(f.restore()?.status?.message ?? "", /quota; retrying/);
+    assert.deepEqual(record(f.set()).restore, [], "no restore owed over a half-copied set");
+    assert.ok(restoreHoldOf(f.set()));
+    f.registry.failOn = undefined;
+    await f.run();
+    assert.equal(f.restore()?.status?.phase, "Restored");
+    assert.deepEqual(record(f.set()).restore, [MAIN, SUB]);
+  });
+
+  it("a spec that no longer fits by the copy gives the set back as it was, with nothing copied", async () => {
+    const f = seeded(setIn("Running", false));
+    await f.run();
+    await f.run();
+    const cs = f.set();
+    f.client.seed(COCOONSETS, {
+      ...cs,
+      spec: { ...cs.spec, agent: { ...cs.spec.agent, image: "other" } },
+      status: { ...cs.status, phase: "Suspended", observedGeneration: cs.metadata.generation },
+    } as CocoonSet);
+    await f.run();
+    assert.equal(f.restore()?.status?.phase, "Failed");
+    assert.equal(f.restore()?.status?.reason, "Incompatible");
+    assert.match(f.restore()?.status?.message ?? "", /nothing was copied$/);
+    assert.equal(f.set().spec.suspend, false, "back to its suspend state");
+    assert.equal(f.set().metadata.annotations?.[ANN_RESTORE_HOLD], undefined);
+    assert.ok(!f.log.some((l) => l.startsWith("put") || l.startsWith("mount")), "no copy");
+    assert.equal(f.set().metadata.annotations?.[ANN_HIBERNATE_RECLAIM], undefined, "nothing recorded");
+  });
+
+  it("a refusal writes the restore's status alone: no hold, no spec change, no registry call", async () => {
+    const f = restoreFixture();
+    f.client.seed(COCOONSETS, setIn("Running", false));
+    f.client.seed(COCOONRESTORES, restoreOf("r1", "missing"));
+    await f.run();
+    assert.equal(f.restore()?.status?.phase, "Failed");
+    assert.equal(f.restore()?.status?.reason, "CheckpointNotFound");
+    assert.deepEqual(
+      f.client.writes().map((c) => `${c.verb} ${c.resource}/${c.subresource ?? ""}`),
+      ["patch cocoonrestores/status"],
+    );
+    assert.deepEqual(f.log, []);
+    assert.deepEqual(
+      f.events.events.map((e) => e.reason),
+      ["RestoreRefused"],
+    );
+    f.client.clearCalls();
+    await f.run();
+    assert.deepEqual(f.client.writes(), [], "a Failed restore is final");
+  });
+
+  it("one restore at a time: a second is refused while the first holds the set", async () => {
+    const f = seeded(setIn("Running", false));
+    f.client.seed(COCOONRESTORES, restoreOf("r2"));
+    await f.run("r1");
+    await f.run("r2");
+    assert.equal(f.restore("r2")?.status?.reason, "RestoreInProgress");
+    assert.match(f.restore("r2")?.status?.message ?? "", /CocoonRestore r1 is restoring/);
+    assert.deepEqual(restoreHoldOf(f.set()), {
+      restore: "r1",
+      uid: "uid-r1",
+      checkpoint: "ck",
+      suspend: false,
+    });
+  });
+
+  it("judges a refusal on the API server's objects: a checkpoint the cache does not show Ready yet is no refusal", async () => {
+    const f = seeded(setIn("Running", false));
+    const ck = f.client.peek<CocoonCheckpoint>(COCOONCHECKPOINTS, NS, "ck") as CocoonCheckpoint;
+    f.cachedCheckpoint.value = { ...ck, status: { phase: "Copying" } };
+    assert.deepEqual(await f.run(), { requeue: true });
+    assert.equal(f.restore()?.status?.phase, "Restoring");
+  });
+
+  it("a hold whose restore the cache does not show yet is taken for live when the API server has it", async () => {
+    const cs = setIn("Running", false);
+    const other = encodeRestoreHold({ restore: "r0", uid: "uid-r0", checkpoint: "ck", suspend: false });
+    const f = seeded({ ...cs, metadata: { ...cs.metadata, annotations: { [ANN_RESTORE_HOLD]: other } } });
+    f.client.seed(COCOONRESTORES, restoreOf("r0"));
+    f.hiddenRestores.add("r0");
+    await f.run();
+    assert.equal(f.restore()?.status?.reason, "RestoreInProgress");
+    assert.deepEqual(restoreHoldOf(f.set()), {
+      restore: "r0",
+      uid: "uid-r0",
+      checkpoint: "ck",
+      suspend: false,
+    });
+  });
+
+  it("takes over a stale hold (its restore gone) with the suspend state that hold recorded", async () => {
+    const cs = setIn("Suspended", true);
+    const stale = encodeRestoreHold({ restore: "gone", uid: "uid-gone", checkpoint: "ck", suspend: false });
+    const f = seeded({ ...cs, metadata: { ...cs.metadata, annotations: { [ANN_RESTORE_HOLD]: stale } } });
+    await f.run();
+    assert.equal(f.restore()?.status?.suspendedBefore, false, "the set was running before the stale restore");
+    assert.deepEqual(restoreHoldOf(f.set()), {
+      restore: "r1",
+      uid: "uid-r1",
+      checkpoint: "ck",
+      suspend: false,
+    });
+  });
+
+  it("stops, Failed, when its hold is removed from the set, doing nothing more to it", async () => {
+    const f = seeded(setIn("Running", false));
+    await f.run();
+    const held = f.set();
+    f.client.seed(COCOONSETS, { ...held, metadata: { ...held.metadata, annotations: {} } });
+    assert.equal(f.restore()?.status?.phase, "Restoring");
+    assert.deepEqual(await f.run(), {});
+    assert.equal(f.restore()?.status?.phase, "Failed");
+    assert.equal(f.restore()?.status?.reason, "HoldRemoved");
+    assert.equal(f.set().spec.suspend, false, "nothing more is done to the set");
+  });
+
+  it("a restore deleted before it finished lets go of its set, leaving it as it is", async () => {
+    const f = seeded(setIn("Running", false));
+    await f.run();
+    await f.run();
+    f.client.delete(COCOONRESTORES, NS, "r1");
+    await f.run();
+    assert.equal(f.set().metadata.annotations?.[ANN_RESTORE_HOLD], undefined);
+    assert.equal(f.set().spec.suspend, true, "a set it suspended stays suspended");
+  });
+});
