@@ -46,6 +46,10 @@ export interface OperatorConfig {
   leaderElectionNamespace: string;
   cocoonSetConcurrency: number;
   hibernationConcurrency: number;
+  /** Bytes per PATCH of a streamed blob copy, 0 = one PUT per blob; default the registry client's. */
+  copyChunkBytes?: number;
+  /** A branch's VM copies in flight at once; default 4. */
+  copyConcurrency?: number;
   /** Watch one namespace only (tests sharing an API server); default every namespace. */
   watchNamespace?: string;
   clock?: Clock;
@@ -117,6 +121,7 @@ export function createOperator(config: OperatorConfig): Operator {
     (config.registryBase
       ? createRegistryClient(config.registryBase, {
           logger: log,
+          ...(config.copyChunkBytes === undefined ? {} : { chunkSize: config.copyChunkBytes }),
           onDelete: (result) => snapshotDeletesTotal.inc({ result }),
         })
       : undefined);
@@ -152,7 +157,15 @@ export function createOperator(config: OperatorConfig): Operator {
     suspendConfirmations,
     activity,
     concurrency: config.cocoonSetConcurrency,
-    ...(checkpointRegistry ? { branching: { checkpoints, registry: checkpointRegistry } } : {}),
+    ...(checkpointRegistry
+      ? {
+          branching: {
+            checkpoints,
+            registry: checkpointRegistry,
+            ...(config.copyConcurrency === undefined ? {} : { copyConcurrency: config.copyConcurrency }),
+          },
+        }
+      : {}),
   });
   if (!registry) throw new Error("OCI_REGISTRY must be set");
   setupHibernationController(manager, {

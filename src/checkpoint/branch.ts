@@ -21,6 +21,7 @@ import {
   checkpointBranchesTotal,
   checkpointBranchFailuresTotal,
 } from "../metrics/checkpoint.ts";
+import { forEachLimited } from "../pass/limit.ts";
 import { CONTINUE, finishInPhase, type Pass, type Step, type StepOutcome } from "../pass/pass.ts";
 import { oweRestores, recordVMs } from "../pass/reclaimrecord.ts";
 import { patchSetStatus, persistReclaim, reclaimRecord, setEvent } from "../pass/writes.ts";
@@ -49,10 +50,15 @@ export const BRANCH_WAIT_MS = 30_000;
 
 const REASON_FROM_CHECKPOINT = "FromCheckpoint";
 
+/** A branch's VM copies in flight at once unless configured (--copy-concurrency). */
+export const DEFAULT_COPY_CONCURRENCY = 4;
+
 /** What the branch step reads and copies through. */
 export interface BranchingDeps {
   checkpoints: CheckpointReader;
   registry: CheckpointRegistry;
+  /** VM copies in flight at once (each copies its blobs one after another); default DEFAULT_COPY_CONCURRENCY. */
+  copyConcurrency?: number;
 }
 
 /**
@@ -130,19 +136,30 @@ async function branchFromCheckpoint(pass: Pass, branching: BranchingDeps | undef
   await persistReclaim(pass, recordVMs(reclaimRecord(pass), pass.generation, targets));
   // Progress shows in the condition as copies land; copies already in place write nothing, so a
   // retry that fails the same way writes nothing either (its own writes would wake it in a loop).
-  const progress = { copies: 0, bytes: 0 };
+  // The bytes are those of the copies in place; "sent" counts what went over the wire for them,
+  // which a blob already in the target or mounted adds nothing to.
+  const progress = { copies: 0, bytes: 0, sent: 0 };
   const totalBytes = plan.reduce((sum, c) => sum + (c.member.bytes ?? 0), 0);
   const progressText = () =>
-    `${progress.copies} of ${plan.length} copied, ${progress.bytes} of ${totalBytes} bytes`;
+    `${progress.copies} of ${plan.length} copied, ${progress.bytes} of ${totalBytes} bytes` +
+    (progress.sent > 0 ? `, ${progress.sent} bytes sent` : "");
+  // Copies run a few at a time; their condition writes go one after another.
+  let writing: Promise<void> = Promise.resolve();
+  const inTurn = (write: () => Promise<void>): Promise<void> => {
+    const turn = writing.then(write);
+    writing = turn.catch(() => undefined);
+    return turn;
+  };
   try {
-    for (const copy of plan) {
-      const landed = await copySnapshot(pass, registry, copy);
+    await forEachLimited(plan, branching.copyConcurrency ?? DEFAULT_COPY_CONCURRENCY, async (copy) => {
+      const sent = await copySnapshot(pass, registry, copy);
       progress.copies++;
       progress.bytes += copy.member.bytes ?? 0;
-      if (landed && progress.copies < plan.length) {
-        await writeBranched(pass, "False", BRANCH_COPYING, `${copying}: ${progressText()}`);
+      progress.sent += sent ?? 0;
+      if (sent !== undefined && progress.copies < plan.length) {
+        await inTurn(() => writeBranched(pass, "False", BRANCH_COPYING, `${copying}: ${progressText()}`));
       }
-    }
+    });
   } catch (err) {
     checkpointBranchFailuresTotal.inc({ namespace: pass.namespace, cocoonset: pass.name });
     const message = `branch from CocoonCheckpoint ${name}: ${(err as Error).message}`;
@@ -188,22 +205,26 @@ function branchedMessage(checkpoint: CocoonCheckpoint, plan: readonly BranchCopy
 }
 
 /**
- * The new VM's `:hibernate` becomes the checkpointed manifest (by digest). True when a copy landed,
- * false when it was in place already.
+ * The new VM's `:hibernate` becomes the checkpointed manifest (by digest). The bytes its blobs sent
+ * when a copy landed, undefined when it was in place already.
  */
-async function copySnapshot(pass: Pass, registry: CheckpointRegistry, copy: BranchCopy): Promise<boolean> {
+async function copySnapshot(
+  pass: Pass,
+  registry: CheckpointRegistry,
+  copy: BranchCopy,
+): Promise<number | undefined> {
   const digest = copy.member.digest ?? "";
   if (copy.member.vmName === copy.targetVM) {
     // The checkpoint's own repository: the manifest PUT alone, under a digest of its own.
     const source = await registry.getManifest(copy.member.vmName, digest, pass.signal);
     const raw = sameRepositoryBranchManifest(source.raw, pass.namespace, pass.name);
     const present = await registry.headManifest(copy.targetVM, TAG_HIBERNATE, pass.signal);
-    if (present?.digest === manifestDigest(raw)) return false;
+    if (present?.digest === manifestDigest(raw)) return undefined;
     await registry.putManifest(copy.targetVM, TAG_HIBERNATE, raw, source.mediaType, pass.signal);
-    return true;
+    return 0;
   }
   const present = await registry.headManifest(copy.targetVM, TAG_HIBERNATE, pass.signal);
-  if (present?.digest === digest) return false;
+  if (present?.digest === digest) return undefined;
   const result = await registry.copyManifest(
     copy.member.vmName,
     digest,
@@ -212,7 +233,7 @@ async function copySnapshot(pass: Pass, registry: CheckpointRegistry, copy: Bran
     pass.signal,
   );
   for (const method of result.blobs) checkpointBranchBlobsTotal.inc({ method });
-  return true;
+  return result.bytesSent;
 }
 
 /** Pods now, pods in the status, or VMs in the reclaim record: the set has state of its own. */
