@@ -4,10 +4,16 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { after, before, beforeEach, describe, it } from "node:test";
-import { createRegistryClient, type FetchLike, RegistryError } from "../../src/registry/index.ts";
+import {
+  createRegistryClient,
+  type FetchLike,
+  RegistryError,
+  referencedBlobs,
+} from "../../src/registry/index.ts";
 import { createTransport } from "../../src/registry/transport.ts";
 import { backoffMs } from "../../src/registry/upload.ts";
 import { startRegistry, type TestRegistry } from "../env/registry.ts";
+import { pushTestManifest } from "../env/registry-push.ts";
 import { type RegistryProxy, startRegistryProxy } from "../support/faultproxy.ts";
 
 const MiB = 1024 * 1024;
@@ -63,7 +69,7 @@ describe("streamed blob copies", () => {
   const uploadedBytes = (from: number) =>
     proxy.requests
       .slice(from)
-      .filter((r) => r.method === "PATCH" || r.method === "PUT")
+      .filter((r) => (r.method === "PATCH" || r.method === "PUT") && r.path.includes("/blobs/uploads/"))
       .reduce((sum, r) => sum + r.bytesIn, 0);
 
   before(async () => {
@@ -114,6 +120,25 @@ describe("streamed blob copies", () => {
     assert.deepEqual(again, { method: "present", bytesSent: 0 });
     assert.deepEqual(journal(from), [`HEAD /v2/proj/vk-ns-b-1/blobs/${digest} 200`]);
     assert.equal(uploadedBytes(from), 0);
+  });
+
+  it("copies a manifest sending only the blobs the target lacks", async () => {
+    const pushed = await pushTestManifest(reg, "proj/vk-ns-a-5", "ckpt-a");
+    const [config, layer] = referencedBlobs(JSON.parse(pushed.raw.toString("utf8")));
+    assert.ok(config && layer);
+    await client(MiB).copyBlob("vk-ns-a-5", "vk-ns-b-5", config);
+    const from = proxy.requests.length;
+    const copied = await client(MiB).copyManifest("vk-ns-a-5", pushed.digest, "vk-ns-b-5", "hibernate");
+    assert.deepEqual(copied.blobs, ["present", "streamed"]);
+    assert.equal(copied.bytesSent, layer.size);
+    assert.equal(uploadedBytes(from), layer.size, "only the layer's bytes were uploaded");
+    const uploads = journal(from).filter((r) => r.startsWith("POST "));
+    assert.equal(uploads.length, 1, "one upload session, the layer's");
+    const landed = await fetch(`${reg.url}/v2/proj/vk-ns-b-5/manifests/hibernate`, {
+      method: "HEAD",
+      headers: { accept: "application/vnd.oci.image.manifest.v1+json" },
+    });
+    assert.equal(landed.headers.get("docker-content-digest"), pushed.digest);
   });
 
   it("resumes an upload cut at 90 % from the byte after what the session holds: at most 15 % is sent again", async () => {
