@@ -121,6 +121,7 @@ export function createOperator(config: OperatorConfig): Operator {
     (config.registryBase
       ? createRegistryClient(config.registryBase, {
           logger: log,
+          sleep: (ms, signal) => clock.sleep(ms, signal),
           ...(config.copyChunkBytes === undefined ? {} : { chunkSize: config.copyChunkBytes }),
           onDelete: (result) => snapshotDeletesTotal.inc({ result }),
         })

@@ -378,9 +378,10 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
     const scopes = { scopes: [`repository:${from}:pull`] };
     const targetPath = `/v2/${to}/blobs/${digest}`;
     const present = await session.request("HEAD", targetPath, to, "push,pull", {}, call, scopes);
+    // Only a 200 naming this blob skips it; any other answer leaves the blob to the mount, which
+    // reports a refusal with its error body (a HEAD has none).
     if (present.status === 200 && isSameBlob(present.headers, blob))
       return { method: "present", bytesSent: 0 };
-    if (present.status !== 200 && present.status !== 404) throw failureAt("HEAD", targetPath, present);
     const uploads = `/v2/${to}/blobs/uploads/`;
     const mountQuery = `?mount=${encodeURIComponent(digest)}&from=${encodeURIComponent(from)}`;
     const mount = await session.request("POST", `${uploads}${mountQuery}`, to, "push,pull", {}, call, scopes);

@@ -16,6 +16,8 @@ const BLOB = Buffer.from(Array.from({ length: 10_000 }, (_, i) => (i * 31 + (i >
 const DIGEST = `sha256:${createHash("sha256").update(BLOB).digest("hex")}`;
 
 interface Knobs {
+  /** The status of a HEAD of the blob in "dst" before it landed (default 404). */
+  headStatus?: number;
   /** Sent on the POST that opens a session. */
   minChunk?: number;
   /** The source answers every GET whole, ignoring Range. */
@@ -39,10 +41,10 @@ function fakeRegistry(knobs: Knobs = {}) {
     const range = init.headers.range;
     log.push(`${init.method} ${u.pathname}${range ? ` ${range}` : ""}`);
     if (u.pathname === "/v2/") return respond(200);
-    if (init.method === "HEAD" && u.pathname === `/v2/dst/blobs/${DIGEST}`)
-      return landed
-        ? respond(200, { "docker-content-digest": DIGEST, "content-length": String(BLOB.length) })
-        : respond(404);
+    if (init.method === "HEAD" && u.pathname === `/v2/dst/blobs/${DIGEST}`) {
+      if (!landed) return respond(knobs.headStatus ?? 404);
+      return respond(200, { "docker-content-digest": DIGEST, "content-length": String(BLOB.length) });
+    }
     if (init.method === "GET" && u.pathname === `/v2/src/blobs/${DIGEST}`) {
       const from = range && !knobs.ignoreRange ? Number(/^bytes=(\d+)-$/.exec(range)?.[1]) : 0;
       if (from > 0) {
@@ -187,6 +189,19 @@ describe("chunked blob upload", () => {
     });
     assert.deepEqual(sleeps, [backoffMs(2), backoffMs(3)]);
     assert.equal(reg.landed(), undefined);
+  });
+
+  it("copies a blob whose HEAD the registry refuses: only a HEAD naming the blob skips it", async () => {
+    const reg = fakeRegistry({ headStatus: 403 });
+    const { c } = client(reg.fetch, { chunkSize: 4000 });
+    assert.equal((await c.copyBlob("src", "dst", { digest: DIGEST, size: BLOB.length })).method, "streamed");
+    assert.deepEqual(reg.landed(), BLOB);
+    assert.equal((await c.copyBlob("src", "dst", { digest: DIGEST, size: BLOB.length })).method, "present");
+    // A size the HEAD contradicts is copied, not skipped (here the source has fewer bytes than asked).
+    await assert.rejects(
+      c.copyBlob("src", "dst", { digest: DIGEST, size: BLOB.length + 1 }),
+      /ended before the blob's last byte/,
+    );
   });
 
   it("sends the blob in one streamed PUT with chunkSize 0", async () => {
