@@ -33,16 +33,30 @@ async function pushBlob(reg: TestRegistry, repo: string, size: number, seed: num
   return digest;
 }
 
-/** The transport with the mount query dropped (a registry that answers a mount with an upload session) and every ranged GET noted. */
-function streaming(ranges: string[]): FetchLike {
+interface Call {
+  method: string;
+  path: string;
+  /** The answer's status; 0 while none came, or for none at all. */
+  status: number;
+}
+
+/**
+ * The transport with the mount query dropped (a registry that answers a mount with an upload session),
+ * every request noted as it is sent, and the Range of every blob GET.
+ */
+function streaming(calls: Call[], ranges: string[]): FetchLike {
   const transport = createTransport();
-  return (url, init) => {
+  return async (url, init) => {
     const target = new URL(url);
     target.searchParams.delete("mount");
     target.searchParams.delete("from");
     if (init.method === "GET" && target.pathname.includes("/blobs/sha256:"))
       ranges.push(init.headers.range ?? "whole");
-    return transport(target.href, init);
+    const call = { method: init.method, path: target.pathname, status: 0 };
+    calls.push(call);
+    const res = await transport(target.href, init);
+    call.status = res.status;
+    return res;
   };
 }
 
@@ -51,24 +65,29 @@ describe("streamed blob copies", () => {
   let proxy: RegistryProxy;
   let ranges: string[];
   let sleeps: number[];
+  const calls: Call[] = [];
   const client = (chunkSize: number) =>
     createRegistryClient(`${proxy.host}/proj`, {
       dockerConfigPath: "/nonexistent",
-      fetch: streaming(ranges),
+      fetch: streaming(calls, ranges),
       chunkSize,
       sleep: async (ms) => {
         sleeps.push(ms);
       },
     });
-  /** The proxy's journal from `from` on, without the /v2/ ping. */
-  const journal = (from: number) =>
-    proxy.requests
-      .slice(from)
+  /** Where the client's calls and the proxy's journal stand now. */
+  const mark = () => ({ calls: calls.length, proxied: proxy.requests.length });
+  type Mark = ReturnType<typeof mark>;
+  /** The client's requests since `from`, in the order sent, without the /v2/ ping. */
+  const journal = (from: Mark) =>
+    calls
+      .slice(from.calls)
       .filter((r) => r.path !== "/v2/")
-      .map((r) => `${r.method} ${r.path.replace(/\/uploads\/[^?]+(\?.*)?$/, "/uploads/<id>")} ${r.status}`);
-  const uploadedBytes = (from: number) =>
+      .map((r) => `${r.method} ${r.path.replace(/\/uploads\/[^/]+$/, "/uploads/<id>")} ${r.status}`);
+  /** Bytes of upload bodies the proxy received since `from`. */
+  const uploadedBytes = (from: Mark) =>
     proxy.requests
-      .slice(from)
+      .slice(from.proxied)
       .filter((r) => (r.method === "PATCH" || r.method === "PUT") && r.path.includes("/blobs/uploads/"))
       .reduce((sum, r) => sum + r.bytesIn, 0);
 
@@ -90,7 +109,7 @@ describe("streamed blob copies", () => {
   it("goes in PATCHes of the chunk size, after a HEAD finds it absent, and lands the blob's digest", async () => {
     const size = 5 * MiB + 123;
     const digest = await pushBlob(reg, "proj/vk-ns-a-0", size, 1);
-    const from = proxy.requests.length;
+    const from = mark();
     const copied = await client(MiB).copyBlob("vk-ns-a-0", "vk-ns-b-0", { digest, size });
     assert.deepEqual(copied, { method: "streamed", bytesSent: size });
     assert.deepEqual(journal(from), [
@@ -100,7 +119,7 @@ describe("streamed blob copies", () => {
       ...Array.from({ length: 6 }, () => "PATCH /v2/proj/vk-ns-b-0/blobs/uploads/<id> 202"),
       "PUT /v2/proj/vk-ns-b-0/blobs/uploads/<id> 201",
     ]);
-    const patches = proxy.requests.slice(from).filter((r) => r.method === "PATCH");
+    const patches = proxy.requests.slice(from.proxied).filter((r) => r.method === "PATCH");
     assert.deepEqual(
       patches.map((r) => r.bytesIn),
       [MiB, MiB, MiB, MiB, MiB, 123],
@@ -115,7 +134,7 @@ describe("streamed blob copies", () => {
     const size = 2 * MiB;
     const digest = await pushBlob(reg, "proj/vk-ns-a-1", size, 2);
     await client(MiB).copyBlob("vk-ns-a-1", "vk-ns-b-1", { digest, size });
-    const from = proxy.requests.length;
+    const from = mark();
     const again = await client(MiB).copyBlob("vk-ns-a-1", "vk-ns-b-1", { digest, size });
     assert.deepEqual(again, { method: "present", bytesSent: 0 });
     assert.deepEqual(journal(from), [`HEAD /v2/proj/vk-ns-b-1/blobs/${digest} 200`]);
@@ -127,7 +146,7 @@ describe("streamed blob copies", () => {
     const [config, layer] = referencedBlobs(JSON.parse(pushed.raw.toString("utf8")));
     assert.ok(config && layer);
     await client(MiB).copyBlob("vk-ns-a-5", "vk-ns-b-5", config);
-    const from = proxy.requests.length;
+    const from = mark();
     const copied = await client(MiB).copyManifest("vk-ns-a-5", pushed.digest, "vk-ns-b-5", "hibernate");
     assert.deepEqual(copied.blobs, ["present", "streamed"]);
     assert.equal(copied.bytesSent, layer.size);
@@ -144,7 +163,7 @@ describe("streamed blob copies", () => {
   it("resumes an upload cut at 90 % from the byte after what the session holds: at most 15 % is sent again", async () => {
     const size = 20 * MiB;
     const digest = await pushBlob(reg, "proj/vk-ns-a-2", size, 3);
-    const from = proxy.requests.length;
+    const from = mark();
     // A front that buffers request bodies (nginx's default): the cut chunk never reaches the registry.
     proxy.bufferBodies(true);
     proxy.cutUploadAfter(Math.floor(size * 0.9));
@@ -174,7 +193,7 @@ describe("streamed blob copies", () => {
     // finds the session's size off its state and cancels it (404 BLOB_UPLOAD_INVALID).
     const size = 6 * MiB;
     const digest = await pushBlob(reg, "proj/vk-ns-a-4", size, 5);
-    const from = proxy.requests.length;
+    const from = mark();
     proxy.cutUploadAfter(Math.floor(size * 0.9));
     const copied = await client(2 * MiB)
       .copyBlob("vk-ns-a-4", "vk-ns-b-4", { digest, size })
@@ -214,10 +233,10 @@ describe("streamed blob copies", () => {
     assert.ok(proxy.requests.some((r) => r.method === "PUT" && r.status === 413));
     const absent = await fetch(`${reg.url}/v2/proj/vk-ns-b-3/blobs/${digest}`, { method: "HEAD" });
     assert.equal(absent.status, 404);
-    const from = proxy.requests.length;
+    const from = mark();
     const copied = await client(4 * MiB).copyBlob("vk-ns-a-3", "vk-ns-b-3", { digest, size });
     assert.deepEqual(copied, { method: "streamed", bytesSent: size });
-    assert.ok(!proxy.requests.slice(from).some((r) => r.status === 413));
+    assert.ok(!proxy.requests.slice(from.proxied).some((r) => r.status === 413));
     const landed = await fetch(`${reg.url}/v2/proj/vk-ns-b-3/blobs/${digest}`, { method: "HEAD" });
     assert.equal(landed.headers.get("docker-content-digest"), digest);
   });
