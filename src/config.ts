@@ -3,6 +3,7 @@
 // overrides the variable; flags follow Go's `flag` package syntax. Pure: no I/O, no process access.
 
 import { type LogThreshold, parseLogLevel } from "./log.ts";
+import { DEFAULT_CHUNK_BYTES, MiB } from "./registry/upload.ts";
 
 export interface Config {
   /** --metrics-bind-address / METRICS_ADDR; "0" switches the server off. */
@@ -15,6 +16,10 @@ export interface Config {
   cocoonSetConcurrency: number;
   /** --hibernation-concurrency / HIBERNATION_CONCURRENCY; at least 1. */
   hibernationConcurrency: number;
+  /** --copy-chunk-mib / COPY_CHUNK_MIB in bytes: the PATCH size of a streamed blob copy; 0 = one PUT per blob. */
+  copyChunkBytes: number;
+  /** --copy-concurrency / COPY_CONCURRENCY: a branch's VM copies in flight at once; at least 1. */
+  copyConcurrency: number;
   /** OCI_REGISTRY: the repository base snapshots live under; never empty. */
   registryBase: string;
   /** OPERATOR_LOG_LEVEL as the Go operator reads it (zerolog's names or numbers), as a log threshold (src/log.ts). */
@@ -56,6 +61,11 @@ export const PROGRAM = "cocoon-operator";
 export const DEFAULT_METRICS_ADDR = ":8080";
 export const DEFAULT_PROBE_ADDR = ":8081";
 export const DEFAULT_CONCURRENCY = 4;
+/** MiB per PATCH of a streamed blob copy. */
+export const DEFAULT_COPY_CHUNK_MIB = DEFAULT_CHUNK_BYTES / MiB;
+export const DEFAULT_COPY_CONCURRENCY = 4;
+/** A chunk is one request body: 4 GiB is beyond what a registry or a front takes in one. */
+const MAX_COPY_CHUNK_MIB = 4096;
 /** Where every pod finds its own namespace (controller-runtime reads the same file). */
 export const IN_CLUSTER_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
 
@@ -74,6 +84,18 @@ const FLAGS: readonly FlagDef[] = [
     kind: "int",
     env: "COCOONSET_CONCURRENCY",
     help: "Maximum concurrent CocoonSet reconciles.",
+  },
+  {
+    name: "copy-chunk-mib",
+    kind: "int",
+    env: "COPY_CHUNK_MIB",
+    help: "MiB per PATCH of a streamed blob copy; 0 sends each blob in one PUT.",
+  },
+  {
+    name: "copy-concurrency",
+    kind: "int",
+    env: "COPY_CONCURRENCY",
+    help: "VM snapshots a branch copies at once.",
   },
   {
     name: "health-probe-bind-address",
@@ -193,17 +215,19 @@ function defaultsFromEnv(env: Env): Defaults {
     ignored("LEADER_ELECT", leader, "a boolean", true);
   values.set("leader-elect", parsedLeader ?? true);
 
-  // strconv.Atoi; an error (including unset) → 4. Range is checked later, with the flag's value.
-  for (const [flag, name] of [
-    ["cocoonset-concurrency", "COCOONSET_CONCURRENCY"],
-    ["hibernation-concurrency", "HIBERNATION_CONCURRENCY"],
+  // strconv.Atoi; an error (including unset) → the default. Range is checked later, with the flag's value.
+  for (const [flag, name, fallback] of [
+    ["cocoonset-concurrency", "COCOONSET_CONCURRENCY", DEFAULT_CONCURRENCY],
+    ["hibernation-concurrency", "HIBERNATION_CONCURRENCY", DEFAULT_CONCURRENCY],
+    ["copy-chunk-mib", "COPY_CHUNK_MIB", DEFAULT_COPY_CHUNK_MIB],
+    ["copy-concurrency", "COPY_CONCURRENCY", DEFAULT_COPY_CONCURRENCY],
   ] as const) {
     const raw = env[name];
     const parsed = raw === undefined ? "syntax" : parseGoAtoi(raw);
     if (raw !== undefined && raw !== "" && typeof parsed !== "number") {
-      ignored(name, raw, "an integer", DEFAULT_CONCURRENCY);
+      ignored(name, raw, "an integer", fallback);
     }
-    values.set(flag, typeof parsed === "number" ? parsed : DEFAULT_CONCURRENCY);
+    values.set(flag, typeof parsed === "number" ? parsed : fallback);
   }
   return { values, warnings };
 }
@@ -307,6 +331,14 @@ export function loadConfig(argv: readonly string[], env: Env): LoadedConfig {
     return n;
   };
 
+  const copyChunkMiB = values.get("copy-chunk-mib") as number;
+  if (copyChunkMiB < 0 || copyChunkMiB > MAX_COPY_CHUNK_MIB) {
+    throw new ConfigError(
+      `copy chunk must be 0 (one PUT per blob) to ${MAX_COPY_CHUNK_MIB} MiB, got ${copyChunkMiB}`,
+      1,
+    );
+  }
+
   const metricsSecure = values.get("metrics-secure") as boolean;
   const certDir = values.get("metrics-cert-path") as string;
   if (certDir !== "" && !metricsSecure) {
@@ -327,6 +359,8 @@ export function loadConfig(argv: readonly string[], env: Env): LoadedConfig {
       leaderElect: values.get("leader-elect") as boolean,
       cocoonSetConcurrency: concurrency("cocoonset-concurrency", "cocoonset"),
       hibernationConcurrency: concurrency("hibernation-concurrency", "hibernation"),
+      copyChunkBytes: copyChunkMiB * 1024 * 1024,
+      copyConcurrency: concurrency("copy-concurrency", "copy"),
       registryBase,
       logLevel,
       kubeconfig: values.get("kubeconfig") as string,

@@ -57,6 +57,8 @@ function build(env: Env): { operator: Operator; config: Config } {
     leaderElectionNamespace: config.leaderElect ? leaderElectionNamespace(inClusterNamespace(), env) : "",
     cocoonSetConcurrency: config.cocoonSetConcurrency,
     hibernationConcurrency: config.hibernationConcurrency,
+    copyChunkBytes: config.copyChunkBytes,
+    copyConcurrency: config.copyConcurrency,
   });
   return { operator, config };
 }

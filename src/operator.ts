@@ -54,6 +54,10 @@ export interface OperatorConfig {
   leaderElectionNamespace: string;
   cocoonSetConcurrency: number;
   hibernationConcurrency: number;
+  /** Bytes per PATCH of a streamed blob copy, 0 = one PUT per blob; default the registry client's. */
+  copyChunkBytes?: number;
+  /** A branch's VM copies in flight at once; default 4. */
+  copyConcurrency?: number;
   /** Watch one namespace only (tests sharing an API server); default every namespace. */
   watchNamespace?: string;
   clock?: Clock;
@@ -125,6 +129,8 @@ export function createOperator(config: OperatorConfig): Operator {
     (config.registryBase
       ? createRegistryClient(config.registryBase, {
           logger: log,
+          sleep: (ms, signal) => clock.sleep(ms, signal),
+          ...(config.copyChunkBytes === undefined ? {} : { chunkSize: config.copyChunkBytes }),
           onDelete: (result) => snapshotDeletesTotal.inc({ result }),
         })
       : undefined);
@@ -161,7 +167,15 @@ export function createOperator(config: OperatorConfig): Operator {
     suspendConfirmations,
     activity,
     concurrency: config.cocoonSetConcurrency,
-    ...(checkpointRegistry ? { branching: { checkpoints, registry: checkpointRegistry } } : {}),
+    ...(checkpointRegistry
+      ? {
+          branching: {
+            checkpoints,
+            registry: checkpointRegistry,
+            ...(config.copyConcurrency === undefined ? {} : { copyConcurrency: config.copyConcurrency }),
+          },
+        }
+      : {}),
   });
   if (!registry) throw new Error("OCI_REGISTRY must be set");
   setupHibernationController(manager, {

@@ -20,6 +20,7 @@ import {
   checkpointBranchesTotal,
   checkpointBranchFailuresTotal,
 } from "../metrics/checkpoint.ts";
+import { forEachLimited } from "../pass/limit.ts";
 import { CONTINUE, finishInPhase, type Pass, type Step, type StepOutcome } from "../pass/pass.ts";
 import { oweRestores, recordVMs } from "../pass/reclaimrecord.ts";
 import { patchSetStatus, persistReclaim, reclaimRecord, setEvent } from "../pass/writes.ts";
@@ -48,10 +49,15 @@ export const BRANCH_WAIT_MS = 30_000;
 
 const REASON_FROM_CHECKPOINT = "FromCheckpoint";
 
+/** A branch's VM copies in flight at once unless configured (--copy-concurrency). */
+export const DEFAULT_COPY_CONCURRENCY = 4;
+
 /** What the branch step reads and copies through. */
 export interface BranchingDeps {
   checkpoints: CheckpointReader;
   registry: CheckpointRegistry;
+  /** VM copies in flight at once (each copies its blobs one after another); default DEFAULT_COPY_CONCURRENCY. */
+  copyConcurrency?: number;
 }
 
 /**
@@ -129,13 +135,23 @@ async function branchFromCheckpoint(pass: Pass, branching: BranchingDeps | undef
   await persistReclaim(pass, recordVMs(reclaimRecord(pass), pass.generation, targets));
   // Progress shows in the condition as copies land; copies already in place write nothing, so a
   // retry that fails the same way writes nothing either (its own writes would wake it in a loop).
-  const progress = { copies: 0, bytes: 0 };
+  // The bytes are those of the copies in place; "sent" counts what went over the wire for them,
+  // which a blob already in the target or mounted adds nothing to.
+  const progress = { copies: 0, bytes: 0, sent: 0 };
   const totalBytes = plan.reduce((sum, c) => sum + (c.member.bytes ?? 0), 0);
   const progressText = () =>
-    `${progress.copies} of ${plan.length} copied, ${progress.bytes} of ${totalBytes} bytes`;
+    `${progress.copies} of ${plan.length} copied, ${progress.bytes} of ${totalBytes} bytes` +
+    (progress.sent > 0 ? `, ${progress.sent} bytes sent` : "");
+  // Copies run a few at a time; their condition writes go one after another.
+  let writing: Promise<void> = Promise.resolve();
+  const inTurn = (write: () => Promise<void>): Promise<void> => {
+    const turn = writing.then(write);
+    writing = turn.catch(() => undefined);
+    return turn;
+  };
   try {
-    for (const copy of plan) {
-      const { landed, blobs } = await copyToHibernate(
+    await forEachLimited(plan, branching.copyConcurrency ?? DEFAULT_COPY_CONCURRENCY, async (copy) => {
+      const { landed, blobs, bytesSent } = await copyToHibernate(
         registry,
         copy,
         { namespace: pass.namespace, setName: pass.name },
@@ -144,10 +160,11 @@ async function branchFromCheckpoint(pass: Pass, branching: BranchingDeps | undef
       for (const method of blobs) checkpointBranchBlobsTotal.inc({ method });
       progress.copies++;
       progress.bytes += copy.member.bytes ?? 0;
+      progress.sent += bytesSent;
       if (landed && progress.copies < plan.length) {
-        await writeBranched(pass, "False", BRANCH_COPYING, `${copying}: ${progressText()}`);
+        await inTurn(() => writeBranched(pass, "False", BRANCH_COPYING, `${copying}: ${progressText()}`));
       }
-    }
+    });
   } catch (err) {
     checkpointBranchFailuresTotal.inc({ namespace: pass.namespace, cocoonset: pass.name });
     const message = `branch from CocoonCheckpoint ${name}: ${(err as Error).message}`;

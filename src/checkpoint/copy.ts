@@ -10,10 +10,14 @@ import type { BlobCopy, CheckpointRegistry } from "../registry/index.ts";
 import { manifestDigest, sameRepositoryBranchManifest } from "./manifest.ts";
 import type { BranchCopy } from "./members.ts";
 
-/** What a copy did: whether it wrote (false: the manifest was in place already), and each blob's method. */
+/**
+ * What a copy did: whether it wrote (false: the manifest was in place already), each blob's method, and
+ * the bytes its blobs uploaded (none for a blob already in the target or mounted).
+ */
 export interface HibernateCopy {
   landed: boolean;
   blobs: readonly BlobCopy[];
+  bytesSent: number;
 }
 
 /**
@@ -33,12 +37,12 @@ export async function copyToHibernate(
     const source = await registry.getManifest(copy.member.vmName, digest, signal);
     const raw = sameRepositoryBranchManifest(source.raw, owner.namespace, owner.setName);
     const present = await registry.headManifest(copy.targetVM, TAG_HIBERNATE, signal);
-    if (present?.digest === manifestDigest(raw)) return { landed: false, blobs: [] };
+    if (present?.digest === manifestDigest(raw)) return { landed: false, blobs: [], bytesSent: 0 };
     await registry.putManifest(copy.targetVM, TAG_HIBERNATE, raw, source.mediaType, signal);
-    return { landed: true, blobs: [] };
+    return { landed: true, blobs: [], bytesSent: 0 };
   }
   const present = await registry.headManifest(copy.targetVM, TAG_HIBERNATE, signal);
-  if (present?.digest === digest) return { landed: false, blobs: [] };
+  if (present?.digest === digest) return { landed: false, blobs: [], bytesSent: 0 };
   const result = await registry.copyManifest(
     copy.member.vmName,
     digest,
@@ -46,5 +50,5 @@ export async function copyToHibernate(
     TAG_HIBERNATE,
     signal,
   );
-  return { landed: true, blobs: result.blobs };
+  return { landed: true, blobs: result.blobs, bytesSent: result.bytesSent };
 }

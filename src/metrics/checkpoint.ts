@@ -34,7 +34,7 @@ export const checkpointBranchesTotal = new Counter({
 });
 export const checkpointBranchBlobsTotal = new Counter({
   name: "cocoon_operator_checkpoint_branch_blobs_total",
-  help: "Blobs a branch copied into a new VM's repository, by method (mounted or streamed).",
+  help: "Blobs a branch made available in a new VM's repository, by method (present, mounted or streamed).",
   labelNames: ["method"] as const,
   registers: [metricsRegistry],
 });

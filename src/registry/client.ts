@@ -3,7 +3,9 @@
 // plus a tag-delete fallback for registries that refuse DELETE by tag.
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { systemClock } from "../clock.ts";
 import { type Env, proxyFromEnvironment } from "../net/proxy.ts";
+import { uploadBlob } from "./blobupload.ts";
 import {
   dockerConfigKeychain,
   googleKeychain,
@@ -15,6 +17,7 @@ import { ManifestNotFoundError, parseErrorBody, RegistryError } from "./errors.t
 import { isDigest, manifestPath, parseRegistryBase, type RegistryBase, repositoryPath } from "./reference.ts";
 import { type Action, type CallSignal, type HttpResult, Session } from "./session.ts";
 import { createTransport, type FetchLike } from "./transport.ts";
+import { DEFAULT_CHUNK_BYTES, DEFAULT_UPLOAD_ATTEMPTS } from "./upload.ts";
 
 /** Sent on every manifest HEAD and GET; without it distribution 2.8 answers 404 for OCI manifests. */
 export const MANIFEST_ACCEPT = [
@@ -45,8 +48,18 @@ export interface RegistryClientOptions {
   dockerConfigPath?: string;
   /** Replaces the default Google ADC → docker config chain. */
   keychain?: Keychain;
-  logger?: WarnLogger;
+  /** Warnings (credentials) and, where it has one, the debug log of interrupted blob uploads. */
+  logger?: WarnLogger & { debug?(obj: object, msg: string): void };
   fetch?: FetchLike;
+  /**
+   * Bytes per PATCH of a streamed blob copy (DEFAULT_CHUNK_BYTES), raised to the registry's
+   * OCI-Chunk-Min-Length; 0 sends each blob in one streamed PUT, which a failure restarts.
+   */
+  chunkSize?: number;
+  /** Tries of one blob's chunked upload, the first included (DEFAULT_UPLOAD_ATTEMPTS). */
+  uploadAttempts?: number;
+  /** Waits between those tries (backoff); default the system clock's. */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** Called after every HTTP exchange (registry and token server); status 0 = no response. */
   onRequest?: (method: string, path: string, status: number) => void;
   /** Called once per manifest or tag delete the caller asked for: done (or already absent), or failed. */
@@ -107,8 +120,14 @@ export interface BlobRef {
  */
 const STREAM_FLOOR_BYTES_PER_MS = (8 * 1024 * 1024) / 1000;
 
-/** How one blob reached the target repository. */
-export type BlobCopy = "mounted" | "streamed";
+/** How one blob reached the target repository: already there (a HEAD saw it), mounted, or streamed. */
+export type BlobCopy = "present" | "mounted" | "streamed";
+
+export interface BlobCopyResult {
+  method: BlobCopy;
+  /** Bytes uploaded, a resumed chunk's re-sent bytes included; 0 for a blob present or mounted. */
+  bytesSent: number;
+}
 
 export interface ManifestCopy {
   /** The digest of the manifest now under the target tag (the source's: the bytes are identical). */
@@ -116,6 +135,8 @@ export interface ManifestCopy {
   mediaType: string;
   /** Per blob of the manifest (config first, then layers); empty for a copy within one repository. */
   blobs: BlobCopy[];
+  /** Bytes the blob copies uploaded (streamed ones only). */
+  bytesSent: number;
 }
 
 /**
@@ -134,11 +155,12 @@ export interface CheckpointRegistry extends SnapshotRegistry {
     signal?: AbortSignal,
   ): Promise<string>;
   /**
-   * Makes blob `digest` of `fromRepo` available in `toRepo`: a cross-repository mount (POST
-   * …/blobs/uploads/?mount=&from=, one token for push on toRepo and pull on fromRepo); where the registry
-   * answers the mount with a plain upload session instead, the blob is streamed through (GET, PUT).
+   * Makes blob `digest` of `fromRepo` available in `toRepo`: nothing when a HEAD finds it there
+   * already; else a cross-repository mount (POST …/blobs/uploads/?mount=&from=, one token for push on
+   * toRepo and pull on fromRepo); where the registry answers the mount with a plain upload session
+   * instead, the blob is streamed through in resumable chunks (GET, PATCH…, PUT; src/registry/blobupload.ts).
    */
-  copyBlob(fromRepo: string, toRepo: string, blob: BlobRef, signal?: AbortSignal): Promise<BlobCopy>;
+  copyBlob(fromRepo: string, toRepo: string, blob: BlobRef, signal?: AbortSignal): Promise<BlobCopyResult>;
   /** Copies `<fromRepo>@<ref>` to `<toRepo>:<toTag>`: its blobs (copyBlob) and then the manifest PUT. */
   copyManifest(
     fromRepo: string,
@@ -173,6 +195,8 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
       dockerConfigKeychain({ path: opts.dockerConfigPath, logger: opts.logger }),
     ]);
   const session = new Session({ base: parsedBase, keychain, fetch: fetchImpl, onRequest: opts.onRequest });
+  const chunkSize = opts.chunkSize ?? DEFAULT_CHUNK_BYTES;
+  const sleep = opts.sleep ?? systemClock.sleep;
 
   const callSignal = (caller?: AbortSignal, extraMs = 0): CallSignal => {
     const timeout = AbortSignal.timeout(timeoutMs + extraMs);
@@ -337,57 +361,47 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
     copyBlob(
       fromRepo,
       toRepo,
-      blob.digest,
+      blob,
       callSignal(caller, Math.ceil((blob.size ?? 0) / STREAM_FLOOR_BYTES_PER_MS)),
     );
 
-  const copyBlob = async (fromRepo: string, toRepo: string, digest: string, call: CallSignal) => {
+  const copyBlob = async (
+    fromRepo: string,
+    toRepo: string,
+    blob: BlobRef,
+    call: CallSignal,
+  ): Promise<BlobCopyResult> => {
     const from = repositoryPath(parsedBase, fromRepo);
     const to = repositoryPath(parsedBase, toRepo);
+    const { digest } = blob;
+    // One token for every request of the copy: push,pull on the target and pull on the source.
+    const scopes = { scopes: [`repository:${from}:pull`] };
+    const targetPath = `/v2/${to}/blobs/${digest}`;
+    const present = await session.request("HEAD", targetPath, to, "push,pull", {}, call, scopes);
+    // Only a 200 naming this blob skips it; any other answer leaves the blob to the mount, which
+    // reports a refusal with its error body (a HEAD has none).
+    if (present.status === 200 && isSameBlob(present.headers, blob))
+      return { method: "present", bytesSent: 0 };
     const uploads = `/v2/${to}/blobs/uploads/`;
     const mountQuery = `?mount=${encodeURIComponent(digest)}&from=${encodeURIComponent(from)}`;
-    const mount = await session.request("POST", `${uploads}${mountQuery}`, to, "push,pull", {}, call, {
-      scopes: [`repository:${from}:pull`],
-    });
-    if (mount.status === 201) return "mounted" as const;
+    const mount = await session.request("POST", `${uploads}${mountQuery}`, to, "push,pull", {}, call, scopes);
+    if (mount.status === 201) return { method: "mounted", bytesSent: 0 };
     if (mount.status !== 202) throw failureAt("POST", uploads, mount);
     // 202: the registry opened an ordinary upload instead (no mount support, or the source is not
     // readable for the mount); the blob goes through this process without being held in memory.
-    const location = mount.headers.get("location");
-    if (!location) {
-      throw new RegistryError({
-        status: 202,
-        code: "UPLOAD_LOCATION_MISSING",
-        message: "upload session without a Location header",
-        method: "POST",
-        url: `${parsedBase.host}${uploads}`,
-      });
-    }
-    const blobPath = `/v2/${from}/blobs/${digest}`;
-    const source = await session.open("GET", blobPath, from, "pull", {}, call);
-    if (source.status !== 200 || source.stream === null) {
-      await source.stream?.cancel().catch(() => undefined);
-      throw new RegistryError({
-        status: source.status,
-        code: statusCode(source.status),
-        message: "blob not readable from the source repository",
-        method: "GET",
-        url: `${parsedBase.host}${blobPath}`,
-      });
-    }
-    const target = new URL(location, "http://registry.invalid");
-    target.searchParams.set("digest", digest);
-    const upload = await session.request(
-      "PUT",
-      `${target.pathname}${target.search}`,
-      to,
-      "push,pull",
-      { "content-type": "application/octet-stream" },
+    const upload = {
+      session,
       call,
-      { body: source.stream },
-    );
-    if (upload.status !== 201) throw failureAt("PUT", target.pathname, upload);
-    return "streamed" as const;
+      from,
+      to,
+      blob,
+      host: parsedBase.host,
+      chunk: chunkSize,
+      attempts: opts.uploadAttempts ?? DEFAULT_UPLOAD_ATTEMPTS,
+      sleep,
+      debug: (obj: object, msg: string) => opts.logger?.debug?.(obj, msg),
+    };
+    return { method: "streamed", bytesSent: await uploadBlob(upload, mount) };
   };
 
   return {
@@ -419,13 +433,16 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
     async copyManifest(fromRepo, ref, toRepo, toTag, signal) {
       const manifest = await get(fromRepo, ref, callSignal(signal));
       const blobs: BlobCopy[] = [];
+      let bytesSent = 0;
       if (fromRepo !== toRepo) {
         for (const blob of referencedBlobs(manifest.manifest)) {
-          blobs.push(await copyBlobWithin(fromRepo, toRepo, blob, signal));
+          const copied = await copyBlobWithin(fromRepo, toRepo, blob, signal);
+          blobs.push(copied.method);
+          bytesSent += copied.bytesSent;
         }
       }
       const digest = await put(toRepo, toTag, manifest.raw, manifest.mediaType, callSignal(signal));
-      return { digest, mediaType: manifest.mediaType, blobs };
+      return { digest, mediaType: manifest.mediaType, blobs, bytesSent };
     },
     async deleteTagAt(repo, tag, digest, signal) {
       await deleteTag(repo, tag, digest, callSignal(signal));
@@ -484,6 +501,14 @@ function stringRecord(value: unknown): Record<string, string> {
   if (typeof value !== "object" || value === null) return out;
   for (const [key, entry] of Object.entries(value)) if (typeof entry === "string") out[key] = entry;
   return out;
+}
+
+/** A HEAD's answer is the blob asked for: its digest, and its size where both are known. */
+function isSameBlob(headers: HttpResult["headers"], blob: BlobRef): boolean {
+  const digest = headers.get("docker-content-digest");
+  const length = headers.get("content-length");
+  if (digest !== null && digest !== blob.digest) return false;
+  return blob.size === undefined || length === null || Number(length) === blob.size;
 }
 
 /** Client-side codes for statuses whose response has no error body (every HEAD). */

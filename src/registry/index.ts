@@ -3,6 +3,7 @@ export type { Challenge } from "./challenge.ts";
 export {
   BASE_IMAGE_ANNOTATION,
   type BlobCopy,
+  type BlobCopyResult,
   type BlobRef,
   type CheckpointRegistry,
   createRegistryClient,
@@ -30,3 +31,4 @@ export {
 export { ManifestNotFoundError, RegistryError } from "./errors.ts";
 export { parseRegistryBase, type RegistryBase } from "./reference.ts";
 export type { FetchInit, FetchLike } from "./transport.ts";
+export { DEFAULT_CHUNK_BYTES, MiB } from "./upload.ts";

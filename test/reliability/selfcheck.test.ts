@@ -28,9 +28,13 @@ function fakeRegistry(): RegistryProxy & { emit(r: Partial<RegistryRequest>): vo
     fault: "none",
     setFault: async () => {},
     onRequest: (l) => listeners.push(l),
+    setBodyLimit: () => {},
+    cutUploadAfter: () => {},
+    bufferBodies: () => {},
     stop: async () => {},
     emit(r) {
-      for (const l of listeners) l({ time: Date.now(), method: "DELETE", path: "/", status: 202, ...r });
+      for (const l of listeners)
+        l({ time: Date.now(), method: "DELETE", path: "/", status: 202, bytesIn: 0, ...r });
     },
   };
 }

@@ -5,6 +5,7 @@
 import { createHash } from "node:crypto";
 import {
   type BlobCopy,
+  type BlobCopyResult,
   type BlobRef,
   type CheckpointRegistry,
   type Manifest,
@@ -144,20 +145,22 @@ export class FakeCheckpointRegistry implements CheckpointRegistry {
     return digest;
   }
 
-  async copyBlob(fromRepo: string, toRepo: string, { digest }: BlobRef): Promise<BlobCopy> {
+  /** A blob the target holds already is not copied again (the client's HEAD), else it is mounted. */
+  async copyBlob(fromRepo: string, toRepo: string, { digest }: BlobRef): Promise<BlobCopyResult> {
+    if (this.#blobs.has(`${toRepo}@${digest}`)) return { method: "present", bytesSent: 0 };
     this.#call("mount", toRepo, digest);
     if (!this.#blobs.has(`${fromRepo}@${digest}`)) throw FakeCheckpointRegistry.error(404);
     this.#blobs.add(`${toRepo}@${digest}`);
-    return "mounted";
+    return { method: "mounted", bytesSent: 0 };
   }
 
   async copyManifest(fromRepo: string, ref: string, toRepo: string, toTag: string): Promise<ManifestCopy> {
     const source = await this.getManifest(fromRepo, ref);
     const blobs: BlobCopy[] = [];
     for (const blob of referencedBlobs(source.manifest))
-      blobs.push(await this.copyBlob(fromRepo, toRepo, blob));
+      blobs.push((await this.copyBlob(fromRepo, toRepo, blob)).method);
     const digest = await this.putManifest(toRepo, toTag, source.raw);
-    return { digest, mediaType: OCI_MANIFEST, blobs };
+    return { digest, mediaType: OCI_MANIFEST, blobs, bytesSent: 0 };
   }
 
   /** By digest: the manifest and every tag naming it go, as in distribution. */

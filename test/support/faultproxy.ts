@@ -3,7 +3,11 @@
 // RegistryProxy: plain HTTP between the operator and docker-registry. It journals every request (so the
 // invariant checker knows when the operator deleted a manifest) and, per knob, answers 5xx, holds the
 // request past the client's timeout, answers 401 with a challenge no client can satisfy, or stops
-// listening (connection refused). The simulator talks to the registry directly.
+// listening (connection refused). It also counts each request's body bytes, can refuse bodies above a
+// size with 413 as a fronting nginx's client_max_body_size does (on Content-Length up front, else as the
+// body arrives), can buffer bodies whole before forwarding them (nginx's default), and can cut one
+// upload's connection once a given number of upload bytes has passed.
+// The simulator talks to the registry directly.
 //
 // ApiProxy: TLS-terminating proxy in front of kube-apiserver (self-signed certificate from openssl).
 // It scopes a client to one namespace (cluster-wide lists and watches of namespaced resources are
@@ -44,8 +48,10 @@ export interface RegistryRequest {
   path: string;
   /** Status answered (0 when the request was held, refused or failed upstream). */
   status: number;
-  /** The fault injected instead of forwarding, if any. */
-  fault?: RegistryFault;
+  /** The fault injected instead of forwarding, if any: a knob's, a body refused as too large, an upload cut. */
+  fault?: RegistryFault | "413" | "cut";
+  /** Request body bytes the proxy received from the client. */
+  bytesIn: number;
   /** The registry's Docker-Content-Digest answer (manifest HEAD, GET and PUT), when it sent one. */
   digest?: string;
 }
@@ -59,6 +65,15 @@ export interface RegistryProxy {
   readonly fault: RegistryFault;
   /** Called for every request as it completes (in the order the proxy answered them). */
   onRequest(listener: (req: RegistryRequest) => void): void;
+  /** Bodies above this many bytes are answered 413 (undefined: no limit). */
+  setBodyLimit(bytes: number | undefined): void;
+  /** Once this many more bytes of upload bodies (PATCH, PUT) have passed, that request's connection is cut; once. */
+  cutUploadAfter(bytes: number): void;
+  /**
+   * On: each request body is read whole before it is forwarded, as nginx does by default
+   * (proxy_request_buffering), so a body cut short never reaches the registry. Off (the default): bodies stream.
+   */
+  bufferBodies(on: boolean): void;
   stop(): Promise<void>;
 }
 
@@ -68,6 +83,9 @@ export async function startRegistryProxy(upstreamHost: string): Promise<Registry
   const sockets = new Set<Socket>();
   const held = new Set<http.ServerResponse>();
   let fault: RegistryFault = "none";
+  let bodyLimit: number | undefined;
+  let cutAfter: number | undefined;
+  let bufferBodies = false;
   const agent = new http.Agent({ keepAlive: true });
 
   const record = (r: RegistryRequest): void => {
@@ -84,7 +102,7 @@ export async function startRegistryProxy(upstreamHost: string): Promise<Registry
       const status = requests.length % 2 === 0 ? 503 : 500;
       res.writeHead(status, { "content-type": "application/json" });
       res.end(JSON.stringify({ errors: [{ code: "UNAVAILABLE", message: "injected fault" }] }));
-      record({ time: Date.now(), method, path, status, fault: current });
+      record({ time: Date.now(), method, path, status, fault: current, bytesIn: 0 });
       return;
     }
     if (current === "401") {
@@ -95,7 +113,7 @@ export async function startRegistryProxy(upstreamHost: string): Promise<Registry
         "www-authenticate": 'Bearer realm="http://127.0.0.1:9/token",service="injected"',
       });
       res.end(JSON.stringify({ errors: [{ code: "UNAUTHORIZED", message: "injected fault" }] }));
-      record({ time: Date.now(), method, path, status: 401, fault: current });
+      record({ time: Date.now(), method, path, status: 401, fault: current, bytesIn: 0 });
       return;
     }
     if (current === "timeout") {
@@ -103,32 +121,90 @@ export async function startRegistryProxy(upstreamHost: string): Promise<Registry
       // Held until the client gives up (its socket closes) or the fault is lifted / proxy stops.
       held.add(res);
       res.on("close", () => held.delete(res));
-      record({ time: Date.now(), method, path, status: 0, fault: current });
+      record({ time: Date.now(), method, path, status: 0, fault: current, bytesIn: 0 });
       return;
     }
-    const upstream = http.request(
-      {
-        host: upstreamHost.split(":")[0],
-        port: Number(upstreamHost.split(":")[1]),
-        method,
-        path,
-        headers: req.headers,
-        agent,
-      },
-      (up) => {
-        res.writeHead(up.statusCode ?? 502, up.headers);
-        up.pipe(res);
-        const header = up.headers["docker-content-digest"];
-        const digest = typeof header === "string" ? { digest: header } : {};
-        up.on("end", () => record({ time: Date.now(), method, path, status: up.statusCode ?? 0, ...digest }));
-      },
-    );
-    upstream.on("error", () => {
-      if (!res.headersSent) res.writeHead(502);
-      res.end();
-      record({ time: Date.now(), method, path, status: 502 });
+    const declared = Number(req.headers["content-length"] ?? Number.NaN);
+    if (bodyLimit !== undefined && declared > bodyLimit) {
+      req.resume();
+      res.writeHead(413, { "content-type": "text/html", connection: "close" });
+      res.end("<html><body>413 Request Entity Too Large</body></html>");
+      record({ time: Date.now(), method, path, status: 413, fault: "413", bytesIn: 0 });
+      return;
+    }
+    let bytesIn = 0;
+    let stopped = false;
+    const buffered = bufferBodies;
+    const body: Buffer[] = [];
+    const forward = (): http.ClientRequest => {
+      const upstream = http.request(
+        {
+          host: upstreamHost.split(":")[0],
+          port: Number(upstreamHost.split(":")[1]),
+          method,
+          path,
+          headers: req.headers,
+          agent,
+        },
+        (up) => {
+          if (res.destroyed || res.headersSent) {
+            up.resume();
+            return;
+          }
+          res.writeHead(up.statusCode ?? 502, up.headers);
+          up.pipe(res);
+          const header = up.headers["docker-content-digest"];
+          const digest = typeof header === "string" ? { digest: header } : {};
+          up.on("end", () =>
+            record({ time: Date.now(), method, path, status: up.statusCode ?? 0, bytesIn, ...digest }),
+          );
+        },
+      );
+      upstream.on("error", () => {
+        if (stopped) return;
+        if (!res.headersSent) res.writeHead(502);
+        res.end();
+        record({ time: Date.now(), method, path, status: 502, bytesIn });
+      });
+      return upstream;
+    };
+    // Unbuffered, the body streams upstream as it arrives; buffered, it goes only once whole.
+    const streamed = buffered ? undefined : forward();
+    const stop = (): void => {
+      stopped = true;
+      if (streamed) {
+        req.unpipe(streamed);
+        streamed.destroy();
+      }
+    };
+    const upload = method === "PATCH" || method === "PUT";
+    req.on("data", (bytes: Buffer) => {
+      if (stopped) return;
+      bytesIn += bytes.length;
+      if (buffered) body.push(bytes);
+      if (bodyLimit !== undefined && bytesIn > bodyLimit) {
+        stop();
+        req.resume();
+        res.writeHead(413, { "content-type": "text/html", connection: "close" });
+        res.end("<html><body>413 Request Entity Too Large</body></html>");
+        record({ time: Date.now(), method, path, status: 413, fault: "413", bytesIn });
+        return;
+      }
+      if (upload && cutAfter !== undefined) {
+        cutAfter -= bytes.length;
+        if (cutAfter <= 0) {
+          cutAfter = undefined;
+          stop();
+          req.socket.destroy();
+          record({ time: Date.now(), method, path, status: 0, fault: "cut", bytesIn });
+        }
+      }
     });
-    req.pipe(upstream);
+    if (streamed) req.pipe(streamed);
+    else
+      req.on("end", () => {
+        if (!stopped) forward().end(Buffer.concat(body));
+      });
   });
   server.on("connection", (s) => {
     sockets.add(s);
@@ -169,6 +245,15 @@ export async function startRegistryProxy(upstreamHost: string): Promise<Registry
     },
     onRequest(listener) {
       listeners.push(listener);
+    },
+    setBodyLimit(bytes) {
+      bodyLimit = bytes;
+    },
+    cutUploadAfter(bytes) {
+      cutAfter = bytes;
+    },
+    bufferBodies(on) {
+      bufferBodies = on;
     },
     async stop() {
       if (listening) await closeAll();

@@ -39,6 +39,8 @@ describe("defaults", () => {
       leaderElect: true,
       cocoonSetConcurrency: 4,
       hibernationConcurrency: 4,
+      copyChunkBytes: 16 * 1024 * 1024,
+      copyConcurrency: 4,
       registryBase: "example.com/proj/repo",
       logLevel: "info",
       kubeconfig: "",
@@ -134,6 +136,34 @@ describe("integer environment variables", () => {
 
   it("a valid flag rescues a below-1 environment value", () => {
     assert.equal(load(["--cocoonset-concurrency=2"], { COCOONSET_CONCURRENCY: "0" }).cocoonSetConcurrency, 2);
+  });
+});
+
+describe("blob copy settings", () => {
+  it("COPY_CHUNK_MIB and --copy-chunk-mib give the PATCH size in MiB, 0 a single PUT per blob", () => {
+    assert.equal(load([], { COPY_CHUNK_MIB: "32" }).copyChunkBytes, 32 * 1024 * 1024);
+    assert.equal(load(["--copy-chunk-mib=0"], { COPY_CHUNK_MIB: "16" }).copyChunkBytes, 0);
+    const bad = loadConfig([], { ...REGISTRY, COPY_CHUNK_MIB: "big" });
+    assert.equal(bad.config.copyChunkBytes, 16 * 1024 * 1024);
+    assert.match(bad.warnings.join("\n"), /COPY_CHUNK_MIB="big".*using 16/);
+  });
+
+  it("a chunk below 0 or above 4096 MiB is refused at start", () => {
+    for (const [argv, env, got] of [
+      [["--copy-chunk-mib=-1"], {}, -1],
+      [[], { COPY_CHUNK_MIB: "4097" }, 4097],
+    ] as const) {
+      const err = refused([...argv], env);
+      assert.equal(err.exitCode, 1);
+      assert.equal(err.message, `copy chunk must be 0 (one PUT per blob) to 4096 MiB, got ${got}`);
+    }
+  });
+
+  it("COPY_CONCURRENCY and --copy-concurrency bound a branch's copies; below 1 is refused", () => {
+    assert.equal(load([], { COPY_CONCURRENCY: "2" }).copyConcurrency, 2);
+    assert.equal(load(["--copy-concurrency", "8"]).copyConcurrency, 8);
+    const err = refused(["--copy-concurrency=0"]);
+    assert.equal(err.message, "copy concurrency must be at least 1, got 0");
   });
 });
 

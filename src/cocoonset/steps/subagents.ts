@@ -7,12 +7,15 @@ import type { Pod } from "../../apis/core.ts";
 import { ROLE_SUB_AGENT } from "../../contract/keys.ts";
 import { isPodFailed, podFailedReason, vmNameOf } from "../../contract/pod.ts";
 import { agentPodName } from "../../contract/vmname.ts";
+import { forEachLimited } from "../../pass/limit.ts";
 import { CONTINUE, type Pass, type StepOutcome } from "../../pass/pass.ts";
 import { createManagedPod } from "../create.ts";
 import { agentDriftReason } from "../decide/drift.ts";
 import { buildSubAgentPod } from "../decide/pods.ts";
 import { deleteAfterStash } from "../deletepods.ts";
 import { isMissingPodParked, spendRebuildBudget } from "../rebuildbudget.ts";
+
+export { forEachLimited };
 
 /** A large scale-up must not burst the API server. */
 export const SUB_AGENT_CREATE_CONCURRENCY = 8;
@@ -65,29 +68,4 @@ async function removeExtras(pass: Pass, replicas: number): Promise<void> {
   if (extras.length === 0) return;
   await deleteAfterStash(pass, extras, "sub-agent above replicas");
   pass.changed = true;
-}
-
-/**
- * Runs work over items with at most `limit` in flight. The first failure stops further starts (work
- * already in flight finishes) and is rethrown once everything has settled.
- */
-export async function forEachLimited<T>(
-  items: readonly T[],
-  limit: number,
-  work: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  let failure: { error: unknown } | undefined;
-  const worker = async (): Promise<void> => {
-    while (failure === undefined && next < items.length) {
-      const item = items[next++] as T;
-      try {
-        await work(item);
-      } catch (error) {
-        failure ??= { error };
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  if (failure) throw failure.error;
 }

@@ -45,6 +45,7 @@ function fixture(
   lookup: (registry: FakeCheckpointRegistry) => CheckpointLookup,
   spec = {},
   annotations: Record<string, string> = {},
+  copyConcurrency?: number,
 ) {
   const h = harness();
   const registry = new FakeCheckpointRegistry();
@@ -69,7 +70,11 @@ function fixture(
     lookups.count++;
     return found;
   };
-  const deps = { ...h.deps, registry, branching: { checkpoints: { getCheckpoint }, registry } };
+  const deps = {
+    ...h.deps,
+    registry,
+    branching: { checkpoints: { getCheckpoint }, registry, ...(copyConcurrency ? { copyConcurrency } : {}) },
+  };
   const reconciler = new CocoonSetReconciler(deps);
   const run = () => reconciler.reconcile({ namespace: NS, name: SET }, new AbortController().signal);
   return { ...h, registry, run, checkpoint: found, lookups };
@@ -209,6 +214,34 @@ describe("branchFromCheckpoint", () => {
     await f.run();
     assert.equal(branched(storedSet(f.client))?.status, "True");
     assert.match(branched(storedSet(f.client))?.message ?? "", /: 3 VMs restore from it/);
+  });
+
+  it("copies the VMs copy-concurrency at a time, every one of them before the restores are owed", async () => {
+    for (const [limit, expected] of [
+      [2, 2],
+      [undefined, 4],
+      [1, 1],
+    ] as const) {
+      const f = fixture((r) => readyCheckpoint(r), { agent: { image: IMAGE, replicas: 2 } }, {}, limit);
+      let inFlight = 0;
+      let peak = 0;
+      const copy = f.registry.copyManifest.bind(f.registry);
+      f.registry.copyManifest = async (...args) => {
+        inFlight++;
+        peak = Math.max(peak, inFlight);
+        await new Promise((resolve) => setImmediate(resolve));
+        try {
+          return await copy(...args);
+        } finally {
+          inFlight--;
+        }
+      };
+      await f.run();
+      assert.equal(peak, expected, `copy concurrency ${limit ?? "default"}`);
+      for (const slot of [0, 1, 2, "tb"]) assert.ok(f.registry.digestOf(newVM(slot), "hibernate"), `${slot}`);
+      assert.equal(recordSummary(storedSet(f.client)), "recorded=4 owed=4");
+      assert.equal(branched(storedSet(f.client))?.status, "True");
+    }
   });
 
   it("a refused copy fails the pass with nothing created and no restore owed; the retry resumes", async () => {

@@ -23,12 +23,20 @@ describe("copyToHibernate", () => {
     const registry = new FakeCheckpointRegistry();
     const copy = copyOf(registry, "vk-ns-demo-0", "vk-ns-demo-0");
     registry.push("vk-ns-demo-0", "hibernate", "ubuntu");
-    assert.deepEqual(await copyToHibernate(registry, copy, owner, signal), { landed: true, blobs: [] });
+    assert.deepEqual(await copyToHibernate(registry, copy, owner, signal), {
+      landed: true,
+      blobs: [],
+      bytesSent: 0,
+    });
     const written = registry.digestOf("vk-ns-demo-0", "hibernate");
     assert.notEqual(written, copy.member.digest, "deleting :hibernate by digest leaves the checkpoint tag");
     assert.equal(registry.digestOf("vk-ns-demo-0", "ckpt-ck"), copy.member.digest);
     registry.log.length = 0;
-    assert.deepEqual(await copyToHibernate(registry, copy, owner, signal), { landed: false, blobs: [] });
+    assert.deepEqual(await copyToHibernate(registry, copy, owner, signal), {
+      landed: false,
+      blobs: [],
+      bytesSent: 0,
+    });
     assert.ok(!registry.log.some((l) => l.startsWith("put")), "in place: nothing written");
   });
 
