@@ -59,7 +59,7 @@ const API_CALLS: { group: string; resource: string; verbs: string[]; namespaced?
   { group: GROUP, resource: "cocooncheckpoints", verbs: ["get", "list", "watch", "update", "delete"] },
   { group: GROUP, resource: "cocooncheckpoints/status", verbs: ["patch"] },
   // CocoonRestore informer (and the startup probe); status patches.
-  { group: GROUP, resource: "cocoonrestores", verbs: ["list", "watch"] },
+  { group: GROUP, resource: "cocoonrestores", verbs: ["get", "list", "watch"] },
   { group: GROUP, resource: "cocoonrestores/status", verbs: ["patch"] },
   // Pod informer; uncached reads (toolbox collision, wake liveness); creates; annotation patches; deletes.
   { group: "", resource: "pods", verbs: ["get", "list", "watch", "create", "patch", "delete"] },
