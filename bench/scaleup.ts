@@ -268,11 +268,12 @@ function setWrite(e: Exchange): { set: string; what: string } | undefined {
   return { set: match[1], what: `${verb} pod ${match[2]}${sub ? `/${sub}` : ""}` };
 }
 
+/** A created pod's name: from JSON, or the first set-pod name in a protobuf body (client-go's default for pods). */
 function podNameOf(body: string): string | undefined {
   try {
     return (JSON.parse(body) as { metadata?: { name?: string } }).metadata?.name;
   } catch {
-    return undefined;
+    return /scale-\d+-[0-9a-z]+/.exec(body)?.[0];
   }
 }
 
