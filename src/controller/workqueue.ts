@@ -10,9 +10,10 @@
 //   quietMs ago or already held, holds it until quietMs have passed without another add (from the end
 //   of its processing at the earliest, maxMs after the hold began at the latest), so the burst of
 //   events one pass set off (its own writes' among them) is taken by one more pass, not one each; with
-//   no item waiting it is queued at once. addRateLimited under a hold waits the longer of its backoff
-//   and the hold (a pass's requeue then reads a cache that shows the pass's writes); addAfter keeps
-//   its delay.
+//   no item waiting it is queued at once, and a get() that finds nothing queued takes the held item
+//   that ranks first rather than wait, so a hold never leaves a worker idle. addRateLimited under a
+//   hold waits the longer of its backoff and the hold (a pass's requeue then reads a cache that shows
+//   the pass's writes); addAfter keeps its delay.
 // Items are compared with SameValueZero (Set semantics), so use strings or other primitives.
 // Unlike client-go, get() hands out nothing once shutdown began: shutdown means "take no more work".
 import type { Clock } from "../clock.ts";
@@ -206,6 +207,7 @@ export class WorkQueue<T> {
   /** The next item, marked as processing; undefined once the queue shuts down. */
   get(): Promise<T | undefined> {
     if (this.shuttingDown) return Promise.resolve(undefined);
+    if (this.queue.size === 0) this.releaseFirstHeld();
     const next = this.queue.pop();
     if (next !== undefined) return Promise.resolve(this.handOut(next.item));
     return new Promise((resolve) => this.getters.push(resolve));
@@ -293,6 +295,17 @@ export class WorkQueue<T> {
       longestRunningSeconds = Math.max(longestRunningSeconds, seconds);
     }
     return { unfinishedSeconds, longestRunningSeconds };
+  }
+
+  /** Queues the held item that ranks first (its hold ends early: a worker would wait otherwise). */
+  private releaseFirstHeld(): void {
+    let first: ReadyItem<T> | undefined;
+    for (const [item, { until }] of this.held) {
+      if (this.processing.has(item)) continue;
+      const candidate = { item, rank: this.order?.(item), seq: until };
+      if (!first || handedOutFirst(candidate, first)) first = candidate;
+    }
+    if (first) this.addNow(first.item);
   }
 
   /** Queues every delayed item whose deadline has passed, then re-arms the timer. */

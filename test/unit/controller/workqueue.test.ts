@@ -432,6 +432,30 @@ describe("WorkQueue coalescing", () => {
     assert.equal(queue.len(), 2, "released at 250 ms");
   });
 
+  it("hands a worker that finds nothing queued the held item ranked first, so a hold never leaves it idle", async () => {
+    const clock = new FakeClock();
+    const queue = coalescingQueue(clock);
+    for (const item of ["b", "a"]) {
+      queue.add(item);
+      assert.equal(await queue.get(), item);
+    }
+    queue.add("c");
+    queue.add("b");
+    queue.add("a");
+    queue.done("b");
+    queue.done("a");
+    assert.equal(queue.len(), 1, "a and b held while c waits");
+    assert.equal(await queue.get(), "c");
+    assert.equal(await queue.get(), "a", "nothing queued: the held a, ranked before b, at once");
+    assert.equal(await queue.get(), "b");
+    queue.done("c");
+    queue.done("a");
+    queue.done("b");
+    clock.advance(1000);
+    await settle();
+    assert.equal(queue.len(), 0, "each ran once");
+  });
+
   it("queues an add at once when nothing waits for a worker, however recent the item's processing", async () => {
     const clock = new FakeClock();
     const queue = coalescingQueue(clock);
