@@ -28,11 +28,11 @@ export const COCOONSET_CONTROLLER = "cocoonset";
 export const DEFAULT_COCOONSET_CONCURRENCY = 4;
 /**
  * While sets wait for a worker, the pod and status events that follow a set's pass are taken by one
- * pass once they pause for 250 ms (a second at the most): the pods of a burst turn ready one by one,
- * and each pass would write the status again. With no set waiting a pass runs at once. Longer holds
- * write less but let every set of a burst start before the first ones finish (BENCHMARKS.md, 3).
+ * pass once they pause for a second (four at the most): the pods of a burst turn ready one by one, and
+ * each pass would write the status again. A worker that finds no set queued takes a held one at once,
+ * and with no set waiting a pass runs at once. Shorter holds write more (BENCHMARKS.md, 3).
  */
-export const COCOONSET_COALESCING = { quietMs: 250, maxMs: 1_000 };
+export const COCOONSET_COALESCING = { quietMs: 1_000, maxMs: 4_000 };
 
 export interface CocoonSetControllerOptions {
   client: Client;
