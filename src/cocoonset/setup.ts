@@ -13,7 +13,7 @@ import { Controller } from "../controller/controller.ts";
 import type { EventRecorder } from "../controller/events.ts";
 import type { Manager } from "../controller/manager.ts";
 import { generationChangedOrStatusChanged, podRelevantChange } from "../controller/predicates.ts";
-import { type Request, requestFromKey } from "../controller/reconciler.ts";
+import type { Request } from "../controller/reconciler.ts";
 import { type ActivityLeases, setOfLease } from "../idle/activity.ts";
 import { idlePolicyAnnotationsChanged } from "../idle/policy.ts";
 import type { OperatorInformers } from "../informers/informers.ts";
@@ -26,13 +26,6 @@ import { InformerCocoonSetView } from "./view.ts";
 
 export const COCOONSET_CONTROLLER = "cocoonset";
 export const DEFAULT_COCOONSET_CONCURRENCY = 4;
-/**
- * While sets wait for a worker, the pod and status events that follow a set's pass are taken by one
- * pass once they pause for a second (four at the most): the pods of a burst turn ready one by one, and
- * each pass would write the status again. A worker that finds no set queued takes a held one at once,
- * and with no set waiting a pass runs at once. Shorter holds write more (BENCHMARKS.md, 3).
- */
-export const COCOONSET_COALESCING = { quietMs: 1_000, maxMs: 4_000 };
 
 export interface CocoonSetControllerOptions {
   client: Client;
@@ -81,11 +74,6 @@ export function setupCocoonSetController(manager: Manager, options: CocoonSetCon
     reconciler,
     maxConcurrentReconciles: options.concurrency ?? DEFAULT_COCOONSET_CONCURRENCY,
     clock,
-    coalesce: COCOONSET_COALESCING,
-    order: (key) => {
-      const { namespace, name } = requestFromKey(key);
-      return creationOrder(informers.cocoonSets.get(namespace, name));
-    },
   })
     .for(informers.cocoonSets, cocoonSetChange)
     .owns(informers.pods, KIND_COCOONSET, podRelevantChange)
@@ -95,16 +83,6 @@ export function setupCocoonSetController(manager: Manager, options: CocoonSetCon
   manager.addInformer(informers.hibernations);
   manager.addController(controller);
   return controller;
-}
-
-/**
- * The rank a set's pass waits in the queue by: the oldest set first (creation time, then namespace and
- * name), so under a burst the sets that came first run their passes to Running before later ones take
- * theirs, instead of every set moving one pass a round; unknown to the cache: after every known set.
- */
-export function creationOrder(cs: CocoonSet | undefined): string | undefined {
-  const created = cs?.metadata.creationTimestamp;
-  return created ? `${created} ${cs.metadata.namespace ?? ""}/${cs.metadata.name ?? ""}` : undefined;
 }
 
 /** Watches the activity Leases: a renewal runs the set's pass, which re-arms its idle deadline. */

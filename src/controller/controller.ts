@@ -18,7 +18,7 @@ import {
 import type { RateLimiter } from "./ratelimiter.ts";
 import type { Reconciler, Request } from "./reconciler.ts";
 import { requestFromKey, requestKey } from "./reconciler.ts";
-import { type Coalescing, WorkQueue } from "./workqueue.ts";
+import { WorkQueue } from "./workqueue.ts";
 
 /** The informer's handler interface (cache.ts), repeated so this module only needs its shape. */
 export interface EventHandler<T> {
@@ -55,10 +55,6 @@ export interface ControllerOptions {
   maxConcurrentReconciles?: number;
   clock?: Clock;
   rateLimiter?: RateLimiter<string>;
-  /** The rank a key's reconcile is handed to a worker by (lowest first; WorkQueueOptions.order). */
-  order?: (key: string) => string | undefined;
-  /** Holds an event's key briefly after its reconcile while others wait (WorkQueueOptions.coalesce). */
-  coalesce?: Coalescing;
 }
 
 export class Controller {
@@ -93,8 +89,6 @@ export class Controller {
       clock: this.clock,
       rateLimiter: options.rateLimiter,
       metrics: workQueueMetrics(options.name),
-      ...(options.order ? { order: options.order } : {}),
-      ...(options.coalesce ? { coalesce: options.coalesce } : {}),
     });
   }
 

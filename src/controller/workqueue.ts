@@ -2,23 +2,11 @@
 // - dedup: an item already waiting is not queued twice (the dirty set);
 // - exclusivity: an item handed out by get() is not handed out again until done() (the processing
 //   set); re-added meanwhile, it is queued once more by done();
-// - addAfter / addRateLimited hold items back on the injected clock;
-// - order: ready items are handed out first-queued first, unless the queue was given an order (a
-//   rank per item, compared as strings): then lowest rank first, items without one after those with
-//   one, ties first-queued first. A rank is read when the item is queued;
-// - coalesce: while items wait for a worker, an add() of an item being processed, processed less than
-//   quietMs ago or already held, holds it until quietMs have passed without another add (from the end
-//   of its processing at the earliest, maxMs after the hold began at the latest), so the burst of
-//   events one pass set off (its own writes' among them) is taken by one more pass, not one each; with
-//   no item waiting it is queued at once, and a get() that finds nothing queued takes the held item
-//   that ranks first rather than wait, so a hold never leaves a worker idle. addRateLimited under a
-//   hold waits the longer of its backoff and the hold (a pass's requeue then reads a cache that shows
-//   the pass's writes); addAfter keeps its delay.
+// - addAfter / addRateLimited hold items back on the injected clock.
 // Items are compared with SameValueZero (Set semantics), so use strings or other primitives.
 // Unlike client-go, get() hands out nothing once shutdown began: shutdown means "take no more work".
 import type { Clock } from "../clock.ts";
 import { systemClock } from "../clock.ts";
-import { MinHeap } from "./heap.ts";
 import type { RateLimiter } from "./ratelimiter.ts";
 import { defaultControllerRateLimiter } from "./ratelimiter.ts";
 
@@ -44,55 +32,19 @@ export interface WorkQueueOptions<T> {
   clock?: Clock;
   rateLimiter?: RateLimiter<T>;
   metrics?: QueueMetrics;
-  /** The rank ready items are handed out by (lowest first); undefined: after every ranked item. */
-  order?: (item: T) => string | undefined;
-  /** See the header; absent: never held. */
-  coalesce?: Coalescing;
-}
-
-export interface Coalescing {
-  quietMs: number;
-  maxMs: number;
 }
 
 interface DelayedItem<T> {
   item: T;
   readyAt: number;
-  /** A coalescing hold (the held map's), not a timed re-add (the readyAt map's). */
-  held: boolean;
-}
-
-interface ReadyItem<T> {
-  item: T;
-  rank: string | undefined;
-  /** When it was queued, as a count: first-queued first among equal ranks. */
-  seq: number;
-}
-
-function handedOutFirst<T>(a: ReadyItem<T>, b: ReadyItem<T>): boolean {
-  if (a.rank !== b.rank) {
-    if (a.rank === undefined) return false;
-    if (b.rank === undefined) return true;
-    return a.rank < b.rank;
-  }
-  return a.seq < b.seq;
 }
 
 export class WorkQueue<T> {
   private readonly clock: Clock;
   private readonly rateLimiter: RateLimiter<T>;
   private readonly metrics: QueueMetrics | undefined;
-  private readonly order: ((item: T) => string | undefined) | undefined;
-  private readonly coalesce: Coalescing | undefined;
-  /** When each item's processing last ended, oldest first; entries past quietMs are dropped. */
-  private readonly lastDone = new Map<T, number>();
-  /** Items add()ed while processing, with coalescing on: done() queues or holds them. */
-  private readonly addedWhileProcessing = new Set<T>();
-  /** Coalescing holds: the release time, and the latest it may move to. */
-  private readonly held = new Map<T, { until: number; latest: number }>();
 
-  private readonly queue = new MinHeap<ReadyItem<T>>(handedOutFirst);
-  private queued = 0;
+  private readonly queue: T[] = [];
   private readonly dirty = new Set<T>();
   private readonly processing = new Set<T>();
   private readonly getters: ((item: T | undefined) => void)[] = [];
@@ -106,31 +58,18 @@ export class WorkQueue<T> {
   // Delayed items: the map holds each item's current deadline; the heap may hold stale entries,
   // skipped when they surface.
   private readonly readyAt = new Map<T, number>();
-  private readonly delayHeap = new MinHeap<DelayedItem<T>>((a, b) => a.readyAt < b.readyAt);
+  private readonly delayHeap: DelayedItem<T>[] = [];
   private timer: { at: number; cancel: AbortController } | undefined;
 
   constructor(options: WorkQueueOptions<T> = {}) {
     this.clock = options.clock ?? systemClock;
     this.rateLimiter = options.rateLimiter ?? defaultControllerRateLimiter<T>(this.clock);
     this.metrics = options.metrics;
-    this.order = options.order;
-    this.coalesce = options.coalesce;
     this.metrics?.observeInFlight(() => this.inFlightWork());
   }
 
   add(item: T): void {
     if (this.shuttingDown || this.dirty.has(item)) return;
-    if (this.coalesce && this.processing.has(item)) {
-      this.addedWhileProcessing.add(item);
-      return;
-    }
-    if (this.holds(item)) this.hold(item, 0);
-    else this.addNow(item);
-  }
-
-  private addNow(item: T): void {
-    if (this.shuttingDown || this.dirty.has(item)) return;
-    this.held.delete(item);
     this.dirty.add(item);
     this.addedAt.set(item, this.clock.now());
     this.metrics?.added();
@@ -142,48 +81,20 @@ export class WorkQueue<T> {
   addAfter(item: T, delayMs: number): void {
     if (this.shuttingDown) return;
     this.metrics?.retried();
-    if (delayMs <= 0) this.addNow(item);
-    else this.delay(item, delayMs);
-  }
-
-  /** Whether an add of the item is held: others wait, and it is processing, just processed or held. */
-  private holds(item: T): boolean {
-    if (!this.coalesce || this.queue.size === 0) return false;
-    if (this.processing.has(item) || this.held.has(item)) return true;
-    const done = this.lastDone.get(item);
-    return done !== undefined && done > this.clock.now() - this.coalesce.quietMs;
-  }
-
-  /** Holds the item quietMs from now (no later than its hold's latest), and atLeastMs at the least. */
-  private hold(item: T, atLeastMs: number): void {
-    const { quietMs, maxMs } = this.coalesce!;
-    const now = this.clock.now();
-    const current = this.held.get(item);
-    const latest = current?.latest ?? now + maxMs;
-    const until = Math.max(current?.until ?? 0, Math.min(now + quietMs, latest), now + atLeastMs);
-    if (current?.until === until) return;
-    this.held.set(item, { until, latest });
-    this.delayHeap.push({ item, readyAt: until, held: true });
-    this.scheduleTimer();
-  }
-
-  private delay(item: T, delayMs: number): void {
+    if (delayMs <= 0) {
+      this.add(item);
+      return;
+    }
     const at = this.clock.now() + delayMs;
     const current = this.readyAt.get(item);
     if (current !== undefined && current <= at) return;
     this.readyAt.set(item, at);
-    this.delayHeap.push({ item, readyAt: at, held: false });
+    heapPush(this.delayHeap, { item, readyAt: at });
     this.scheduleTimer();
   }
 
   addRateLimited(item: T): void {
-    const backoffMs = this.rateLimiter.when(item);
-    if (this.shuttingDown || !this.holds(item)) {
-      this.addAfter(item, backoffMs);
-      return;
-    }
-    this.metrics?.retried();
-    this.hold(item, backoffMs);
+    this.addAfter(item, this.rateLimiter.when(item));
   }
 
   /** Ends the item's backoff history; call it when the item was processed successfully. */
@@ -197,7 +108,7 @@ export class WorkQueue<T> {
 
   /** Number of items ready to be handed out. */
   len(): number {
-    return this.queue.size;
+    return this.queue.length;
   }
 
   isShuttingDown(): boolean {
@@ -207,9 +118,8 @@ export class WorkQueue<T> {
   /** The next item, marked as processing; undefined once the queue shuts down. */
   get(): Promise<T | undefined> {
     if (this.shuttingDown) return Promise.resolve(undefined);
-    if (this.queue.size === 0) this.releaseFirstHeld();
-    const next = this.queue.pop();
-    if (next !== undefined) return Promise.resolve(this.handOut(next.item));
+    const item = this.queue.shift();
+    if (item !== undefined) return Promise.resolve(this.handOut(item));
     return new Promise((resolve) => this.getters.push(resolve));
   }
 
@@ -219,22 +129,9 @@ export class WorkQueue<T> {
     if (started !== undefined) this.metrics?.workDuration((this.clock.now() - started) / 1000);
     this.startedAt.delete(item);
     this.processing.delete(item);
-    if (this.coalesce) this.noteDone(item, this.coalesce.quietMs);
     if (this.dirty.has(item) && !this.shuttingDown) this.enqueue(item);
-    else if (this.addedWhileProcessing.has(item)) this.add(item);
-    this.addedWhileProcessing.delete(item);
     if (this.processing.size === 0) {
       for (const resolve of this.drainWaiters.splice(0)) resolve();
-    }
-  }
-
-  private noteDone(item: T, quietMs: number): void {
-    const now = this.clock.now();
-    this.lastDone.delete(item);
-    this.lastDone.set(item, now);
-    for (const [oldest, at] of this.lastDone) {
-      if (at > now - quietMs) break;
-      this.lastDone.delete(oldest);
     }
   }
 
@@ -256,8 +153,8 @@ export class WorkQueue<T> {
   }
 
   private enqueue(item: T): void {
-    this.queue.push({ item, rank: this.order?.(item), seq: this.queued++ });
-    this.metrics?.depth(this.queue.size);
+    this.queue.push(item);
+    this.metrics?.depth(this.queue.length);
     if (this.getters.length > 0 && !this.handOffScheduled) {
       // Hand off on a microtask, not synchronously, so adds made in one go (an event mapped to the
       // same key twice, a burst of updates) coalesce before a waiting worker takes the item.
@@ -268,8 +165,8 @@ export class WorkQueue<T> {
 
   private handOffToGetters(): void {
     this.handOffScheduled = false;
-    while (!this.shuttingDown && this.getters.length > 0 && this.queue.size > 0) {
-      this.getters.shift()!(this.handOut(this.queue.pop()!.item));
+    while (!this.shuttingDown && this.getters.length > 0 && this.queue.length > 0) {
+      this.getters.shift()!(this.handOut(this.queue.shift()!));
     }
   }
 
@@ -281,7 +178,7 @@ export class WorkQueue<T> {
     this.startedAt.set(item, now);
     this.processing.add(item);
     this.dirty.delete(item);
-    this.metrics?.depth(this.queue.size);
+    this.metrics?.depth(this.queue.length);
     return item;
   }
 
@@ -297,35 +194,22 @@ export class WorkQueue<T> {
     return { unfinishedSeconds, longestRunningSeconds };
   }
 
-  /** Queues the held item that ranks first (its hold ends early: a worker would wait otherwise). */
-  private releaseFirstHeld(): void {
-    let first: ReadyItem<T> | undefined;
-    for (const [item, { until }] of this.held) {
-      if (this.processing.has(item)) continue;
-      const candidate = { item, rank: this.order?.(item), seq: until };
-      if (!first || handedOutFirst(candidate, first)) first = candidate;
-    }
-    if (first) this.addNow(first.item);
-  }
-
   /** Queues every delayed item whose deadline has passed, then re-arms the timer. */
   private releaseDueItems(): void {
     const now = this.clock.now();
     for (let next = this.peekDelayed(); next && next.readyAt <= now; next = this.peekDelayed()) {
-      this.delayHeap.pop();
-      if (next.held) this.held.delete(next.item);
-      else this.readyAt.delete(next.item);
-      this.addNow(next.item);
+      heapPop(this.delayHeap);
+      this.readyAt.delete(next.item);
+      this.add(next.item);
     }
     this.scheduleTimer();
   }
 
   /** The earliest live delayed entry, discarding stale ones. */
   private peekDelayed(): DelayedItem<T> | undefined {
-    for (let top = this.delayHeap.peek(); top; top = this.delayHeap.peek()) {
-      const live = top.held ? this.held.get(top.item)?.until : this.readyAt.get(top.item);
-      if (live === top.readyAt) return top;
-      this.delayHeap.pop();
+    for (let top = this.delayHeap[0]; top; top = this.delayHeap[0]) {
+      if (this.readyAt.get(top.item) === top.readyAt) return top;
+      heapPop(this.delayHeap);
     }
     return undefined;
   }
@@ -351,5 +235,33 @@ export class WorkQueue<T> {
       },
       () => {}, // cancelled: a sooner deadline or shutdown replaced this timer
     );
+  }
+}
+
+function heapPush<T>(heap: DelayedItem<T>[], entry: DelayedItem<T>): void {
+  heap.push(entry);
+  let i = heap.length - 1;
+  while (i > 0) {
+    const parent = (i - 1) >> 1;
+    if (heap[parent]!.readyAt <= heap[i]!.readyAt) break;
+    [heap[parent], heap[i]] = [heap[i]!, heap[parent]!];
+    i = parent;
+  }
+}
+
+function heapPop<T>(heap: DelayedItem<T>[]): void {
+  const last = heap.pop();
+  if (last === undefined || heap.length === 0) return;
+  heap[0] = last;
+  let i = 0;
+  for (;;) {
+    const left = 2 * i + 1;
+    const right = left + 1;
+    let smallest = i;
+    if (left < heap.length && heap[left]!.readyAt < heap[smallest]!.readyAt) smallest = left;
+    if (right < heap.length && heap[right]!.readyAt < heap[smallest]!.readyAt) smallest = right;
+    if (smallest === i) return;
+    [heap[smallest], heap[i]] = [heap[i]!, heap[smallest]!];
+    i = smallest;
   }
 }
