@@ -10,6 +10,14 @@
 // where its reconcile time goes. That proxy's hop is on the registry calls of the run, so its figures
 // are for where the time goes, not for comparing times.
 //
+// Per-set time to Running is each set's own: from the answer to its create to when it was first seen
+// Running; the summary gives its p50 / p90 / max beside the two crossings (half and 90 % of the sets).
+//
+// --timeline <file> (a diagnostic) appends, per run, each set's operator writes as the counting proxy
+// saw them (update/patch of the set and its status, pod creates, patches and deletes, each at its answer):
+// p50 / p90 / max over the sets of the first write, the first and last pod create, the last write and
+// Running, and the writes of the median set one by one: where the median set's time goes.
+//
 // With --compare-command the two operators alternate run by run (each on a fresh environment), and
 // --sets may list several sizes for a scale curve. Nodes are sized to the pods (--nodes, default one
 // 110-seat node per 10 sets: 80 pods a node), since sub-agents bind to their main's node past the
@@ -17,7 +25,7 @@
 //
 //   npm run bench:scaleup [-- --sets 100[,300,1000] --runs 5 [--nodes N] --operator-command "<cmd>"
 //                            --label <name> --compare-command "<cmd>" --compare-label <name>
-//                            --request-times <file>]
+//                            --request-times <file> --timeline <file>]
 
 import { appendFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -57,6 +65,7 @@ import {
   fmt,
   machine,
   machineLine,
+  percentile,
   printSummary,
   progress,
   spread,
@@ -72,6 +81,10 @@ interface Run {
   /** When half, and then 90 %, of the sets were first seen Running: stragglers show as a gap to seconds. */
   halfSeconds: number;
   p90Seconds: number;
+  /** Each set's own time to Running: from the answer to its create to when it was first seen Running. */
+  setSeconds: number[];
+  /** With --timeline: each set's operator writes, in the order answered. */
+  timeline: Map<string, SetTimeline>;
   /** The operator's own rest_client_requests_total, after − before. */
   requests: RequestTotals;
   /** The counting proxy between the operator and the API server, same window. */
@@ -84,12 +97,20 @@ interface Run {
   cpuSeconds: number;
 }
 
+/** One set as the benchmark saw it: created and first Running (epoch ms), and the operator's writes to it. */
+interface SetTimeline {
+  createdAt: number;
+  runningAt: number;
+  writes: { at: number; what: string }[];
+}
+
 async function runOnce(
   command: string,
   sets: number,
   nodes: number,
   logFile: string,
   timeRequests: boolean,
+  recordTimeline: boolean,
 ): Promise<Run> {
   const cluster = await startCluster();
   const { info } = cluster.env;
@@ -105,10 +126,23 @@ async function runOnce(
     entry.totalMs += e.end - e.start;
     requestTimes.set(key, entry);
   };
+  const timeline = new Map<string, SetTimeline>();
+  const recordWrite = (e: Exchange) => {
+    if (e.start < timedFrom || e.method === "GET") return;
+    const write = setWrite(e);
+    if (!write) return;
+    const entry = timeline.get(write.set) ?? { createdAt: 0, runningAt: 0, writes: [] };
+    entry.writes.push({ at: e.end, what: write.what });
+    timeline.set(write.set, entry);
+  };
+  const onApiExchange = (e: Exchange) => {
+    if (timeRequests) timeExchange("api")(e);
+    if (recordTimeline) recordWrite(e);
+  };
   const proxy = await startCountingProxy(
     info,
     `${logFile}.kubeconfig`,
-    timeRequests ? timeExchange("api") : undefined,
+    timeRequests || recordTimeline ? onApiExchange : undefined,
   );
   const registryProxy = timeRequests
     ? await startRegistryProxy(info.registry, timeExchange("registry"))
@@ -129,7 +163,7 @@ async function runOnce(
     const stopSampling = operator.sampleRss(100);
     const t0 = performance.now();
     timedFrom = Date.now();
-    await createSets(
+    const createdAt = await createSets(
       info,
       Array.from({ length: sets }, (_, i) =>
         cocoonSet(ns, `scale-${i}`, {
@@ -146,7 +180,7 @@ async function runOnce(
       32,
     );
     const runningAt: number[] = [];
-    const seenRunning = new Set<string>();
+    const seenRunning = new Map<string, number>();
     const t1 = await pollSets(
       info,
       ns,
@@ -154,8 +188,9 @@ async function runOnce(
         for (const cs of all) {
           const name = cs.metadata.name ?? "";
           if (!seenRunning.has(name) && isRunning(cs, SUBS + 1)) {
-            seenRunning.add(name);
-            runningAt.push(performance.now());
+            const now = performance.now();
+            seenRunning.set(name, now);
+            runningAt.push(now);
           }
         }
         return all.length === sets && all.every((cs) => isRunning(cs, SUBS + 1));
@@ -174,10 +209,21 @@ async function runOnce(
     const { peakRssKiB } = stopSampling();
     const secondsUntil = (share: number) =>
       ((runningAt[Math.max(0, Math.ceil(sets * share) - 1)] ?? t1) - t0) / 1000;
+    const setSeconds = createdAt.map((at, i) => ((seenRunning.get(`scale-${i}`) ?? t1) - at) / 1000);
+    const epoch = (at: number) => performance.timeOrigin + at;
+    for (const [i, at] of createdAt.entries()) {
+      if (!recordTimeline) break;
+      const entry = timeline.get(`scale-${i}`) ?? { createdAt: 0, runningAt: 0, writes: [] };
+      entry.createdAt = epoch(at);
+      entry.runningAt = epoch(seenRunning.get(`scale-${i}`) ?? t1);
+      timeline.set(`scale-${i}`, entry);
+    }
     return {
       seconds: (t1 - t0) / 1000,
       halfSeconds: secondsUntil(0.5),
       p90Seconds: secondsUntil(0.9),
+      setSeconds,
+      timeline,
       requests: diffTotals(after, before),
       proxied: diffProxyCounts(proxiedAfter, proxiedBefore),
       queue: diffQueueTotals(queueAfter, queueBefore),
@@ -205,6 +251,63 @@ function resourceOf(to: string, path: string): string {
   return rest.length > 2 ? `${rest[0]}/${rest[2]}` : (rest[0] ?? "");
 }
 
+const SET_NAME = /^(scale-\d+)(?:-|$)/;
+
+/** The set an operator write is about and what it did: "update set", "patch set/status", "create pod 3", … */
+function setWrite(e: Exchange): { set: string; what: string } | undefined {
+  const verb = { POST: "create", PUT: "update", PATCH: "patch", DELETE: "delete" }[e.method] ?? e.method;
+  const [resource, name, sub] = resourceSegments(e.path.split("?")[0] ?? "");
+  if (resource === "cocoonsets" && name) {
+    const set = SET_NAME.exec(name)?.[1];
+    return set ? { set, what: `${verb} set${sub ? `/${sub}` : ""}` } : undefined;
+  }
+  if (resource !== "pods") return undefined;
+  const podName = name ?? podNameOf(e.body);
+  const match = podName ? /^(scale-\d+)-(.+)$/.exec(podName) : null;
+  if (!match?.[1]) return undefined;
+  return { set: match[1], what: `${verb} pod ${match[2]}${sub ? `/${sub}` : ""}` };
+}
+
+/** A created pod's name: from JSON, or the first set-pod name in a protobuf body (client-go's default for pods). */
+function podNameOf(body: string): string | undefined {
+  try {
+    return (JSON.parse(body) as { metadata?: { name?: string } }).metadata?.name;
+  } catch {
+    return /scale-\d+-[0-9a-z]+/.exec(body)?.[0];
+  }
+}
+
+/**
+ * The timeline diagnostic: over the sets, p50 / p90 / max of each milestone (seconds from the set's
+ * create), then the median set's writes one by one.
+ */
+function appendTimeline(file: string, title: string, run: Run): void {
+  const sets = [...run.timeline.entries()].filter(([, t]) => t.createdAt > 0);
+  const since = (t: SetTimeline, at: number | undefined) => ((at ?? t.runningAt) - t.createdAt) / 1000;
+  const podCreates = (t: SetTimeline) => t.writes.filter((w) => w.what.startsWith("create pod"));
+  const milestones: [string, (t: SetTimeline) => number][] = [
+    ["first write", (t) => since(t, t.writes[0]?.at)],
+    ["first pod create", (t) => since(t, podCreates(t)[0]?.at)],
+    ["last pod create", (t) => since(t, podCreates(t).at(-1)?.at)],
+    ["last write before Running", (t) => since(t, t.writes.filter((w) => w.at <= t.runningAt).at(-1)?.at)],
+    ["Running", (t) => since(t, t.runningAt)],
+    ["writes (count)", (t) => t.writes.length],
+    ["status writes (count)", (t) => t.writes.filter((w) => w.what.endsWith("set/status")).length],
+  ];
+  const cell = (value: number) => value.toFixed(2).padStart(7);
+  const q = (values: number[]) =>
+    `p50 ${cell(percentile(values, 50))}  p90 ${cell(percentile(values, 90))}  max ${cell(Math.max(...values))}`;
+  const lines = milestones.map(([name, pick]) => `${name.padEnd(28)} ${q(sets.map(([, t]) => pick(t)))}`);
+  const byTime = [...sets].sort(([, a], [, b]) => since(a, a.runningAt) - since(b, b.runningAt));
+  const median = byTime[Math.max(0, Math.ceil(byTime.length / 2) - 1)];
+  if (median) {
+    const [name, t] = median;
+    lines.push(`median set ${name}: Running at ${since(t, t.runningAt).toFixed(2)} s`);
+    for (const w of t.writes) lines.push(`  ${since(t, w.at).toFixed(2).padStart(7)} s  ${w.what}`);
+  }
+  appendFileSync(file, `# ${title}\n${lines.join("\n")}\n\n`);
+}
+
 function appendRequestTimes(file: string, title: string, run: Run): void {
   const rows = [...run.requestTimes.entries()].sort(([, a], [, b]) => b.totalMs - a.totalMs);
   const lines = rows.map(
@@ -212,6 +315,16 @@ function appendRequestTimes(file: string, title: string, run: Run): void {
       `${key.padEnd(44)} ${String(count).padStart(6)} requests, mean ${(totalMs / count).toFixed(1).padStart(7)} ms, sum ${(totalMs / 1000).toFixed(1).padStart(7)} s`,
   );
   appendFileSync(file, `# ${title}: ${run.seconds.toFixed(2)} s\n${lines.join("\n")}\n\n`);
+}
+
+/** A run's per-set times to Running as "p50 / p90 / max s". */
+function setTimes(run: Run): string {
+  const [p50, p90, max] = setQuantiles(run);
+  return `p50 ${p50.toFixed(2)} / p90 ${p90.toFixed(2)} / max ${max.toFixed(2)} s`;
+}
+
+function setQuantiles(run: Run): [number, number, number] {
+  return [percentile(run.setSeconds, 50), percentile(run.setSeconds, 90), Math.max(...run.setSeconds)];
 }
 
 const meanMs = (sum: number, count: number) => (count > 0 ? (sum / count) * 1000 : 0);
@@ -234,6 +347,7 @@ async function main(): Promise<void> {
   const sizes = args.list("sets", [100]);
   const runs = args.int("runs", 5);
   const requestTimesFile = args.string("request-times", "");
+  const timelineFile = args.string("timeline", "");
   const operators = operatorCommands(args);
   const logDir = tmpdir();
 
@@ -252,13 +366,15 @@ async function main(): Promise<void> {
           nodes,
           join(logDir, `bench-scaleup-${label}-${process.pid}-${sets}-${r}.log`),
           requestTimesFile !== "",
+          timelineFile !== "",
         );
         if (requestTimesFile)
           appendRequestTimes(requestTimesFile, `${label} run ${r + 1}, ${sets} sets`, run);
+        if (timelineFile) appendTimeline(timelineFile, `${label} run ${r + 1}, ${sets} sets`, run);
         byLabel.get(label)?.push(run);
         progress(
           `run ${r + 1}: ${run.seconds.toFixed(2)} s (half the sets ${run.halfSeconds.toFixed(2)} s, ` +
-            `90 % ${run.p90Seconds.toFixed(2)} s), proxy ${JSON.stringify(run.proxied.byVerb)} ` +
+            `90 % ${run.p90Seconds.toFixed(2)} s; a set's own time to Running ${setTimes(run)}), proxy ${JSON.stringify(run.proxied.byVerb)} ` +
             `codes ${JSON.stringify(run.proxied.byCode)}; /metrics ${JSON.stringify(run.requests.byMethod)} ` +
             `codes ${JSON.stringify(run.requests.byCode)}; queue ${queueLine(run.queue)}, peak RSS ${run.peakRssMiB.toFixed(1)} MiB, CPU ${run.cpuSeconds.toFixed(2)} s`,
         );
@@ -301,6 +417,9 @@ function writeCurve(
     both("time until all Running (s)", (r) => r.seconds, 2);
     both("time until half the sets Running (s)", (r) => r.halfSeconds, 2);
     both("time until 90 % of the sets Running (s)", (r) => r.p90Seconds, 2);
+    both("a set's own time to Running, p50 (s)", (r) => setQuantiles(r)[0], 2);
+    both("a set's own time to Running, p90 (s)", (r) => setQuantiles(r)[1], 2);
+    both("a set's own time to Running, max (s)", (r) => setQuantiles(r)[2], 2);
     both("API writes (create+update+patch+delete, proxy)", writes, 0);
     both("429s (proxy)", (r) => r.proxied.byCode["429"] ?? 0, 0);
     both("operator CPU (s)", (r) => r.cpuSeconds, 2);
@@ -328,6 +447,9 @@ function report(
   sizedId: boolean,
 ): void {
   const seconds = spread(results.map((r) => r.seconds));
+  const setP50 = spread(results.map((r) => setQuantiles(r)[0]));
+  const setP90 = spread(results.map((r) => setQuantiles(r)[1]));
+  const setMax = spread(results.map((r) => setQuantiles(r)[2]));
   const rss = spread(results.map((r) => r.peakRssMiB));
   const cpu = spread(results.map((r) => r.cpuSeconds));
   const total = spread(results.map((r) => r.proxied.total));
@@ -357,7 +479,8 @@ Each run: a fresh control plane + registry, ${nodes} simulated nodes × 110 pod 
 (simulator timings ${JSON.stringify(TIMINGS)}), the operator process started and ready; then ${sets} sets
 (${sets * (SUBS + 1)} pods; agent requests 500m CPU / 512Mi) are created 32 at a time, and the clock stops
 when every set reports Running with ${SUBS + 1}/${SUBS + 1} agents Ready at its generation ("half" and "90 %":
-when that share of the sets was first seen so, polled every 200 ms). The operator
+when that share of the sets was first seen so, polled every 200 ms; "a set's own time": from the answer
+to that set's create to when it was first seen so, p50 / p90 / max over the sets of a run). The operator
 reaches the API server through a counting proxy of the benchmark (plain HTTP on loopback, so it counts
 whatever the operator exports): "(proxy)" rows count by Kubernetes verb and response code; "(/metrics)"
 rows are the operator's own \`rest_client_requests_total\`, after minus before; the CocoonSet queue rows are its
@@ -370,6 +493,9 @@ ${table(
     ["time until all Running (s)", fmt(seconds, 2)],
     ["time until half the sets Running (s)", fmt(spread(results.map((r) => r.halfSeconds)), 2)],
     ["time until 90 % of the sets Running (s)", fmt(spread(results.map((r) => r.p90Seconds)), 2)],
+    ["a set's own time to Running, p50 (s)", fmt(setP50, 2)],
+    ["a set's own time to Running, p90 (s)", fmt(setP90, 2)],
+    ["a set's own time to Running, max (s)", fmt(setMax, 2)],
     ["API requests, total (proxy)", fmt(total, 0)],
     ...verbs.map((v) => row(`API requests, ${v} (proxy)`, (r) => r.proxied.byVerb, v)),
     ...codes.map((c) => row(`responses with code ${c} (proxy)`, (r) => r.proxied.byCode, c)),
@@ -410,6 +536,11 @@ ${table(
     secondsMedian: +seconds.median.toFixed(3),
     secondsMin: +seconds.min.toFixed(3),
     secondsMax: +seconds.max.toFixed(3),
+    halfSecondsMedian: +spread(results.map((r) => r.halfSeconds)).median.toFixed(3),
+    p90SecondsMedian: +spread(results.map((r) => r.p90Seconds)).median.toFixed(3),
+    setSecondsP50Median: +setP50.median.toFixed(3),
+    setSecondsP90Median: +setP90.median.toFixed(3),
+    setSecondsMaxMedian: +setMax.median.toFixed(3),
     requestsMedian: total.median,
     byVerbMedian: Object.fromEntries(
       verbs.map((v) => [v, spread(results.map((r) => r.proxied.byVerb[v] ?? 0)).median]),

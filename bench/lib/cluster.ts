@@ -98,11 +98,17 @@ export async function createPods(
   );
 }
 
-export async function createSets(conn: ApiConnection, sets: readonly CocoonSet[], limit = 16): Promise<void> {
-  await mapLimit(sets, limit, async (cs) => {
+/** Creates the sets, `limit` requests at a time; returns when each create was answered (performance.now()). */
+export async function createSets(
+  conn: ApiConnection,
+  sets: readonly CocoonSet[],
+  limit = 16,
+): Promise<number[]> {
+  return mapLimit(sets, limit, async (cs) => {
     const res = await apiRequest(conn, "POST", setsPath(cs.metadata.namespace ?? ""), cs);
     if (res.status !== 201)
       throw new Error(`create ${cs.metadata.name}: ${res.status} ${JSON.stringify(res.body)}`);
+    return performance.now();
   });
 }
 
