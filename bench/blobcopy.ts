@@ -1,5 +1,5 @@
 // `npx node --expose-gc bench/blobcopy.ts [MiB] [chunk MiB]`: a branch's blob copy on the real test
-// registry, for one blob of MiB (default 256), chunks of chunk MiB (default 64):
+// registry, for one blob of MiB (default 256), chunks of chunk MiB (default the operator's, 16):
 //  - mount, chunked stream and monolithic stream (the registry's mount ignored), each with its time,
 //    the RSS peak over the start, and the peak of live ArrayBuffers after forced GCs: a streamed copy
 //    must not hold the blob;
@@ -9,16 +9,15 @@
 //    of the blob, and the time, the backoff's 0.5 s included.
 
 import { createHash } from "node:crypto";
-import { createRegistryClient, type FetchLike } from "../src/registry/index.ts";
+import { createRegistryClient, DEFAULT_CHUNK_BYTES, type FetchLike, MiB } from "../src/registry/index.ts";
 import { createTransport } from "../src/registry/transport.ts";
 import { startRegistry } from "../test/env/registry.ts";
 import { startRegistryProxy } from "../test/support/faultproxy.ts";
 
 const transport = createTransport();
 
-const MiB = 1024 * 1024;
 const size = Number(process.argv[2] ?? 256) * MiB;
-const chunkSize = Number(process.argv[3] ?? 64) * MiB;
+const chunkSize = process.argv[3] === undefined ? DEFAULT_CHUNK_BYTES : Number(process.argv[3]) * MiB;
 const reg = await startRegistry();
 const proxy = await startRegistryProxy(reg.host);
 try {
