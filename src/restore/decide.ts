@@ -90,17 +90,8 @@ export function refuseStart(start: RestoreStart): Refusal | undefined {
       message: "the CocoonCheckpoint API is not served or not enabled in this operator",
     };
   }
-  if (!checkpoint)
-    return { reason: REASON_CHECKPOINT_NOT_FOUND, message: `CocoonCheckpoint ${ckName} not found` };
-  if (checkpoint.metadata.deletionTimestamp) {
-    return { reason: REASON_CHECKPOINT_DELETING, message: `CocoonCheckpoint ${ckName} is being deleted` };
-  }
-  if (checkpoint.status?.phase !== "Ready") {
-    return {
-      reason: REASON_CHECKPOINT_NOT_READY,
-      message: `CocoonCheckpoint ${ckName} is not Ready (phase ${checkpoint.status?.phase ?? "none"})`,
-    };
-  }
+  const unusable = checkpointRefusal(checkpoint, ckName);
+  if (unusable || !checkpoint) return unusable;
   const source = checkpoint.spec.cocoonSetRef.name;
   if (source !== setName && source !== start.branchedFrom) {
     return {
@@ -109,6 +100,21 @@ export function refuseStart(start: RestoreStart): Refusal | undefined {
     };
   }
   return refusePlan(set, checkpoint);
+}
+
+/** The checkpoint cannot be restored from: gone, being deleted, or not Ready. */
+export function checkpointRefusal(ck: CocoonCheckpoint | undefined, name: string): Refusal | undefined {
+  if (!ck) return { reason: REASON_CHECKPOINT_NOT_FOUND, message: `CocoonCheckpoint ${name} not found` };
+  if (ck.metadata.deletionTimestamp) {
+    return { reason: REASON_CHECKPOINT_DELETING, message: `CocoonCheckpoint ${name} is being deleted` };
+  }
+  if (ck.status?.phase !== "Ready") {
+    return {
+      reason: REASON_CHECKPOINT_NOT_READY,
+      message: `CocoonCheckpoint ${name} is not Ready (phase ${ck.status?.phase ?? "none"})`,
+    };
+  }
+  return undefined;
 }
 
 /** The copies cannot all restore as the set's spec asks, or there are none. */

@@ -39,6 +39,7 @@ import { oweRestores, readReclaim, reclaimPatchValue, recordVMs } from "../pass/
 import type { CheckpointRegistry } from "../registry/index.ts";
 import { formatRFC3339 } from "../rfc3339.ts";
 import {
+  checkpointRefusal,
   isFinal,
   notRestoredYet,
   notSuspendedForCopy,
@@ -54,9 +55,6 @@ import {
   EVENT_REFUSED,
   EVENT_RESTORED,
   EVENT_STARTED,
-  REASON_CHECKPOINT_DELETING,
-  REASON_CHECKPOINT_NOT_FOUND,
-  REASON_CHECKPOINT_NOT_READY,
   REASON_COPY_FAILED,
   REASON_COPYING,
   REASON_HOLD_REMOVED,
@@ -491,21 +489,6 @@ export class RestoreReconciler implements Reconciler {
   private setEvent(cs: CocoonSet, type: EventType, reason: string, message: string): void {
     this.deps.events.event({ ...cs, apiVersion: API_VERSION, kind: KIND_COCOONSET }, type, reason, message);
   }
-}
-
-/** The server's checkpoint cannot be restored from (gone, being deleted, not Ready). */
-function checkpointRefusal(ck: CocoonCheckpoint | undefined, name: string): Refusal | undefined {
-  if (!ck) return { reason: REASON_CHECKPOINT_NOT_FOUND, message: `CocoonCheckpoint ${name} not found` };
-  if (ck.metadata.deletionTimestamp) {
-    return { reason: REASON_CHECKPOINT_DELETING, message: `CocoonCheckpoint ${name} is being deleted` };
-  }
-  if (ck.status?.phase !== "Ready") {
-    return {
-      reason: REASON_CHECKPOINT_NOT_READY,
-      message: `CocoonCheckpoint ${name} is not Ready (phase ${ck.status?.phase ?? "none"})`,
-    };
-  }
-  return undefined;
 }
 
 function names(r: CocoonRestore): { namespace: string; setName: string; ckName: string } {
