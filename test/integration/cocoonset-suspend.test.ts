@@ -184,6 +184,31 @@ describe("CocoonSet suspend (retain)", () => {
       assert.ok(sim.record.events({ kind: "wake", vmName: vm }).length > 0, `${vm} woke from its snapshot`);
     }
   });
+
+  it("suspends a set created suspended although vk-cocoon first sees its main late, already annotated", {
+    timeout: 120_000,
+  }, async () => {
+    // vk-cocoon brings a pod it first sees annotated up and leaves it running (the annotation is
+    // honoured in UpdatePod only), so the hibernate request must wait for its first report.
+    sim.faults.seeNewPodsLate(1_500);
+    try {
+      await createSet("late", {
+        nodePool: roomyPool,
+        suspend: true,
+        agent: { image: IMAGE, replicas: 0, mode: "clone" },
+      });
+      await phaseIs("late", "Suspended", 60_000);
+    } finally {
+      sim.faults.seeNewPodsLate(0);
+    }
+    const vm = vmName("late", 0);
+    assert.deepEqual(
+      sim.record.events({ vmName: vm }).map((e) => e.kind),
+      ["boot", "hibernate"],
+      "booted once, then hibernated",
+    );
+    assert.ok(await hasTag(vm), `${vm}:hibernate pushed`);
+  });
 });
 
 describe("CocoonSet suspend with hibernatePolicy release", () => {

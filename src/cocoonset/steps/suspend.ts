@@ -5,6 +5,7 @@
 
 import { DEFAULT_HIBERNATE_POLICY } from "../../apis/v1/types.ts";
 import { ANN_HIBERNATE, ANN_SUSPENDING_SINCE, ROLE_MAIN, TAG_HIBERNATE } from "../../contract/keys.ts";
+import { readLifecycleState } from "../../contract/lifecycle.ts";
 import { sortByName } from "../../contract/order.ts";
 import {
   awaitCreated,
@@ -67,6 +68,10 @@ export async function reconcileSuspend(pass: Pass): Promise<StepOutcome> {
 
   await persistReclaim(pass, recordSuspend(reclaimRecord(pass), managedVMNames(pass.pods.all.values())));
   for (const pod of sortByName(pass.pods.all.values())) {
+    // vk-cocoon acts on the hibernate annotation only in UpdatePod: a pod it first sees already
+    // annotated is brought up by CreatePod and left running. So a pod vk has not reported on yet (no
+    // lifecycle state: unscheduled, or not picked up) is annotated on the pass its report brings.
+    if (readLifecycleState(pod) === "") continue;
     await patchPodFlag(pass, pod, ANN_HIBERNATE, true);
   }
 

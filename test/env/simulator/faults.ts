@@ -15,6 +15,7 @@ export class Faults {
   private readonly pendingVmFailures = new Map<string, string>();
   private readonly pendingEvictions = new Map<string, EvictionReason>();
   private registryIsDown = false;
+  private newPodSightDelayMs = 0;
   private listener: (vmName: string | null) => void = () => {};
 
   /**
@@ -75,7 +76,22 @@ export class Faults {
     this.listener(vmName);
   }
 
+  /**
+   * vk-cocoon first sees each new pod this long after its first event, and at the version it has by
+   * then, as when the scheduler binds a pod late: virtual-kubelet watches only pods bound to its node
+   * (spec.nodeName), so every change made before the bind reaches it folded into the one CreatePod,
+   * and vk-cocoon honours the hibernate annotation in UpdatePod only (vk-cocoon.md, "UpdatePod").
+   * 0 turns it off.
+   */
+  seeNewPodsLate(ms: number): void {
+    this.newPodSightDelayMs = ms;
+  }
+
   // ---- read side, used by the simulator ----
+
+  newPodSightDelay(): number {
+    return this.newPodSightDelayMs;
+  }
 
   onChange(listener: (vmName: string | null) => void): void {
     this.listener = listener;

@@ -79,6 +79,9 @@ class PodSimulator implements Simulator {
   private readonly nodes = new Map<string, SimNode>();
   private readonly abort = new AbortController();
   private ipCounter = 0;
+  /** seeNewPodsLate: the latest event of each new pod vk has not seen yet, by uid. */
+  private readonly heldNewPods = new Map<string, WatchEvent>();
+  private readonly seenLate = new WeakSet<WatchEvent>();
   private nodeCounter = 0;
 
   constructor(opts: SimulatorOptions) {
@@ -197,6 +200,7 @@ class PodSimulator implements Simulator {
     const uid = pod.metadata.uid ?? "";
     const existing = node.workers.get(uid);
     if (event.type === "DELETED") {
+      this.heldNewPods.delete(uid);
       existing?.forget();
       node.workers.delete(uid);
       return;
@@ -207,6 +211,7 @@ class PodSimulator implements Simulator {
     }
     // Terminal pods have nothing for vk to do; the API server deletes them directly.
     if (pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed") return;
+    if (this.seeLate(node, uid, event)) return;
     const worker = new PodWorker(pod, {
       node: node.runtime,
       api: node.api,
@@ -220,6 +225,27 @@ class PodSimulator implements Simulator {
     });
     node.workers.set(uid, worker);
     worker.update(pod);
+  }
+
+  /**
+   * The seeNewPodsLate fault: a new pod's events are held, and the worker is made from the latest of
+   * them once the delay has passed. True while held.
+   */
+  private seeLate(node: SimNode, uid: string, event: WatchEvent): boolean {
+    const delayMs = this.faults.newPodSightDelay();
+    if (delayMs <= 0 || this.seenLate.has(event)) return false;
+    const held = this.heldNewPods.has(uid);
+    this.heldNewPods.set(uid, event);
+    if (!held) {
+      setTimeout(() => {
+        const latest = this.heldNewPods.get(uid);
+        this.heldNewPods.delete(uid);
+        if (latest === undefined || node.abort.signal.aborted) return;
+        this.seenLate.add(latest);
+        this.dispatch(node, latest);
+      }, delayMs);
+    }
+    return true;
   }
 
   private nextIP(): string {

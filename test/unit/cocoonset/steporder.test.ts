@@ -14,8 +14,10 @@ import {
   ANN_HIBERNATE,
   ANN_HIBERNATE_RECLAIM,
   ANN_HIBERNATED_ON_NODE,
+  ANN_LIFECYCLE_STATE,
   ANN_RESTORE_FROM_HIBERNATE,
   LABEL_HOSTNAME,
+  LIFECYCLE_READY,
   TAG_HIBERNATE,
   TRUE,
 } from "../../../src/contract/keys.ts";
@@ -90,7 +92,10 @@ describe("step order through CocoonSetReconciler.reconcile", () => {
 
   it("5 before 6: a suspend stamps the new generation on the pod before it asks for the hibernate", async () => {
     const h = scalingHarness(scalingSet({ suspend: true }, 2), (cs) => [
-      annotate(ready(buildMainPod(cs)), { [ANN_COCOONSET_GENERATION]: "1" }),
+      annotate(ready(buildMainPod(cs)), {
+        [ANN_COCOONSET_GENERATION]: "1",
+        [ANN_LIFECYCLE_STATE]: LIFECYCLE_READY,
+      }),
     ]);
     const calls = timeline(h);
 

@@ -13,6 +13,7 @@ import {
   ANN_RESTORE_FROM_HIBERNATE,
   ANN_SUSPENDING_SINCE,
   LIFECYCLE_FAILED,
+  LIFECYCLE_READY,
 } from "../../../src/contract/keys.ts";
 import { COCOONSETS, PODS } from "../../../src/controller/resources.ts";
 import { gateFingerprint, SuspendConfirmations } from "../../../src/pass/suspendconfirmations.ts";
@@ -57,12 +58,17 @@ function suspendedSet(
   return cs;
 }
 
+/** The main as vk-cocoon runs it (it has reported a lifecycle). */
 function mainPod(cs: CocoonSet): Pod {
-  return buildMainPod(cs);
+  return vkReady(buildMainPod(cs));
 }
 
 function subPod(cs: CocoonSet, slot = 1): Pod {
-  return buildSubAgentPod(cs, slot, "node-a");
+  return vkReady(buildSubAgentPod(cs, slot, "node-a"));
+}
+
+function vkReady(pod: Pod): Pod {
+  return annotate(pod, { [ANN_LIFECYCLE_STATE]: LIFECYCLE_READY });
 }
 
 /** Sets annotations on the stored set, as an earlier pass would have left them. */
@@ -160,6 +166,27 @@ describe("step 6: suspend (retain)", () => {
     ]);
   });
 
+  it("annotates a pod vk-cocoon has not reported on yet only on the pass its report brings", async () => {
+    // vk acts on the hibernate annotation in UpdatePod only: a pod it first sees annotated would be
+    // brought up and left running.
+    const h = scalingHarness(suspendedSet({ phase: "Running" }), (cs) => [subPod(cs), buildMainPod(cs)]);
+    const calls = timeline(h);
+    await run(h);
+    assert.deepEqual(
+      calls.filter((c) => c.startsWith("patch pods/")),
+      ["patch pods/demo-1 hibernate=true"],
+      "the main, unreported, is left alone",
+    );
+    assert.equal(phase(h), "Suspending");
+    h.seedPods(vkReady(h.pod("demo-0")!));
+    calls.length = 0;
+    await run(h);
+    assert.deepEqual(
+      calls.filter((c) => c.startsWith("patch pods/")),
+      ["patch pods/demo-0 hibernate=true"],
+    );
+  });
+
   it("the first Suspending write turns Ready False and Suspended SuspendInProgress at the new generation", async () => {
     const cs = suspendedSet({ generation: 3 });
     cs.status = {
@@ -237,7 +264,7 @@ describe("step 6: suspend (retain)", () => {
   it("a static toolbox without a tag does not hold the suspend once the main passes", async () => {
     const h = scalingHarness(suspendedSet({ replicas: 0, toolboxes: true, phase: "Suspending" }), (cs) => {
       const tb = cs.spec.toolboxes?.[0];
-      return [hibernated(mainPod(cs), 0), ...(tb ? [buildToolboxPod(cs, tb)] : [])];
+      return [hibernated(mainPod(cs), 0), ...(tb ? [vkReady(buildToolboxPod(cs, tb))] : [])];
     });
     h.registry.put(VM0, "hibernate", IMAGE);
     await run(h);
