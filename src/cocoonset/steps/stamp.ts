@@ -3,9 +3,9 @@
 
 import { ANN_COCOONSET_GENERATION } from "../../contract/keys.ts";
 import { byteOrder } from "../../contract/order.ts";
+import { forEachLimited } from "../../pass/limit.ts";
 import { CONTINUE, type Pass, type StepOutcome } from "../../pass/pass.ts";
 import { FAN_OUT_LIMIT, patchPodAnnotations } from "../../pass/writes.ts";
-import { forEachLimited } from "./subagents.ts";
 
 /** The pods are stamped together (nothing orders them among themselves), all before step 6 runs. */
 export async function stampGeneration(pass: Pass): Promise<StepOutcome> {

@@ -15,8 +15,6 @@ import { buildSubAgentPod } from "../decide/pods.ts";
 import { deleteAfterStash } from "../deletepods.ts";
 import { isMissingPodParked, spendRebuildBudget } from "../rebuildbudget.ts";
 
-export { forEachLimited };
-
 /** A large scale-up must not burst the API server. */
 export const SUB_AGENT_CREATE_CONCURRENCY = 8;
 

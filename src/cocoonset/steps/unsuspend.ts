@@ -7,6 +7,7 @@ import { ANN_HIBERNATE, TAG_HIBERNATE } from "../../contract/keys.ts";
 import { sortByName } from "../../contract/order.ts";
 import { readHibernateState, vmNameOf } from "../../contract/pod.ts";
 import { presentVMNames } from "../../pass/classify.ts";
+import { forEachLimited } from "../../pass/limit.ts";
 import { CONTINUE, type Pass, type StepOutcome } from "../../pass/pass.ts";
 import { dropVMs } from "../../pass/reclaimrecord.ts";
 import {
@@ -26,7 +27,6 @@ import {
   wokenRecordedVMs,
 } from "../decide/reclaim.ts";
 import { managedVMNames } from "../decide/suspendgate.ts";
-import { forEachLimited } from "./subagents.ts";
 
 export async function reconcileUnsuspend(pass: Pass): Promise<StepOutcome> {
   const clearedNow = await settleUnsuspend(pass);

@@ -4,7 +4,7 @@ import type { Pod } from "../../../src/apis/core.ts";
 import type { CocoonSet } from "../../../src/apis/v1/types.ts";
 import { buildMainPod, buildSubAgentPod } from "../../../src/cocoonset/decide/pods.ts";
 import { readRebuildHistory } from "../../../src/cocoonset/decide/rebuildrules.ts";
-import { forEachLimited, reconcileSubAgents } from "../../../src/cocoonset/steps/subagents.ts";
+import { reconcileSubAgents } from "../../../src/cocoonset/steps/subagents.ts";
 import {
   ANN_DEAD_LETTER,
   ANN_DELETE_VM_NAMES,
@@ -225,19 +225,5 @@ describe("step 12: sub-agents", () => {
     failing.client.failNext("create", "pods", new Error("apiserver down"));
     await assert.rejects(reconcileSubAgents(failing.pass()), /apiserver down/);
     assert.ok(failing.created().length < 20, `created ${failing.created().length} of 20 after the failure`);
-  });
-});
-
-describe("forEachLimited", () => {
-  it("stops starting work after the first failure and rethrows it", async () => {
-    const started: number[] = [];
-    await assert.rejects(
-      forEachLimited([1, 2, 3, 4, 5], 1, async (n) => {
-        started.push(n);
-        if (n === 2) throw new Error("boom");
-      }),
-      /boom/,
-    );
-    assert.deepEqual(started, [1, 2]);
   });
 });
