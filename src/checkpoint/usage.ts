@@ -78,6 +78,12 @@ export function restoreHoldOf(cs: CocoonSet): RestoreHold | undefined | "unreada
   return "unreadable";
 }
 
+/** The set's restore hold when it is the one of the restore with this uid. */
+export function restoreHoldBy(cs: CocoonSet | undefined, uid: string | undefined): RestoreHold | undefined {
+  const hold = cs ? restoreHoldOf(cs) : undefined;
+  return hold !== undefined && hold !== "unreadable" && hold.uid === uid ? hold : undefined;
+}
+
 export function encodeRestoreHold(hold: RestoreHold): string {
   return JSON.stringify({
     restore: hold.restore,

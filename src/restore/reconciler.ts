@@ -25,7 +25,7 @@ import type { CheckpointReader } from "../checkpoint/catalog.ts";
 import { copyToHibernate } from "../checkpoint/copy.ts";
 import { ANN_FROM_CHECKPOINT, ANN_RESTORE_HOLD } from "../checkpoint/keys.ts";
 import { planBranch } from "../checkpoint/members.ts";
-import { encodeRestoreHold, type RestoreHold, restoreHoldOf } from "../checkpoint/usage.ts";
+import { encodeRestoreHold, type RestoreHold, restoreHoldBy, restoreHoldOf } from "../checkpoint/usage.ts";
 import type { Clock } from "../clock.ts";
 import { ANN_HIBERNATE_RECLAIM } from "../contract/keys.ts";
 import type { Client } from "../controller/client.ts";
@@ -35,7 +35,13 @@ import type { EventRecorder, EventType } from "../controller/events.ts";
 import type { Reconciler, Request, Result } from "../controller/reconciler.ts";
 import { COCOONCHECKPOINTS, COCOONRESTORES, COCOONSETS } from "../controller/resources.ts";
 import type { Logger } from "../log.ts";
-import { oweRestores, readReclaim, reclaimPatchValue, recordVMs } from "../pass/reclaimrecord.ts";
+import {
+  oweRestores,
+  type ReclaimRecord,
+  readReclaim,
+  reclaimPatchValue,
+  recordVMs,
+} from "../pass/reclaimrecord.ts";
 import type { CheckpointRegistry } from "../registry/index.ts";
 import { formatRFC3339 } from "../rfc3339.ts";
 import {
@@ -184,9 +190,8 @@ export class RestoreReconciler implements Reconciler {
       );
       return {};
     }
-    const hold = restoreHoldOf(cs);
-    if (hold === undefined || hold === "unreadable" || hold.uid !== r.metadata.uid)
-      return this.holdMissing(r);
+    const hold = restoreHoldBy(cs, r.metadata.uid);
+    if (!hold) return this.holdMissing(r);
     let status = r.status ?? {};
     if (status.members === undefined) {
       if (cs.spec.suspend !== true) {
@@ -254,8 +259,8 @@ export class RestoreReconciler implements Reconciler {
     const { namespace, setName, ckName } = names(r);
     const fresh = await unlessNotFound(() => this.deps.client.get<CocoonSet>(COCOONSETS, namespace, setName));
     if (!fresh || fresh.metadata.deletionTimestamp) return undefined;
-    const hold = restoreHoldOf(fresh);
-    if (hold === undefined || hold === "unreadable" || hold.uid !== r.metadata.uid) return undefined;
+    const hold = restoreHoldBy(fresh, r.metadata.uid);
+    if (!hold) return undefined;
     if (notSuspendedForCopy(fresh)) return undefined;
     // The hold keeps the checkpoint's delete waiting, so it is still there.
     const ck = await unlessNotFound(() =>
@@ -305,10 +310,7 @@ export class RestoreReconciler implements Reconciler {
   private async holdMissing(r: CocoonRestore): Promise<Result> {
     const { namespace, setName } = names(r);
     const fresh = await unlessNotFound(() => this.deps.client.get<CocoonSet>(COCOONSETS, namespace, setName));
-    const hold = fresh ? restoreHoldOf(fresh) : undefined;
-    if (hold !== undefined && hold !== "unreadable" && hold.uid === r.metadata.uid) {
-      return { requeueAfterMs: CACHE_LAG_MS };
-    }
+    if (restoreHoldBy(fresh, r.metadata.uid)) return { requeueAfterMs: CACHE_LAG_MS };
     await this.fail(
       r,
       REASON_HOLD_REMOVED,
@@ -320,7 +322,7 @@ export class RestoreReconciler implements Reconciler {
   /** The reclaim record through `change`, compare-and-swap on the set; the set as written. */
   private async writeReclaim(
     cs: CocoonSet,
-    change: (record: ReturnType<typeof readReclaim>["value"]) => ReturnType<typeof readReclaim>["value"],
+    change: (record: ReclaimRecord) => ReclaimRecord,
   ): Promise<CocoonSet> {
     const raw = cs.metadata.annotations?.[ANN_HIBERNATE_RECLAIM];
     const value = reclaimPatchValue(raw, change(readReclaim(raw).value));
@@ -380,16 +382,13 @@ export class RestoreReconciler implements Reconciler {
   /** Removes the restore's hold from its set, compare-and-swap; no call when it holds none. */
   private async removeHold(r: CocoonRestore): Promise<void> {
     const { namespace, setName } = names(r);
-    const cached = this.deps.view.getCocoonSet(namespace, setName);
-    const cachedHold = cached ? restoreHoldOf(cached) : undefined;
-    if (cachedHold === undefined || cachedHold === "unreadable" || cachedHold.uid !== r.metadata.uid) return;
+    if (!restoreHoldBy(this.deps.view.getCocoonSet(namespace, setName), r.metadata.uid)) return;
     await this.dropHoldOnServer(namespace, setName, r.metadata.uid ?? "");
   }
 
   private async dropHoldOnServer(namespace: string, setName: string, uid: string): Promise<void> {
     const fresh = await unlessNotFound(() => this.deps.client.get<CocoonSet>(COCOONSETS, namespace, setName));
-    const hold = fresh ? restoreHoldOf(fresh) : undefined;
-    if (!fresh || hold === undefined || hold === "unreadable" || hold.uid !== uid) return;
+    if (!fresh || !restoreHoldBy(fresh, uid)) return;
     try {
       await this.deps.client.patch<CocoonSet>(COCOONSETS, namespace, setName, {
         metadata: {

@@ -9,7 +9,7 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import type { CocoonSet, CocoonSetSpec } from "../../src/apis/v1/types.ts";
+import type { CocoonSetSpec } from "../../src/apis/v1/types.ts";
 import type { CocoonRestore } from "../../src/apis/v1alpha1/types.ts";
 import { ANN_FROM_CHECKPOINT, ANN_RESTORE_HOLD } from "../../src/checkpoint/keys.ts";
 import { manifestDigest, sameRepositoryBranchManifest } from "../../src/checkpoint/manifest.ts";
@@ -119,7 +119,12 @@ describe("restore in place", () => {
 
     const cs = await waitRunning(env, ns, "live", 2, 1);
     assert.equal(cs.spec.suspend, false, "back to the suspend state it had");
-    assert.equal(cs.metadata.annotations?.[ANN_RESTORE_HOLD], undefined, "the hold is gone");
+    // Restored is written first, then the hold goes (a failed removal is retried by the next pass).
+    await waitFor("the hold is gone", async () =>
+      (await getSet(env, ns, "live")).metadata.annotations?.[ANN_RESTORE_HOLD] === undefined
+        ? true
+        : undefined,
+    );
     for (const [vm, digest] of expected) {
       assert.equal(
         sim.record.events({ kind: "hibernate", vmName: vm }).length,
@@ -391,8 +396,12 @@ describe("restore refusals touch nothing", () => {
     );
     assert.equal(loser.status?.suspendedBefore, undefined, "the loser never held the set");
     assert.deepEqual(await reasons(loser.metadata.name ?? ""), ["RestoreRefused"]);
-    const cs: CocoonSet = await waitRunning(env, ns, "other", 1);
-    assert.equal(cs.metadata.annotations?.[ANN_RESTORE_HOLD], undefined);
+    await waitRunning(env, ns, "other", 1);
+    await waitFor("the winner's hold is gone", async () =>
+      (await getSet(env, ns, "other")).metadata.annotations?.[ANN_RESTORE_HOLD] === undefined
+        ? true
+        : undefined,
+    );
     assert.equal((await getRestore(env, ns, winner.metadata.name ?? "")).status?.members?.length, 1);
   });
 });
