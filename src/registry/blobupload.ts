@@ -211,9 +211,8 @@ class BlobUpload {
   }
 
   async #finish(): Promise<void> {
-    const { session, to, call, blob } = this.#o;
-    const target = new URL(this.#location, "http://registry.invalid");
-    target.searchParams.set("digest", blob.digest);
+    const { session, to, call } = this.#o;
+    const target = this.#closingPut();
     const put = await session.request(
       "PUT",
       `${target.pathname}${target.search}`,
@@ -226,16 +225,22 @@ class BlobUpload {
     if (put.status !== 201) throw this.#failure("PUT", target.pathname, put);
   }
 
+  /** The session's location with ?digest=: the PUT that completes the upload. */
+  #closingPut(): URL {
+    const target = new URL(this.#location, "http://registry.invalid");
+    target.searchParams.set("digest", this.#o.blob.digest);
+    return target;
+  }
+
   /** The whole blob in one streamed PUT: what a registry without chunked uploads needs. */
   async #monolithic(): Promise<void> {
-    const { session, from, to, call, blob } = this.#o;
+    const { session, from, to, call } = this.#o;
     const source = await session.open("GET", this.#blobPath, from, "pull", {}, call);
     if (source.status !== 200 || source.stream === null) {
       await source.stream?.cancel().catch(() => undefined);
       throw this.#unreadable(source.status, "blob not readable from the source repository");
     }
-    const target = new URL(this.#location, "http://registry.invalid");
-    target.searchParams.set("digest", blob.digest);
+    const target = this.#closingPut();
     const counted = source.stream.pipeThrough(
       new TransformStream<Uint8Array, Uint8Array>({
         transform: (bytes, controller) => {
