@@ -31,7 +31,7 @@ import {
   REQUEUE_POLL_MS,
   type StepOutcome,
 } from "../../pass/pass.ts";
-import { encodeReclaim, forgetReleased } from "../../pass/reclaimrecord.ts";
+import { dropVM, encodeReclaim } from "../../pass/reclaimrecord.ts";
 import { patchSetAnnotations, readPodFromServer, reclaimRecord, setEvent } from "../../pass/writes.ts";
 import type { SnapshotRegistry } from "../../registry/index.ts";
 import { createPod } from "../create.ts";
@@ -120,7 +120,7 @@ async function awaitWakingMain(pass: Pass, main: Pod): Promise<StepOutcome> {
 /**
  * The restored main runs: its snapshot goes (a later recreate then boots fresh), the landing is
  * scored once — the hint is the in-flight marker, so a re-entry without it never scores again — and
- * the derived status replaces Waking.
+ * the rest of the pass runs, whose status replaces Waking.
  */
 async function completeWake(
   pass: Pass,
@@ -140,13 +140,14 @@ async function completeWake(
       placement: wakePlacement(hint, main.spec.nodeName),
     });
   }
-  // With the snapshot gone, so goes what it was taken under: a later pod of this VM boots fresh.
+  // With the snapshot gone the VM leaves the record, as step 10 drops a woken VM, and with it what the
+  // snapshot was taken under: a later pod of this VM boots fresh.
   await patchSetAnnotations(pass, {
     [ANN_HIBERNATED_ON_NODE]: null,
-    [ANN_HIBERNATE_RECLAIM]: encodeReclaim(forgetReleased(reclaimRecord(pass), vm)),
+    [ANN_HIBERNATE_RECLAIM]: encodeReclaim(dropVM(reclaimRecord(pass), vm)),
   });
-  await writeStatus(pass);
-  return finish({ requeue: true });
+  // The wake hands the pass on: step 10's bookkeeping and step 14's status follow in this pass.
+  return CONTINUE;
 }
 
 async function confirmReleasedDelete(pass: Pass, main: Pod): Promise<StepOutcome> {

@@ -3,6 +3,7 @@ import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
 import type { CocoonSet, CocoonSetPhase } from "../../../src/apis/v1/types.ts";
 import { buildMainPod } from "../../../src/cocoonset/decide/pods.ts";
+import { CocoonSetReconciler } from "../../../src/cocoonset/reconciler.ts";
 import { reconcileWake } from "../../../src/cocoonset/steps/wake.ts";
 import {
   ANN_HIBERNATE_RECLAIM,
@@ -14,6 +15,7 @@ import { AlreadyExistsError } from "../../../src/controller/errors.ts";
 import { PODS } from "../../../src/controller/resources.ts";
 import { slotReleaseWakeTotal, slotReleaseWakeUnschedulableTotal } from "../../../src/metrics/cocoon.ts";
 import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
+import { NS, SET } from "../../support/cocoonset.ts";
 import {
   IMAGE,
   OTHER_IMAGE,
@@ -26,6 +28,7 @@ import {
 import { annotate, counterValue, hibernated, timeline } from "../../support/suspend.ts";
 
 const VM0 = "vk-ns-demo-0";
+const VM1 = "vk-ns-demo-1";
 const HINT = { [ANN_HIBERNATED_ON_NODE]: "node-a" };
 const LABELS = { namespace: "ns", cocoonset: "demo" };
 
@@ -250,20 +253,41 @@ describe("step 9: Waking", () => {
     h.registry.put(VM0, "hibernate", IMAGE);
     const pool = await counterValue(slotReleaseWakeTotal, { ...LABELS, placement: "pool" });
     const calls = timeline(h);
-    assert.deepEqual(await run(h), { done: true, result: { requeue: true } });
+    assert.deepEqual(await run(h), HANDED_BACK);
     assert.deepEqual(calls, [
       "get pods/demo-0",
       `registry deleteIfPresent ${VM0}:hibernate`,
       "patch cocoonsets/demo hibernated-on-node-",
-      "patch cocoonsets/demo status phase=Running",
     ]);
     assert.equal(await counterValue(slotReleaseWakeTotal, { ...LABELS, placement: "pool" }), pool + 1);
     assert.equal(h.registry.has(VM0, "hibernate"), false);
   });
 
-  it("the snapshot dropped, what it was taken under leaves the record in the hint's write; the tag's drop stays owed", async () => {
+  it("the pass that completes the wake goes on to its status: Running in that pass, no pass after it", async () => {
+    const record = JSON.stringify({ generation: 1, vms: [VM0], suspended: [VM0] });
+    const h = scalingHarness(wakeSet("Waking", { ...HINT, [ANN_HIBERNATE_RECLAIM]: record }), (cs) => [
+      ready(restoreMain(cs), "node-a"),
+    ]);
+    h.registry.put(VM0, "hibernate", IMAGE);
+    const calls = timeline(h);
+    const result = await new CocoonSetReconciler(h.deps).reconcile(
+      { namespace: NS, name: SET },
+      new AbortController().signal,
+    );
+    assert.deepEqual(result, {});
+    // The woken VM leaves the record in the hint's write, so step 10 has no bookkeeping and no tag
+    // left to probe: the record goes with its last VM.
+    assert.deepEqual(calls, [
+      "get pods/demo-0",
+      `registry deleteIfPresent ${VM0}:hibernate`,
+      "patch cocoonsets/demo hibernated-on-node- hibernate-reclaim-",
+      "patch cocoonsets/demo status phase=Running",
+    ]);
+  });
+
+  it("the snapshot dropped, its VM and what it was taken under leave the record in the hint's write", async () => {
     const record = (releasedUnder?: object) =>
-      JSON.stringify({ generation: 1, vms: [VM0], ...(releasedUnder ? { releasedUnder } : {}) });
+      JSON.stringify({ generation: 1, vms: [VM0, VM1], ...(releasedUnder ? { releasedUnder } : {}) });
     const taken = { backend: "cloud-hypervisor", os: "linux", snapshotCompatibilityClass: "" };
     const h = scalingHarness(
       wakeSet("Waking", { ...HINT, [ANN_HIBERNATE_RECLAIM]: record({ [VM0]: taken }) }),
@@ -275,14 +299,15 @@ describe("step 9: Waking", () => {
     assert.deepEqual(calls.slice(0, 3), [
       "get pods/demo-0",
       `registry deleteIfPresent ${VM0}:hibernate`,
-      `patch cocoonsets/demo hibernated-on-node- hibernate-reclaim=${record()}`,
+      // A VM an earlier cycle recorded stays; only the woken one leaves.
+      `patch cocoonsets/demo hibernated-on-node- hibernate-reclaim=${JSON.stringify({ generation: 1, vms: [VM1] })}`,
     ]);
   });
 
   it("a tag already gone is probed, never sent a DELETE; the wake completes", async () => {
     const h = scalingHarness(wakeSet("Waking", HINT), (cs) => [ready(restoreMain(cs), "node-c")]);
     const calls = timeline(h);
-    assert.deepEqual(await run(h), { done: true, result: { requeue: true } });
+    assert.deepEqual(await run(h), HANDED_BACK);
     assert.deepEqual(calls.slice(0, 3), [
       "get pods/demo-0",
       `registry deleteIfPresent ${VM0}:hibernate`,
@@ -352,7 +377,7 @@ describe("step 9: an unfinished wake whose Waking was overwritten", () => {
   it("Pending + hint + restore-marked live main → tag deleted, hint cleared", async () => {
     const h = scalingHarness(wakeSet("Pending", HINT), (cs) => [ready(restoreMain(cs), "node-a")]);
     h.registry.put(VM0, "hibernate", IMAGE);
-    assert.deepEqual(await run(h), { done: true, result: { requeue: true } });
+    assert.deepEqual(await run(h), HANDED_BACK);
     assert.deepEqual(h.registry.callsOf("deleteIfPresent"), [`${VM0}:hibernate`]);
     assert.equal(h.set().metadata.annotations?.[ANN_HIBERNATED_ON_NODE], undefined);
   });
