@@ -68,6 +68,8 @@ export class ClaimReconciler implements Reconciler {
   private readonly binding = new Set<string>();
   /** When this process first saw each claim not yet Ready (the latency histogram's start). */
   private readonly firstSeen = new ClaimMemo<number>();
+  /** The resourceVersion of each claim this process last patched the status of. */
+  private readonly patchedOver = new ClaimMemo<string>();
 
   constructor(deps: ClaimDeps) {
     this.deps = deps;
@@ -78,6 +80,7 @@ export class ClaimReconciler implements Reconciler {
     if (!claim) {
       this.recentBinds.forget(req);
       this.firstSeen.forget(req);
+      this.patchedOver.forget(req);
       return {};
     }
     if (claim.metadata.deletionTimestamp) return this.release(claim);
@@ -210,7 +213,11 @@ export class ClaimReconciler implements Reconciler {
         message: `CocoonSet ${setName} is Running`,
       };
     } else {
+      // The reason says how the set comes up and stays until it runs: a woken set passing through
+      // Pending is still a wake. The message leaves the set's phase out, so the claim's status is
+      // written when the claim's state changes, not on every step of the set's.
       const waking =
+        readyReason(claim) === REASON_WAKING ||
         cs?.status?.phase === "Suspended" ||
         cs?.status?.phase === "Suspending" ||
         cs?.status?.phase === "Waking";
@@ -218,7 +225,7 @@ export class ClaimReconciler implements Reconciler {
         type: CONDITION_READY,
         status: "False",
         reason: waking ? REASON_WAKING : REASON_STARTING,
-        message: `waiting for CocoonSet ${setName} to be Running (phase ${cs?.status?.phase ?? "unknown"})`,
+        message: `waiting for CocoonSet ${setName} to be Running`,
       };
     }
     const next: CocoonClaimStatus = {
@@ -277,8 +284,15 @@ export class ClaimReconciler implements Reconciler {
     return {};
   }
 
+  /**
+   * Patches the status when it differs. A claim the cache still shows at the version this process
+   * last patched over has that patch in flight to the cache: its watch event brings the claim again,
+   * so this pass writes nothing rather than the same status twice.
+   */
   private async writeStatus(claim: CocoonClaim, next: CocoonClaimStatus): Promise<void> {
     if (isDeepStrictEqual(claim.status ?? {}, next)) return;
+    const version = claim.metadata.resourceVersion ?? "";
+    if (version !== "" && this.patchedOver.get(claim) === version) return;
     await this.deps.client.patch(
       COCOONCLAIMS,
       claim.metadata.namespace ?? "",
@@ -286,6 +300,7 @@ export class ClaimReconciler implements Reconciler {
       { status: statusMergePatch(claim.status, next) },
       { subresource: "status" },
     );
+    this.patchedOver.set(claim, version);
   }
 
   /**
@@ -329,6 +344,7 @@ export class ClaimReconciler implements Reconciler {
     }
     this.recentBinds.forget(requestOf(claim));
     this.firstSeen.forget(requestOf(claim));
+    this.patchedOver.forget(requestOf(claim));
     return {};
   }
 
@@ -372,4 +388,8 @@ class ClaimMemo<T> {
 
 function isReady(claim: CocoonClaim): boolean {
   return claim.status?.conditions?.find((c) => c.type === CONDITION_READY)?.status === "True";
+}
+
+function readyReason(claim: CocoonClaim): string | undefined {
+  return claim.status?.conditions?.find((c) => c.type === CONDITION_READY)?.reason;
 }

@@ -175,6 +175,37 @@ describe("ClaimReconciler", () => {
     assert.equal(h.claimOf("c1")?.status?.conditions?.[0]?.status, "True");
   });
 
+  it("a waking claim writes its status twice: bound, then Ready; not again for a cache behind its own write or a set step", async () => {
+    const h = setup();
+    const pool = h.client.seed(COCOONPOOLS, cocoonPool({ warmth: "Suspended" }));
+    h.client.seed(COCOONSETS, member(pool, "m0", "Suspended", { suspended: true }));
+    h.client.seed(COCOONCLAIMS, cocoonClaim("c1", { finalizers: [FINALIZER_COCOONCLAIM] }));
+    const statusWrites = () =>
+      h.client.calls.filter((c) => c.resource === "cocoonclaims" && c.subresource === "status").length;
+    await h.reconciler.reconcile({ namespace: NS, name: "c1" });
+    assert.equal(statusWrites(), 1);
+    // A set event brings the claim while the cache still shows it from before its status write.
+    h.view.lag = 1;
+    assert.equal(h.view.claim(NS, "c1")?.status, undefined);
+    await h.reconciler.reconcile({ namespace: NS, name: "c1" });
+    assert.equal(statusWrites(), 1, "the same status is not written over the stale copy");
+    h.view.lag = 0;
+    const set = () => h.client.peek<CocoonSet>(COCOONSETS, NS, "m0");
+    for (const phase of ["Waking", "Pending"] as const) {
+      h.client.seed(COCOONSETS, { ...set(), status: { ...set()?.status, phase, observedGeneration: 2 } });
+      await h.reconciler.reconcile({ namespace: NS, name: "c1" });
+    }
+    assert.equal(statusWrites(), 1, "the set's steps on the way up write nothing");
+    assert.equal(h.claimOf("c1")?.status?.conditions?.[0]?.reason, "Waking");
+    h.client.seed(COCOONSETS, {
+      ...set(),
+      status: { ...set()?.status, phase: "Running", observedGeneration: 2 },
+    });
+    await h.reconciler.reconcile({ namespace: NS, name: "c1" });
+    assert.equal(statusWrites(), 2);
+    assert.equal(h.claimOf("c1")?.status?.conditions?.[0]?.status, "True");
+  });
+
   it("deleting a claim deletes its set first, then drops the finalizer; other sets stay", async () => {
     const h = setup();
     const pool = h.client.seed(COCOONPOOLS, cocoonPool());
