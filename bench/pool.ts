@@ -245,8 +245,8 @@ async function main(): Promise<void> {
           apiserver: Object.fromEntries(
             Object.entries(apiAfter ?? {}).map(([key, after]) => [key, after - (apiBefore?.[key] ?? 0)]),
           ),
-          queues: QUEUED_CONTROLLERS.map((name, i) =>
-            diffQueueTotals(queuesAfter?.[i] ?? emptyQueue, queuesBefore?.[i] ?? emptyQueue),
+          queues: (queuesAfter ?? []).map((after, i) =>
+            diffQueueTotals(after, queuesBefore?.[i] ?? emptyQueue),
           ),
         }),
       );
