@@ -6,7 +6,9 @@
 //     at once; claim → claim Ready per claim.
 //   - Suspended pool: the same pool with warmth Suspended (members hibernated, seats released); claim →
 //     claim Ready (the bind wakes the member).
-//   - no pool: --claims CocoonSets of the same spec created at once, cold; create → Running.
+//   - no pool: --claims CocoonSets of the same spec created at once, cold; create → Running; then the
+//     same sets suspended with their seats released and woken at once, the wake a Suspended pool's
+//     claim costs without the pool; spec.suspend=false → Running.
 // Times are from just before each create request to the first poll (every POLL_MS, one list of the
 // namespace) that sees the claim Ready or the set Running. Memory per idle member: the operator's RSS
 // with the Running pool filled and quiet, less its RSS before the pool existed, over the members.
@@ -271,7 +273,18 @@ async function main(): Promise<void> {
       await sleep(500);
     }
   };
-  const coldScenario = async (): Promise<Scenario> => {
+  const patchSpec = async (ns: string, name: string, spec: Record<string, unknown>): Promise<void> => {
+    const res = await apiRequest(
+      info,
+      "PATCH",
+      `${setsPath(ns)}/${name}`,
+      { spec },
+      "application/merge-patch+json",
+    );
+    if (res.status !== 200) throw new Error(`patch ${name}: ${res.status} ${JSON.stringify(res.body)}`);
+  };
+  /** The cold sets, then the same sets suspended with their seats released and woken at once. */
+  const coldScenarios = async (): Promise<[Scenario, Scenario]> => {
     const ns = await createNamespace(info, "bench-pool-cold");
     progress(`no pool: ${claims} sets created cold at once`);
     const sent = new Map<string, number>();
@@ -282,20 +295,45 @@ async function main(): Promise<void> {
     const running = await firstSeen<CocoonSet>("sets Running", setsPath(ns), claimNames, (cs) =>
       isRunning(cs, 1),
     );
+    progress(`no pool: the ${claims} sets suspended (seats released), then woken at once`);
+    await mapLimit(claimNames, 16, (name) =>
+      patchSpec(ns, name, { hibernatePolicy: "release", suspend: true }),
+    );
+    await firstSeen<CocoonSet>(
+      "sets Suspended",
+      setsPath(ns),
+      claimNames,
+      (cs) => cs.status?.phase === "Suspended" && cs.status.observedGeneration === cs.metadata.generation,
+    );
+    await sleep(QUIET_MS);
+    const wokenAt = new Map<string, number>();
+    await mapLimit(claimNames, claims, async (name) => {
+      wokenAt.set(name, Date.now());
+      await patchSpec(ns, name, { suspend: false });
+    });
+    const woken = await firstSeen<CocoonSet>("sets Running again", setsPath(ns), claimNames, (cs) =>
+      isRunning(cs, 1),
+    );
     await mapLimit(claimNames, 16, (name) => apiRequest(info, "DELETE", `${setsPath(ns)}/${name}`));
     await waitEmpty(ns);
-    return {
-      name: "no pool (cold set)",
-      latencies: claimNames.map((name) => (running.get(name) ?? 0) - (sent.get(name) ?? 0)),
-    };
+    return [
+      {
+        name: "no pool (cold set)",
+        latencies: claimNames.map((name) => (running.get(name) ?? 0) - (sent.get(name) ?? 0)),
+      },
+      {
+        name: "no pool (suspended set woken)",
+        latencies: claimNames.map((name) => (woken.get(name) ?? 0) - (wokenAt.get(name) ?? 0)),
+      },
+    ];
   };
 
   const running = await poolScenario("Running");
   const suspended = await poolScenario("Suspended");
-  const cold = await coldScenario();
+  const [cold, wake] = await coldScenarios();
   await proc.stop();
 
-  const scenarios = [running, suspended, cold];
+  const scenarios = [running, suspended, cold, wake];
   const p = (s: Scenario, q: number) => percentile(s.latencies, q).toFixed(0);
   writeSection(
     `9-pool:${operator.label}`,
@@ -307,9 +345,11 @@ Operator command: \`${operator.command}\` (plus \`--leader-elect=false --metrics
 Against a filled pool of ${claims} main-only members, Running or Suspended (hibernated, seats released):
 first ${singles} claims one at a time (each alone, the pool refilled before the next), then ${claims} claims
 created at once (one request each, all in flight together); for comparison, ${claims} CocoonSets of the
-same spec created cold at once. Three simulated nodes, simulator timings ${JSON.stringify(TIMINGS)}. Latency =
-from just before the create request to the first list (every ${POLL_MS} ms) that shows the claim's Ready
-condition True, or the cold set Running; so it includes up to ${POLL_MS} ms of polling.
+same spec created cold at once, and then the same sets suspended with their seats released
+(\`hibernatePolicy: release\`, as a Suspended pool keeps its members) and woken at once. Three simulated
+nodes, simulator timings ${JSON.stringify(TIMINGS)}. Latency = from just before the create request (for a
+wake, the \`spec.suspend: false\` patch) to the first list (every ${POLL_MS} ms) that shows the claim's Ready
+condition True, or the set Running; so it includes up to ${POLL_MS} ms of polling.
 
 ${table(
   ["scenario", "p50 (ms)", "p99 (ms)", "max (ms)"],
