@@ -55,6 +55,8 @@ export interface ControllerOptions {
   maxConcurrentReconciles?: number;
   clock?: Clock;
   rateLimiter?: RateLimiter<string>;
+  /** The work queue's rank (workqueue.ts): lowest first and not before it; absent: first-queued first. */
+  rank?: (key: string) => number;
 }
 
 export class Controller {
@@ -89,6 +91,7 @@ export class Controller {
       clock: this.clock,
       rateLimiter: options.rateLimiter,
       metrics: workQueueMetrics(options.name),
+      ...(options.rank ? { rank: options.rank } : {}),
     });
   }
 

@@ -2,11 +2,16 @@
 // - dedup: an item already waiting is not queued twice (the dirty set);
 // - exclusivity: an item handed out by get() is not handed out again until done() (the processing
 //   set); re-added meanwhile, it is queued once more by done();
-// - addAfter / addRateLimited hold items back on the injected clock.
+// - addAfter / addRateLimited hold items back on the injected clock;
+// - rank: ready items are handed out first-queued first, unless the queue was given a rank (a time on
+//   the queue's clock, per item, read from the caller's state when the item is queued): then lowest
+//   rank first, ties first-queued first, and none before its rank's time. An add of an item already
+//   waiting moves it forward when its rank is now lower.
 // Items are compared with SameValueZero (Set semantics), so use strings or other primitives.
 // Unlike client-go, get() hands out nothing once shutdown began: shutdown means "take no more work".
 import type { Clock } from "../clock.ts";
 import { systemClock } from "../clock.ts";
+import { MinHeap } from "./heap.ts";
 import type { RateLimiter } from "./ratelimiter.ts";
 import { defaultControllerRateLimiter } from "./ratelimiter.ts";
 
@@ -32,6 +37,8 @@ export interface WorkQueueOptions<T> {
   clock?: Clock;
   rateLimiter?: RateLimiter<T>;
   metrics?: QueueMetrics;
+  /** The rank items are handed out by, lowest first and not before it (epoch ms on the clock); absent: first-queued first, at once. */
+  rank?: (item: T) => number;
 }
 
 interface DelayedItem<T> {
@@ -39,12 +46,29 @@ interface DelayedItem<T> {
   readyAt: number;
 }
 
+interface ReadyItem<T> {
+  item: T;
+  rank: number;
+  /** When it was queued, as a count: first-queued first among equal ranks. */
+  seq: number;
+}
+
+const handedOutFirst = <T>(a: ReadyItem<T>, b: ReadyItem<T>): boolean =>
+  a.rank !== b.rank ? a.rank < b.rank : a.seq < b.seq;
+
 export class WorkQueue<T> {
   private readonly clock: Clock;
   private readonly rateLimiter: RateLimiter<T>;
   private readonly metrics: QueueMetrics | undefined;
+  private readonly rank: ((item: T) => number) | undefined;
+  /** Wakes waiting get() calls when the first item's rank comes due. */
+  private rankTimer: { at: number; cancel: AbortController } | undefined;
 
-  private readonly queue: T[] = [];
+  // Ready items: the map holds each waiting item's current entry; the heap may hold stale entries
+  // (an item moved forward), skipped when they surface.
+  private readonly queue = new MinHeap<ReadyItem<T>>(handedOutFirst);
+  private readonly waiting = new Map<T, ReadyItem<T>>();
+  private queued = 0;
   private readonly dirty = new Set<T>();
   private readonly processing = new Set<T>();
   private readonly getters: ((item: T | undefined) => void)[] = [];
@@ -58,18 +82,23 @@ export class WorkQueue<T> {
   // Delayed items: the map holds each item's current deadline; the heap may hold stale entries,
   // skipped when they surface.
   private readonly readyAt = new Map<T, number>();
-  private readonly delayHeap: DelayedItem<T>[] = [];
+  private readonly delayHeap = new MinHeap<DelayedItem<T>>((a, b) => a.readyAt < b.readyAt);
   private timer: { at: number; cancel: AbortController } | undefined;
 
   constructor(options: WorkQueueOptions<T> = {}) {
     this.clock = options.clock ?? systemClock;
     this.rateLimiter = options.rateLimiter ?? defaultControllerRateLimiter<T>(this.clock);
     this.metrics = options.metrics;
+    this.rank = options.rank;
     this.metrics?.observeInFlight(() => this.inFlightWork());
   }
 
   add(item: T): void {
-    if (this.shuttingDown || this.dirty.has(item)) return;
+    if (this.shuttingDown) return;
+    if (this.dirty.has(item)) {
+      this.moveForward(item);
+      return;
+    }
     this.dirty.add(item);
     this.addedAt.set(item, this.clock.now());
     this.metrics?.added();
@@ -89,8 +118,20 @@ export class WorkQueue<T> {
     const current = this.readyAt.get(item);
     if (current !== undefined && current <= at) return;
     this.readyAt.set(item, at);
-    heapPush(this.delayHeap, { item, readyAt: at });
+    this.delayHeap.push({ item, readyAt: at });
     this.scheduleTimer();
+  }
+
+  /** A waiting item whose rank is now lower takes its new place; its wait is counted from its add. */
+  private moveForward(item: T): void {
+    const entry = this.waiting.get(item);
+    if (!entry || !this.rank) return;
+    const rank = this.rank(item);
+    if (rank >= entry.rank) return;
+    const moved = { item, rank, seq: entry.seq };
+    this.waiting.set(item, moved);
+    this.queue.push(moved);
+    this.scheduleHandOff();
   }
 
   addRateLimited(item: T): void {
@@ -106,9 +147,9 @@ export class WorkQueue<T> {
     return this.rateLimiter.numRequeues(item);
   }
 
-  /** Number of items ready to be handed out. */
+  /** Number of items waiting to be handed out (with a rank, due or not). */
   len(): number {
-    return this.queue.length;
+    return this.waiting.size;
   }
 
   isShuttingDown(): boolean {
@@ -118,7 +159,7 @@ export class WorkQueue<T> {
   /** The next item, marked as processing; undefined once the queue shuts down. */
   get(): Promise<T | undefined> {
     if (this.shuttingDown) return Promise.resolve(undefined);
-    const item = this.queue.shift();
+    const item = this.takeNext();
     if (item !== undefined) return Promise.resolve(this.handOut(item));
     return new Promise((resolve) => this.getters.push(resolve));
   }
@@ -141,6 +182,8 @@ export class WorkQueue<T> {
     this.shuttingDown = true;
     this.timer?.cancel.abort();
     this.timer = undefined;
+    this.rankTimer?.cancel.abort();
+    this.rankTimer = undefined;
     for (const resolve of this.getters.splice(0)) resolve(undefined);
     this.metrics?.release();
   }
@@ -153,8 +196,14 @@ export class WorkQueue<T> {
   }
 
   private enqueue(item: T): void {
-    this.queue.push(item);
-    this.metrics?.depth(this.queue.length);
+    const entry = { item, rank: this.rank?.(item) ?? 0, seq: this.queued++ };
+    this.waiting.set(item, entry);
+    this.queue.push(entry);
+    this.metrics?.depth(this.waiting.size);
+    this.scheduleHandOff();
+  }
+
+  private scheduleHandOff(): void {
     if (this.getters.length > 0 && !this.handOffScheduled) {
       // Hand off on a microtask, not synchronously, so adds made in one go (an event mapped to the
       // same key twice, a burst of updates) coalesce before a waiting worker takes the item.
@@ -165,9 +214,46 @@ export class WorkQueue<T> {
 
   private handOffToGetters(): void {
     this.handOffScheduled = false;
-    while (!this.shuttingDown && this.getters.length > 0 && this.queue.length > 0) {
-      this.getters.shift()!(this.handOut(this.queue.shift()!));
+    while (!this.shuttingDown && this.getters.length > 0) {
+      const item = this.takeNext();
+      if (item === undefined) return;
+      this.getters.shift()!(this.handOut(item));
     }
+  }
+
+  /**
+   * The first waiting item whose rank is due, discarding stale heap entries; when the first is not
+   * due yet, none, and a timer hands it out when it is.
+   */
+  private takeNext(): T | undefined {
+    for (let top = this.queue.peek(); top; top = this.queue.peek()) {
+      if (this.waiting.get(top.item) !== top) {
+        this.queue.pop();
+        continue;
+      }
+      if (top.rank > this.clock.now()) {
+        this.armRankTimer(top.rank);
+        return undefined;
+      }
+      this.queue.pop();
+      this.waiting.delete(top.item);
+      return top.item;
+    }
+    return undefined;
+  }
+
+  private armRankTimer(at: number): void {
+    if (this.shuttingDown || (this.rankTimer && this.rankTimer.at <= at)) return;
+    this.rankTimer?.cancel.abort();
+    const timer = { at, cancel: new AbortController() };
+    this.rankTimer = timer;
+    this.clock.sleep(at - this.clock.now(), timer.cancel.signal).then(
+      () => {
+        if (this.rankTimer === timer) this.rankTimer = undefined;
+        this.handOffToGetters();
+      },
+      () => {}, // cancelled: a sooner rank or shutdown replaced this timer
+    );
   }
 
   private handOut(item: T): T {
@@ -178,7 +264,7 @@ export class WorkQueue<T> {
     this.startedAt.set(item, now);
     this.processing.add(item);
     this.dirty.delete(item);
-    this.metrics?.depth(this.queue.length);
+    this.metrics?.depth(this.waiting.size);
     return item;
   }
 
@@ -198,7 +284,7 @@ export class WorkQueue<T> {
   private releaseDueItems(): void {
     const now = this.clock.now();
     for (let next = this.peekDelayed(); next && next.readyAt <= now; next = this.peekDelayed()) {
-      heapPop(this.delayHeap);
+      this.delayHeap.pop();
       this.readyAt.delete(next.item);
       this.add(next.item);
     }
@@ -207,9 +293,9 @@ export class WorkQueue<T> {
 
   /** The earliest live delayed entry, discarding stale ones. */
   private peekDelayed(): DelayedItem<T> | undefined {
-    for (let top = this.delayHeap[0]; top; top = this.delayHeap[0]) {
+    for (let top = this.delayHeap.peek(); top; top = this.delayHeap.peek()) {
       if (this.readyAt.get(top.item) === top.readyAt) return top;
-      heapPop(this.delayHeap);
+      this.delayHeap.pop();
     }
     return undefined;
   }
@@ -235,33 +321,5 @@ export class WorkQueue<T> {
       },
       () => {}, // cancelled: a sooner deadline or shutdown replaced this timer
     );
-  }
-}
-
-function heapPush<T>(heap: DelayedItem<T>[], entry: DelayedItem<T>): void {
-  heap.push(entry);
-  let i = heap.length - 1;
-  while (i > 0) {
-    const parent = (i - 1) >> 1;
-    if (heap[parent]!.readyAt <= heap[i]!.readyAt) break;
-    [heap[parent], heap[i]] = [heap[i]!, heap[parent]!];
-    i = parent;
-  }
-}
-
-function heapPop<T>(heap: DelayedItem<T>[]): void {
-  const last = heap.pop();
-  if (last === undefined || heap.length === 0) return;
-  heap[0] = last;
-  let i = 0;
-  for (;;) {
-    const left = 2 * i + 1;
-    const right = left + 1;
-    let smallest = i;
-    if (left < heap.length && heap[left]!.readyAt < heap[smallest]!.readyAt) smallest = left;
-    if (right < heap.length && heap[right]!.readyAt < heap[smallest]!.readyAt) smallest = right;
-    if (smallest === i) return;
-    [heap[smallest], heap[i]] = [heap[i]!, heap[smallest]!];
-    i = smallest;
   }
 }

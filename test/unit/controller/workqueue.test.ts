@@ -80,6 +80,65 @@ describe("WorkQueue", () => {
     }
   });
 
+  it("with a rank, hands out the lowest rank first, first-queued first among equals", async () => {
+    const ranks: Record<string, number> = { a: 3, b: 1, c: 3, d: 2 };
+    const queue = new WorkQueue<string>({ clock: new FakeClock(), rank: (item) => ranks[item] ?? 0 });
+    for (const item of ["a", "b", "c", "d"]) queue.add(item);
+    const order = [];
+    for (let i = 0; i < 4; i++) order.push(await queue.get());
+    assert.deepEqual(order, ["b", "d", "a", "c"]);
+  });
+
+  it("an add of a waiting item whose rank fell moves it forward, once; a higher rank leaves it", async () => {
+    const ranks: Record<string, number> = { a: 1, b: 2, c: 3 };
+    const queue = new WorkQueue<string>({ clock: new FakeClock(), rank: (item) => ranks[item] ?? 0 });
+    for (const item of ["a", "b", "c"]) queue.add(item);
+    ranks.c = 0;
+    queue.add("c");
+    ranks.a = 9;
+    queue.add("a");
+    assert.equal(queue.len(), 3, "still one entry each");
+    const order = [];
+    for (let i = 0; i < 3; i++) order.push(await queue.get());
+    assert.deepEqual(order, ["c", "a", "b"]);
+    assert.equal(queue.len(), 0);
+  });
+
+  it("a ranked item re-added while processing is ranked again when done() queues it", async () => {
+    const ranks: Record<string, number> = { a: 1, b: 2 };
+    const queue = new WorkQueue<string>({ clock: new FakeClock(), rank: (item) => ranks[item] ?? 0 });
+    queue.add("a");
+    const item = await queue.get();
+    queue.add("a");
+    queue.add("b");
+    ranks.a = 5;
+    queue.done(item!);
+    assert.equal(await queue.get(), "b");
+    assert.equal(await queue.get(), "a");
+  });
+
+  it("hands out no item before its rank's time, and a waiting get() takes it when it comes due", async () => {
+    const clock = new FakeClock();
+    const start = clock.now();
+    const ranks: Record<string, number> = { a: start + 1_000, b: start + 500 };
+    const queue = new WorkQueue<string>({ clock, rank: (item) => ranks[item] ?? 0 });
+    queue.add("a");
+    queue.add("b");
+    const next = queue.get();
+    let taken: string | undefined;
+    void next.then((item) => {
+      taken = item;
+    });
+    await settle();
+    assert.equal(taken, undefined, "nothing is due yet");
+    clock.advance(500);
+    await settle();
+    assert.equal(taken, "b");
+    ranks.a = start;
+    queue.add("a");
+    assert.equal(await queue.get(), "a", "moved forward, due now");
+  });
+
   it("addAfter releases the item when the clock reaches its deadline", async () => {
     const clock = new FakeClock();
     const queue = newQueue(clock);
