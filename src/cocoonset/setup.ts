@@ -13,14 +13,15 @@ import { Controller } from "../controller/controller.ts";
 import type { EventRecorder } from "../controller/events.ts";
 import type { Manager } from "../controller/manager.ts";
 import { generationChangedOrStatusChanged, podRelevantChange } from "../controller/predicates.ts";
-import type { Request } from "../controller/reconciler.ts";
+import { type Request, requestFromKey } from "../controller/reconciler.ts";
 import { type ActivityLeases, setOfLease } from "../idle/activity.ts";
 import { idlePolicyAnnotationsChanged } from "../idle/policy.ts";
-import type { OperatorInformers } from "../informers/informers.ts";
+import { type OperatorInformers, POD_BY_COCOONSET_INDEX } from "../informers/informers.ts";
 import { type Logger, log } from "../log.ts";
 import { PodCreateExpectations } from "../pass/expectations.ts";
 import { SuspendConfirmations } from "../pass/suspendconfirmations.ts";
 import type { SnapshotRegistry } from "../registry/index.ts";
+import { queueRank } from "./decide/queuerank.ts";
 import { CocoonSetReconciler } from "./reconciler.ts";
 import { InformerCocoonSetView } from "./view.ts";
 
@@ -74,6 +75,14 @@ export function setupCocoonSetController(manager: Manager, options: CocoonSetCon
     reconciler,
     maxConcurrentReconciles: options.concurrency ?? DEFAULT_COCOONSET_CONCURRENCY,
     clock,
+    rank: (key) => {
+      const { namespace, name } = requestFromKey(key);
+      return queueRank(
+        informers.cocoonSets.get(namespace, name),
+        informers.pods.byIndex(POD_BY_COCOONSET_INDEX, `${namespace}/${name}`),
+        clock.now(),
+      );
+    },
   })
     .for(informers.cocoonSets, cocoonSetChange)
     .owns(informers.pods, KIND_COCOONSET, podRelevantChange)
