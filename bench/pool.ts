@@ -28,6 +28,7 @@ import { COCOONSET_CONTROLLER } from "../src/cocoonset/setup.ts";
 import { CLAIM_CONTROLLER, POOL_CONTROLLER } from "../src/pool/setup.ts";
 import type { VmEvent } from "../test/env/simulator/record.ts";
 import { claimReady, claimsPath, poolsPath } from "../test/support/poolapi.ts";
+import { patchSetSpec } from "../test/support/setapi.ts";
 import {
   apiRequest,
   cocoonSet,
@@ -273,16 +274,7 @@ async function main(): Promise<void> {
       await sleep(500);
     }
   };
-  const patchSpec = async (ns: string, name: string, spec: Record<string, unknown>): Promise<void> => {
-    const res = await apiRequest(
-      info,
-      "PATCH",
-      `${setsPath(ns)}/${name}`,
-      { spec },
-      "application/merge-patch+json",
-    );
-    if (res.status !== 200) throw new Error(`patch ${name}: ${res.status} ${JSON.stringify(res.body)}`);
-  };
+
   /** The cold sets, then the same sets suspended with their seats released and woken at once. */
   const coldScenarios = async (): Promise<[Scenario, Scenario]> => {
     const ns = await createNamespace(info, "bench-pool-cold");
@@ -297,7 +289,7 @@ async function main(): Promise<void> {
     );
     progress(`no pool: the ${claims} sets suspended (seats released), then woken at once`);
     await mapLimit(claimNames, 16, (name) =>
-      patchSpec(ns, name, { hibernatePolicy: "release", suspend: true }),
+      patchSetSpec(info, ns, name, { hibernatePolicy: "release", suspend: true }),
     );
     await firstSeen<CocoonSet>(
       "sets Suspended",
@@ -309,7 +301,7 @@ async function main(): Promise<void> {
     const wokenAt = new Map<string, number>();
     await mapLimit(claimNames, claims, async (name) => {
       wokenAt.set(name, Date.now());
-      await patchSpec(ns, name, { suspend: false });
+      await patchSetSpec(info, ns, name, { suspend: false });
     });
     const woken = await firstSeen<CocoonSet>("sets Running again", setsPath(ns), claimNames, (cs) =>
       isRunning(cs, 1),

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
-import type { CocoonSet } from "../../../src/apis/v1/types.ts";
+import type { CocoonSet, CocoonSetPhase } from "../../../src/apis/v1/types.ts";
 import { buildMainPod, buildSubAgentPod } from "../../../src/cocoonset/decide/pods.ts";
 import {
   OBSERVING_PASS_DELAY_MS,
@@ -17,12 +17,13 @@ import { ready } from "../../support/scaling.ts";
 const CREATED = "2026-12-01T10:00:00Z";
 const NOW = Date.parse("2026-12-01T11:00:00Z");
 
-function set(replicas: number, status?: CocoonSet["status"]): CocoonSet {
+/** The set with `replicas` sub-agents, its status in `phase` at generation 1 with `ready` agents ready. */
+function set(replicas: number, phase: CocoonSetPhase = "Pending", ready = 0): CocoonSet {
   const cs = cocoonSet({ agent: { image: "img", replicas } }, { creationTimestamp: CREATED, generation: 1 });
-  cs.status = status ?? {
-    phase: "Pending",
+  cs.status = {
+    phase,
     observedGeneration: 1,
-    readyAgents: 0,
+    readyAgents: ready,
     desiredAgents: replicas + 1,
     readyToolboxes: 0,
     desiredToolboxes: 0,
@@ -74,14 +75,7 @@ describe("CocoonSet queue rank", () => {
   });
 
   it("a Running set with every pod ready is settled: an observing pass", () => {
-    const cs = set(1, {
-      phase: "Running",
-      observedGeneration: 1,
-      readyAgents: 2,
-      desiredAgents: 2,
-      readyToolboxes: 0,
-      desiredToolboxes: 0,
-    });
+    const cs = set(1, "Running", 2);
     const pods = [ready(buildMainPod(cs)), ...subs(cs, 1, true)];
     assert.equal(passMovesSetOn(cs, pods, NOW), false);
     assert.equal(queueRank(cs, pods, NOW), NOW + OBSERVING_PASS_DELAY_MS);
@@ -98,14 +92,7 @@ describe("CocoonSet queue rank", () => {
     const bare = set(0);
     bare.metadata.finalizers = [];
     assert.equal(passMovesSetOn(bare, pods(bare), NOW), true);
-    const suspending = set(0, {
-      phase: "Suspending",
-      observedGeneration: 1,
-      readyAgents: 1,
-      desiredAgents: 1,
-      readyToolboxes: 0,
-      desiredToolboxes: 0,
-    });
+    const suspending = set(0, "Suspending", 1);
     suspending.spec.suspend = true;
     assert.equal(passMovesSetOn(suspending, pods(suspending), NOW), true);
     suspending.status = { ...suspending.status!, phase: "Suspended" };
@@ -113,14 +100,7 @@ describe("CocoonSet queue rank", () => {
   });
 
   it("a wake moves on once the restored main runs a VM", () => {
-    const cs = set(0, {
-      phase: "Waking",
-      observedGeneration: 1,
-      readyAgents: 0,
-      desiredAgents: 1,
-      readyToolboxes: 0,
-      desiredToolboxes: 0,
-    });
+    const cs = set(0, "Waking", 0);
     const main = buildMainPod(cs);
     assert.equal(passMovesSetOn(cs, [main], NOW), false);
     main.metadata.annotations = { ...main.metadata.annotations, [ANN_VM_ID]: "vm-1" };
@@ -148,14 +128,7 @@ describe("CocoonSet queue rank", () => {
   });
 
   it("an idle deadline the status announced moves the set on once it has come", () => {
-    const cs = set(0, {
-      phase: "Running",
-      observedGeneration: 1,
-      readyAgents: 1,
-      desiredAgents: 1,
-      readyToolboxes: 0,
-      desiredToolboxes: 0,
-    });
+    const cs = set(0, "Running", 1);
     const pods = [ready(buildMainPod(cs))];
     cs.status = { ...cs.status!, idleSuspendAt: new Date(NOW + 1_000).toISOString() };
     assert.equal(passMovesSetOn(cs, pods, NOW), false);
