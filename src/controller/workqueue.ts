@@ -61,8 +61,8 @@ export class WorkQueue<T> {
   private readonly rateLimiter: RateLimiter<T>;
   private readonly metrics: QueueMetrics | undefined;
   private readonly rank: ((item: T) => number) | undefined;
-  /** Wakes waiting get() calls when the first item's rank comes due. */
-  private rankTimer: { at: number; cancel: AbortController } | undefined;
+  /** Hands the first item to waiting get() calls when its rank comes due. */
+  private readonly rankAlarm: Alarm;
 
   // Ready items: the map holds each waiting item's current entry; the heap may hold stale entries
   // (an item moved forward), skipped when they surface.
@@ -83,13 +83,16 @@ export class WorkQueue<T> {
   // skipped when they surface.
   private readonly readyAt = new Map<T, number>();
   private readonly delayHeap = new MinHeap<DelayedItem<T>>((a, b) => a.readyAt < b.readyAt);
-  private timer: { at: number; cancel: AbortController } | undefined;
+  /** Releases the delayed items when the earliest deadline comes. */
+  private readonly delayAlarm: Alarm;
 
   constructor(options: WorkQueueOptions<T> = {}) {
     this.clock = options.clock ?? systemClock;
     this.rateLimiter = options.rateLimiter ?? defaultControllerRateLimiter<T>(this.clock);
     this.metrics = options.metrics;
     this.rank = options.rank;
+    this.rankAlarm = new Alarm(this.clock, () => this.handOffToGetters());
+    this.delayAlarm = new Alarm(this.clock, () => this.releaseDueItems());
     this.metrics?.observeInFlight(() => this.inFlightWork());
   }
 
@@ -180,10 +183,8 @@ export class WorkQueue<T> {
   shutDown(): void {
     if (this.shuttingDown) return;
     this.shuttingDown = true;
-    this.timer?.cancel.abort();
-    this.timer = undefined;
-    this.rankTimer?.cancel.abort();
-    this.rankTimer = undefined;
+    this.delayAlarm.cancel();
+    this.rankAlarm.cancel();
     for (const resolve of this.getters.splice(0)) resolve(undefined);
     this.metrics?.release();
   }
@@ -232,7 +233,7 @@ export class WorkQueue<T> {
         continue;
       }
       if (top.rank > this.clock.now()) {
-        this.armRankTimer(top.rank);
+        if (!this.shuttingDown) this.rankAlarm.arm(top.rank);
         return undefined;
       }
       this.queue.pop();
@@ -240,20 +241,6 @@ export class WorkQueue<T> {
       return top.item;
     }
     return undefined;
-  }
-
-  private armRankTimer(at: number): void {
-    if (this.shuttingDown || (this.rankTimer && this.rankTimer.at <= at)) return;
-    this.rankTimer?.cancel.abort();
-    const timer = { at, cancel: new AbortController() };
-    this.rankTimer = timer;
-    this.clock.sleep(at - this.clock.now(), timer.cancel.signal).then(
-      () => {
-        if (this.rankTimer === timer) this.rankTimer = undefined;
-        this.handOffToGetters();
-      },
-      () => {}, // cancelled: a sooner rank or shutdown replaced this timer
-    );
   }
 
   private handOut(item: T): T {
@@ -303,23 +290,52 @@ export class WorkQueue<T> {
   private scheduleTimer(): void {
     if (this.shuttingDown) return;
     const next = this.peekDelayed();
-    if (this.timer && next && this.timer.at <= next.readyAt) return;
-    this.timer?.cancel.abort();
-    this.timer = undefined;
-    if (!next) return;
-    const waitMs = next.readyAt - this.clock.now();
-    if (waitMs <= 0) {
+    if (!next) {
+      this.delayAlarm.cancel();
+      return;
+    }
+    if (this.delayAlarm.setFor(next.readyAt)) return;
+    if (next.readyAt <= this.clock.now()) {
+      this.delayAlarm.cancel();
       this.releaseDueItems();
       return;
     }
-    const timer = { at: next.readyAt, cancel: new AbortController() };
-    this.timer = timer;
-    this.clock.sleep(waitMs, timer.cancel.signal).then(
+    this.delayAlarm.arm(next.readyAt);
+  }
+}
+
+/** One pending wake-up on the clock: armed for a sooner time it replaces a later one, never the reverse. */
+class Alarm {
+  private readonly clock: Clock;
+  private readonly fire: () => void;
+  private pending: { at: number; cancel: AbortController } | undefined;
+
+  constructor(clock: Clock, fire: () => void) {
+    this.clock = clock;
+    this.fire = fire;
+  }
+
+  /** Whether it is set to go off at `at` or sooner. */
+  setFor(at: number): boolean {
+    return this.pending !== undefined && this.pending.at <= at;
+  }
+
+  arm(at: number): void {
+    if (this.setFor(at)) return;
+    this.cancel();
+    const pending = { at, cancel: new AbortController() };
+    this.pending = pending;
+    this.clock.sleep(at - this.clock.now(), pending.cancel.signal).then(
       () => {
-        if (this.timer === timer) this.timer = undefined;
-        this.releaseDueItems();
+        if (this.pending === pending) this.pending = undefined;
+        this.fire();
       },
-      () => {}, // cancelled: a sooner deadline or shutdown replaced this timer
+      () => {}, // cancelled: a sooner time or shutdown replaced it
     );
+  }
+
+  cancel(): void {
+    this.pending?.cancel.abort();
+    this.pending = undefined;
   }
 }
