@@ -211,36 +211,37 @@ class BlobUpload {
   }
 
   async #finish(): Promise<void> {
+    await this.#closingPut({ "content-length": "0" }, Buffer.alloc(0));
+  }
+
+  /** The PUT that completes the upload: to the session's location with ?digest=, carrying `body`. */
+  async #closingPut(
+    headers: Record<string, string>,
+    body: Buffer | ReadableStream<Uint8Array>,
+  ): Promise<void> {
     const { session, to, call } = this.#o;
-    const target = this.#closingPut();
+    const target = new URL(this.#location, "http://registry.invalid");
+    target.searchParams.set("digest", this.#o.blob.digest);
     const put = await session.request(
       "PUT",
       `${target.pathname}${target.search}`,
       to,
       "push,pull",
-      { "content-length": "0" },
+      headers,
       call,
-      { ...this.#scopes, body: Buffer.alloc(0) },
+      { ...this.#scopes, body },
     );
     if (put.status !== 201) throw this.#failure("PUT", target.pathname, put);
   }
 
-  /** The session's location with ?digest=: the PUT that completes the upload. */
-  #closingPut(): URL {
-    const target = new URL(this.#location, "http://registry.invalid");
-    target.searchParams.set("digest", this.#o.blob.digest);
-    return target;
-  }
-
   /** The whole blob in one streamed PUT: what a registry without chunked uploads needs. */
   async #monolithic(): Promise<void> {
-    const { session, from, to, call } = this.#o;
+    const { session, from, call } = this.#o;
     const source = await session.open("GET", this.#blobPath, from, "pull", {}, call);
     if (source.status !== 200 || source.stream === null) {
       await source.stream?.cancel().catch(() => undefined);
       throw this.#unreadable(source.status, "blob not readable from the source repository");
     }
-    const target = this.#closingPut();
     const counted = source.stream.pipeThrough(
       new TransformStream<Uint8Array, Uint8Array>({
         transform: (bytes, controller) => {
@@ -249,16 +250,7 @@ class BlobUpload {
         },
       }),
     );
-    const upload = await session.request(
-      "PUT",
-      `${target.pathname}${target.search}`,
-      to,
-      "push,pull",
-      { "content-type": "application/octet-stream" },
-      call,
-      { ...this.#scopes, body: counted },
-    );
-    if (upload.status !== 201) throw this.#failure("PUT", target.pathname, upload);
+    await this.#closingPut({ "content-type": "application/octet-stream" }, counted);
   }
 
   /** Exactly `length` bytes of the source, pulled as the request sends them. */
