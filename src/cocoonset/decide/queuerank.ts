@@ -1,10 +1,11 @@
 // The rank a set's pass waits in the CocoonSet queue by: lowest first, and not before it (epoch ms).
 // A pass that moves a set on (creates its pods, completes a boot, a wake or a suspend, answers a spec
-// edit, a delete or a due idle or expiry deadline) ranks by the set's creation time, so under a burst the sets that came first reach
-// Running one after another instead of every set moving one pass a round. A pass that only observes
-// (a pod on its way up, a settled set's event) ranks a second after it was queued: the events of a
-// set coming up are then taken by one pass, not one each, and the event that completes the boot moves
-// the pass forward, so a set does not write a status for every pod on its way to ready.
+// edit, a delete or a due idle or expiry deadline) ranks by the set's creation time, so under a burst
+// the sets that came first reach Running one after another instead of every set moving one pass a
+// round. A pass that only observes (a pod on its way up, a settled set's event) ranks a second after
+// it was queued: the events of a set coming up are then taken by one pass, not one each, and the event
+// that completes the boot moves the pass forward, so a set does not write a status for every pod on
+// its way to ready.
 
 import type { Pod } from "../../apis/core.ts";
 import type { CocoonSet } from "../../apis/v1/types.ts";
@@ -49,10 +50,10 @@ export const OBSERVING_PASS_DELAY_MS = 1_000;
 
 /**
  * The queue rank: creation time for a pass that moves the set on (no later than now, whatever the
- * API server's clock says), else now plus OBSERVING_PASS_DELAY_MS. Creation
- * times have whole seconds, and a burst creates many sets in one: within a second the sets keep a
- * fixed order (a fraction of a millisecond from the set's name), so the same sets stay first on every
- * pass, which is what brings them to Running first.
+ * API server's clock says), else now plus OBSERVING_PASS_DELAY_MS. Creation times have whole
+ * seconds, and a burst creates many sets in one: within a second the sets keep a fixed order (a
+ * fraction of a millisecond from the set's name), so the same sets stay first on every pass, which is
+ * what brings them to Running first.
  */
 export function queueRank(cs: CocoonSet | undefined, pods: readonly Pod[], nowMs: number): number {
   if (!cs) return nowMs;
