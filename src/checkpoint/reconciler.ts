@@ -20,7 +20,7 @@ import { isDeepStrictEqual } from "../builtins.ts";
 import type { Clock } from "../clock.ts";
 import { TAG_HIBERNATE } from "../contract/keys.ts";
 import type { Client } from "../controller/client.ts";
-import { isNotFound, unlessNotFound } from "../controller/errors.ts";
+import { isConflict, isNotFound, unlessNotFound } from "../controller/errors.ts";
 import type { EventRecorder, EventType } from "../controller/events.ts";
 import type { Reconciler, Request, Result } from "../controller/reconciler.ts";
 import { COCOONCHECKPOINTS, COCOONSETS } from "../controller/resources.ts";
@@ -184,9 +184,10 @@ export class CheckpointReconciler implements Reconciler {
   }
 
   /** Failed, for good: the deadline passed before Ready. */
-  private async fail(ck: CocoonCheckpoint, why: string): Promise<void> {
+  /** `guarded`: the write carries `ck`'s resourceVersion (a conflict is thrown). */
+  private async fail(ck: CocoonCheckpoint, why: string, guarded = false): Promise<void> {
     const message = `not Ready within failureDeadline ${ck.spec.failureDeadline}: ${why}`;
-    await this.writeStatus(ck, { ...ck.status, phase: "Failed", message });
+    await this.writeStatus(ck, { ...ck.status, phase: "Failed", message }, false, guarded);
     this.event(ck, "Warning", REASON_FAILED, message);
   }
 
@@ -383,16 +384,24 @@ export class CheckpointReconciler implements Reconciler {
 
   /**
    * Pending with a message; no call when the status already says so. Past the failure deadline:
-   * Failed instead.
+   * Failed instead. Both are judged on the cached checkpoint, so both writes carry its
+   * resourceVersion: a cache that does not show the Ready (or Failed) the server has yet, say after a
+   * dropped watch, cannot write Pending over it; the conflict ends the pass, and the newer version's
+   * event brings the next.
    */
   private async wait(ck: CocoonCheckpoint, message: string): Promise<Result> {
-    if (this.pastDeadline(ck)) {
-      await this.fail(ck, message);
-      return {};
-    }
-    const next: CocoonCheckpointStatus = { ...ck.status, phase: "Pending", message };
-    if (await this.writeStatus(ck, next).then((u) => u !== ck)) {
-      this.event(ck, "Normal", REASON_WAITING, message);
+    try {
+      if (this.pastDeadline(ck)) {
+        await this.fail(ck, message, true);
+        return {};
+      }
+      const next: CocoonCheckpointStatus = { ...ck.status, phase: "Pending", message };
+      if (await this.writeStatus(ck, next, false, true).then((u) => u !== ck)) {
+        this.event(ck, "Normal", REASON_WAITING, message);
+      }
+    } catch (err) {
+      if (isConflict(err)) return {};
+      throw err;
     }
     // The set's own events wake the checkpoint (setup.ts); only a deadline needs a timer.
     const deadline = failureDeadlineMs(ck);
@@ -511,6 +520,7 @@ export class CheckpointReconciler implements Reconciler {
     ck: CocoonCheckpoint,
     next: CocoonCheckpointStatus,
     retrying = false,
+    guarded = false,
   ): Promise<CocoonCheckpoint> {
     const generation = ck.metadata.generation ?? 0;
     const phase: CheckpointPhase = next.phase ?? "Pending";
@@ -522,17 +532,22 @@ export class CheckpointReconciler implements Reconciler {
       this.deps.clock.now(),
       retrying,
     );
-    return this.patchStatus(ck, { ...next, observedGeneration: generation, conditions });
+    return this.patchStatus(ck, { ...next, observedGeneration: generation, conditions }, guarded);
   }
 
-  private async patchStatus(ck: CocoonCheckpoint, status: CocoonCheckpointStatus): Promise<CocoonCheckpoint> {
+  private async patchStatus(
+    ck: CocoonCheckpoint,
+    status: CocoonCheckpointStatus,
+    guarded = false,
+  ): Promise<CocoonCheckpoint> {
     if (isDeepStrictEqual(ck.status ?? {}, status)) return ck;
     const { namespace, name } = names(ck);
+    const patch = { status: statusMergePatch(ck.status, status) };
     const updated = await this.deps.client.patch<CocoonCheckpoint>(
       COCOONCHECKPOINTS,
       namespace,
       name,
-      { status: statusMergePatch(ck.status, status) },
+      guarded ? { metadata: { resourceVersion: ck.metadata.resourceVersion }, ...patch } : patch,
       { subresource: "status" },
     );
     return { ...ck, ...updated, status: updated.status ?? status };

@@ -245,6 +245,29 @@ describe("CheckpointReconciler", () => {
     assert.equal(f.events.events.filter((e) => e.reason === "CheckpointReady").length, readyEvents);
   });
 
+  it("a cache behind the server's Ready, the set resumed since: the pass writes no Pending over Ready", async () => {
+    const f = await readyFixture();
+    assert.equal(f.stored()?.status?.phase, "Ready");
+    const cs = f.client.peek<CocoonSet>(COCOONSETS, NS, SET) as CocoonSet;
+    f.client.seed(COCOONSETS, {
+      ...cs,
+      spec: { ...cs.spec, suspend: false },
+      status: { ...cs.status!, phase: "Running" },
+    });
+    // A dropped watch: the cache still shows the checkpoint from before its Ready.
+    const phaseAgo = (lag: number) =>
+      f.client.peek<CocoonCheckpoint>(COCOONCHECKPOINTS, NS, "ck", lag)?.status?.phase;
+    while (phaseAgo(f.cache.lag) === "Ready") f.cache.lag++;
+    assert.equal(phaseAgo(f.cache.lag), "Copying");
+    f.client.clearCalls();
+    assert.deepEqual(await f.run(), {});
+    assert.equal(f.stored()?.status?.phase, "Ready", "still Ready on the server");
+    assert.ok(
+      !f.events.events.some((e) => e.reason === "CheckpointWaiting"),
+      "no waiting event for a write that did not land",
+    );
+  });
+
   it("goes back to Pending when the set left Suspended during the copy", async () => {
     const f = fixture();
     f.client.seed(COCOONSETS, suspendedSet());
