@@ -6,7 +6,9 @@
 // - rank: ready items are handed out first-queued first, unless the queue was given a rank (a time on
 //   the queue's clock, per item, read from the caller's state when the item is queued): then lowest
 //   rank first, ties first-queued first, and none before its rank's time. An add of an item already
-//   waiting moves it forward when its rank is now lower.
+//   waiting moves it forward when its rank is now lower. An addAfter whose wait ended is due at once,
+//   whatever its rank: the wait was the caller's poll, and a rank must not lengthen it. A rate-limited
+//   re-add is a backoff, not a poll: it takes its rank as any add does.
 // Items are compared with SameValueZero (Set semantics), so use strings or other primitives.
 // Unlike client-go, get() hands out nothing once shutdown began: shutdown means "take no more work".
 import type { Clock } from "../clock.ts";
@@ -44,6 +46,8 @@ export interface WorkQueueOptions<T> {
 interface DelayedItem<T> {
   item: T;
   readyAt: number;
+  /** Queued by addAfter: due at once when the wait ends. */
+  poll: boolean;
 }
 
 interface ReadyItem<T> {
@@ -82,6 +86,8 @@ export class WorkQueue<T> {
   // Delayed items: the map holds each item's current deadline; the heap may hold stale entries,
   // skipped when they surface.
   private readonly readyAt = new Map<T, number>();
+  /** Items whose addAfter wait ended and that were not handed out since: ranked no later than now. */
+  private readonly pollsDue = new Set<T>();
   private readonly delayHeap = new MinHeap<DelayedItem<T>>((a, b) => a.readyAt < b.readyAt);
   /** Releases the delayed items when the earliest deadline comes. */
   private readonly delayAlarm: Alarm;
@@ -109,11 +115,16 @@ export class WorkQueue<T> {
     this.enqueue(item);
   }
 
-  /** Adds the item once delayMs has passed; an earlier pending deadline for it is kept. */
+  /** Adds the item once delayMs has passed, due at once then; an earlier pending deadline for it is kept. */
   addAfter(item: T, delayMs: number): void {
+    this.delay(item, delayMs, true);
+  }
+
+  private delay(item: T, delayMs: number, poll: boolean): void {
     if (this.shuttingDown) return;
     this.metrics?.retried();
     if (delayMs <= 0) {
+      if (poll) this.pollsDue.add(item);
       this.add(item);
       return;
     }
@@ -121,15 +132,21 @@ export class WorkQueue<T> {
     const current = this.readyAt.get(item);
     if (current !== undefined && current <= at) return;
     this.readyAt.set(item, at);
-    this.delayHeap.push({ item, readyAt: at });
+    this.delayHeap.push({ item, readyAt: at, poll });
     this.scheduleTimer();
+  }
+
+  /** The item's rank now: the caller's, no later than now for a poll whose wait ended. */
+  private rankOf(item: T): number {
+    const rank = this.rank?.(item) ?? 0;
+    return this.pollsDue.has(item) ? Math.min(rank, this.clock.now()) : rank;
   }
 
   /** A waiting item whose rank is now lower takes its new place; its wait is counted from its add. */
   private moveForward(item: T): void {
     const entry = this.waiting.get(item);
     if (!entry || !this.rank) return;
-    const rank = this.rank(item);
+    const rank = this.rankOf(item);
     if (rank >= entry.rank) return;
     const moved = { item, rank, seq: entry.seq };
     this.waiting.set(item, moved);
@@ -138,7 +155,7 @@ export class WorkQueue<T> {
   }
 
   addRateLimited(item: T): void {
-    this.addAfter(item, this.rateLimiter.when(item));
+    this.delay(item, this.rateLimiter.when(item), false);
   }
 
   /** Ends the item's backoff history; call it when the item was processed successfully. */
@@ -197,7 +214,7 @@ export class WorkQueue<T> {
   }
 
   private enqueue(item: T): void {
-    const entry = { item, rank: this.rank?.(item) ?? 0, seq: this.queued++ };
+    const entry = { item, rank: this.rankOf(item), seq: this.queued++ };
     this.waiting.set(item, entry);
     this.queue.push(entry);
     this.metrics?.depth(this.waiting.size);
@@ -251,6 +268,7 @@ export class WorkQueue<T> {
     this.startedAt.set(item, now);
     this.processing.add(item);
     this.dirty.delete(item);
+    this.pollsDue.delete(item);
     this.metrics?.depth(this.waiting.size);
     return item;
   }
@@ -273,6 +291,7 @@ export class WorkQueue<T> {
     for (let next = this.peekDelayed(); next && next.readyAt <= now; next = this.peekDelayed()) {
       this.delayHeap.pop();
       this.readyAt.delete(next.item);
+      if (next.poll) this.pollsDue.add(next.item);
       this.add(next.item);
     }
     this.scheduleTimer();

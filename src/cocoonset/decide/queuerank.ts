@@ -3,9 +3,10 @@
 // edit, a delete or a due idle or expiry deadline) ranks by the set's creation time, so under a burst
 // the sets that came first reach Running one after another instead of every set moving one pass a
 // round. A pass that only observes (a pod on its way up, a settled set's event) ranks a second after
-// it was queued: the events of a set coming up are then taken by one pass, not one each, and the event
-// that completes the boot moves the pass forward, so a set does not write a status for every pod on
-// its way to ready.
+// it was queued: the events of a set are then taken by one pass, not one each. A set coming up waits
+// longer, up to the spec's five-second poll: the event that completes its boot (the main Ready, every
+// member Ready) or a failure moves the pass forward, and a pass before it would only report progress,
+// one status write and one more pass each.
 
 import type { Pod } from "../../apis/core.ts";
 import type { CocoonSet } from "../../apis/v1/types.ts";
@@ -16,10 +17,19 @@ import {
   ROLE_SUB_AGENT,
   ROLE_TOOLBOX,
 } from "../../contract/keys.ts";
-import { isPodReady, isVMLive } from "../../contract/pod.ts";
+import { isPodFailed, isPodReady, isVMLive } from "../../contract/pod.ts";
+import { REQUEUE_POLL_MS } from "../../pass/pass.ts";
 
-/** Whether the set's next pass moves it on, from the cached set and its pods only. */
-export function passMovesSetOn(cs: CocoonSet, pods: readonly Pod[], nowMs: number): boolean {
+/**
+ * Whether the set's next pass moves it on, from the cached set and its pods only. `awaitingCreates`:
+ * pods this process created that the cache does not show yet; their add events wake the set.
+ */
+export function passMovesSetOn(
+  cs: CocoonSet,
+  pods: readonly Pod[],
+  nowMs: number,
+  awaitingCreates = false,
+): boolean {
   if (cs.metadata.deletionTimestamp) return true;
   // An idle or expiry deadline the status announced has come: the pass suspends or expires the set.
   const due = (at: string | undefined) => at !== undefined && Date.parse(at) <= nowMs;
@@ -31,7 +41,11 @@ export function passMovesSetOn(cs: CocoonSet, pods: readonly Pod[], nowMs: numbe
   if (observed !== undefined && observed !== (cs.metadata.generation ?? 0)) return true;
   const phase = cs.status?.phase;
   if (cs.spec.suspend) return phase !== "Suspended";
+  // A pass before the created pods show would find them missing and wait for them.
+  if (awaitingCreates) return false;
   const live = pods.filter((pod) => !pod.metadata.deletionTimestamp);
+  // A failed member is steps 7 and 11-13's to report or rebuild at once.
+  if (phase !== "Failed" && live.some(isPodFailed)) return true;
   const withRole = (role: string) => live.filter((pod) => pod.metadata.labels?.[LABEL_ROLE] === role);
   const main = withRole(ROLE_MAIN)[0];
   if (!main) return true;
@@ -49,15 +63,33 @@ export function passMovesSetOn(cs: CocoonSet, pods: readonly Pod[], nowMs: numbe
 export const OBSERVING_PASS_DELAY_MS = 1_000;
 
 /**
+ * How long an observing pass of a set coming up waits: the poll step 11 asks for while the main is
+ * not Ready, so no pass runs later than the spec's poll would have.
+ */
+export const COMING_UP_PASS_DELAY_MS = REQUEUE_POLL_MS;
+
+/** Not suspended and not yet Running: its observing passes would only report its boot's progress. */
+function comingUp(cs: CocoonSet): boolean {
+  return !cs.spec.suspend && cs.status?.phase !== "Running";
+}
+
+/**
  * The queue rank: creation time for a pass that moves the set on (no later than now, whatever the
- * API server's clock says), else now plus OBSERVING_PASS_DELAY_MS. Creation times have whole
+ * API server's clock says), else now plus the observing delay (COMING_UP_PASS_DELAY_MS for a set
+ * coming up, OBSERVING_PASS_DELAY_MS otherwise). Creation times have whole
  * seconds, and a burst creates many sets in one: within a second the sets keep a fixed order (a
  * fraction of a millisecond from the set's name), so the same sets stay first on every pass, which is
  * what brings them to Running first.
  */
-export function queueRank(cs: CocoonSet | undefined, pods: readonly Pod[], nowMs: number): number {
+export function queueRank(
+  cs: CocoonSet | undefined,
+  pods: readonly Pod[],
+  nowMs: number,
+  awaitingCreates = false,
+): number {
   if (!cs) return nowMs;
-  if (!passMovesSetOn(cs, pods, nowMs)) return nowMs + OBSERVING_PASS_DELAY_MS;
+  if (!passMovesSetOn(cs, pods, nowMs, awaitingCreates))
+    return nowMs + (comingUp(cs) ? COMING_UP_PASS_DELAY_MS : OBSERVING_PASS_DELAY_MS);
   const created = Date.parse(cs.metadata.creationTimestamp ?? "");
   if (!Number.isFinite(created)) return nowMs;
   return Math.min(nowMs, created + nameFraction(`${cs.metadata.namespace ?? ""}/${cs.metadata.name ?? ""}`));

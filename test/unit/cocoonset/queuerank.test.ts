@@ -6,6 +6,7 @@ import type { Pod } from "../../../src/apis/core.ts";
 import type { CocoonSet, CocoonSetPhase } from "../../../src/apis/v1/types.ts";
 import { buildMainPod, buildSubAgentPod } from "../../../src/cocoonset/decide/pods.ts";
 import {
+  COMING_UP_PASS_DELAY_MS,
   OBSERVING_PASS_DELAY_MS,
   passMovesSetOn,
   queueRank,
@@ -56,9 +57,36 @@ describe("CocoonSet queue rank", () => {
     assert.deepEqual(["a", "b", "c", "d"].map(named), ranks, "the same on every pass");
   });
 
-  it("a main on its way up only observes: due a second from now", () => {
+  it("a main on its way up only observes: a set coming up is due at the spec's poll, not sooner", () => {
     const cs = set(2);
-    assert.equal(queueRank(cs, [buildMainPod(cs)], NOW), NOW + OBSERVING_PASS_DELAY_MS);
+    assert.equal(queueRank(cs, [buildMainPod(cs)], NOW), NOW + COMING_UP_PASS_DELAY_MS);
+    assert.equal(COMING_UP_PASS_DELAY_MS, 5_000);
+  });
+
+  it("a Running set that lost a ready pod observes at the shorter delay: its status is no progress report", () => {
+    const cs = set(1, "Running", 2);
+    const pods = [ready(buildMainPod(cs)), ...subs(cs, 1, false)];
+    assert.equal(queueRank(cs, pods, NOW), NOW + OBSERVING_PASS_DELAY_MS);
+  });
+
+  it("pods created and not yet in the cache: the pass waits for their add events instead of moving", () => {
+    const cs = set(2);
+    const main = ready(buildMainPod(cs));
+    assert.equal(passMovesSetOn(cs, [main], NOW), true, "missing sub-agents, nothing created yet");
+    assert.equal(passMovesSetOn(cs, [main], NOW, true), false, "their creates are awaited");
+    assert.equal(queueRank(cs, [main], NOW, true), NOW + COMING_UP_PASS_DELAY_MS);
+    assert.equal(passMovesSetOn(cs, [], NOW, true), false, "the main's create is awaited");
+  });
+
+  it("a failed member moves the set on at once, unless the set already reports Failed", () => {
+    const cs = set(1);
+    const main = ready(buildMainPod(cs));
+    const [sub] = subs(cs, 1, false);
+    assert.equal(passMovesSetOn(cs, [main, sub!], NOW), false, "on its way up");
+    sub!.status = { phase: "Failed" };
+    assert.equal(passMovesSetOn(cs, [main, sub!], NOW), true, "failed");
+    const reported = set(1, "Failed", 1);
+    assert.equal(passMovesSetOn(reported, [main, sub!], NOW), false, "Failed already reported");
   });
 
   it("a Ready main without its sub-agents moves on", () => {

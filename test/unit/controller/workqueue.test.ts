@@ -139,6 +139,54 @@ describe("WorkQueue", () => {
     assert.equal(await queue.get(), "a", "moved forward, due now");
   });
 
+  it("an addAfter whose wait ended is due at once, whatever its rank; a rate-limited re-add keeps its rank", async () => {
+    const clock = new FakeClock();
+    const start = clock.now();
+    const queue = new WorkQueue<string>({
+      clock,
+      rank: () => clock.now() + 5_000,
+      rateLimiter: new ItemExponentialFailureRateLimiter(100, 100),
+    });
+    queue.addAfter("poll", 100);
+    queue.addRateLimited("backoff");
+    clock.advance(100);
+    await settle();
+    assert.equal(queue.len(), 2);
+    assert.equal(await queue.get(), "poll", "the poll's wait is not lengthened by the rank");
+    const next = queue.get();
+    let taken: string | undefined;
+    void next.then((item) => {
+      taken = item;
+    });
+    clock.advance(4_999);
+    await settle();
+    assert.equal(taken, undefined, "the backoff waits for its rank");
+    clock.advance(1);
+    await settle();
+    assert.equal(taken, "backoff");
+    assert.equal(clock.now(), start + 5_100);
+  });
+
+  it("a poll that ends while its item is processing is due at once when done() queues it", async () => {
+    const clock = new FakeClock();
+    const queue = new WorkQueue<string>({ clock, rank: () => clock.now() + 5_000 });
+    queue.addAfter("a", 0);
+    assert.equal(await queue.get(), "a");
+    queue.addAfter("a", 100);
+    clock.advance(100);
+    await settle();
+    queue.done("a");
+    assert.equal(await queue.get(), "a");
+    queue.done("a");
+    queue.add("a");
+    let taken: string | undefined;
+    void queue.get().then((item) => {
+      taken = item;
+    });
+    await settle();
+    assert.equal(taken, undefined, "a plain add after the handed-out poll takes its rank again");
+  });
+
   it("addAfter releases the item when the clock reaches its deadline", async () => {
     const clock = new FakeClock();
     const queue = newQueue(clock);
