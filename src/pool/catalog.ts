@@ -29,7 +29,8 @@ export interface PoolView {
   /** The set bound to the claim: controlled by it and carrying its label. */
   boundSet(namespace: string, claim: string): CocoonSet | undefined;
   set(namespace: string, name: string): CocoonSet | undefined;
-  claimedCount(namespace: string, pool: string): number;
+  /** The sets claimed from the pool: bound to claims, labelled with the pool they came from. */
+  claimed(namespace: string, pool: string): CocoonSet[];
 }
 
 export class PoolCatalog implements PoolView {
@@ -89,8 +90,8 @@ export class PoolCatalog implements PoolView {
       .find((cs) => cs.metadata.labels?.[LABEL_CLAIM] === claim);
   }
 
-  claimedCount(namespace: string, pool: string): number {
-    return this.sets.list(namespace).filter((cs) => cs.metadata.labels?.[LABEL_CLAIMED_FROM] === pool).length;
+  claimed(namespace: string, pool: string): CocoonSet[] {
+    return this.sets.list(namespace).filter((cs) => cs.metadata.labels?.[LABEL_CLAIMED_FROM] === pool);
   }
 
   claimsOfPool(namespace: string, pool: string): CocoonClaim[] {

@@ -305,6 +305,33 @@ export function boundSetReady(cs: CocoonSet): boolean {
   return memberReady(cs, "Running");
 }
 
+/**
+ * How long at most a pool holds its refill while sets claimed from it come up. Their claims wait on
+ * those wakes, and new members booting (and, in a Suspended pool, hibernating) compete with them for
+ * the nodes, the API server and the registry; a wake that never completes holds nothing past this.
+ */
+export const REFILL_HOLD_MS = 10_000;
+
+export interface RefillHold {
+  /** When the hold began, for the next pass to pass back; undefined when no claimed set comes up. */
+  since: number | undefined;
+  /** When it ends (epoch ms); undefined when the pool may create members. */
+  until: number | undefined;
+}
+
+/** The refill hold: from when a set claimed from the pool is first seen not Running, REFILL_HOLD_MS at most. */
+export function refillHold(
+  claimed: readonly CocoonSet[],
+  heldSinceMs: number | undefined,
+  nowMs: number,
+): RefillHold {
+  if (!claimed.some((cs) => !cs.metadata.deletionTimestamp && !boundSetReady(cs)))
+    return { since: undefined, until: undefined };
+  const since = heldSinceMs ?? nowMs;
+  const until = since + REFILL_HOLD_MS;
+  return { since, until: until > nowMs ? until : undefined };
+}
+
 /** The object with `finalizer` added (last), unless it has it. */
 export function withFinalizer<T extends CocoonPool | CocoonClaim>(obj: T, finalizer: string): T {
   const finalizers = obj.metadata.finalizers ?? [];

@@ -1,6 +1,7 @@
 // The CocoonPool reconciler (docs/pools.md): keeps `replicas` unclaimed members from the current
 // template, rolls outdated ones gradually, hibernates a Suspended pool's booted members, and writes
-// the pool's status. Every delete and every suspend carries the member's cached resourceVersion, so
+// the pool's status. It creates no member while sets claimed from it come up (a bounded hold), so a
+// burst of claims is not slowed by its own refill. Every delete and every suspend carries the member's cached resourceVersion, so
 // neither lands on a member a claim has just bound. Deleting the pool deletes its unclaimed members;
 // bound sets belong to their claims and stay. A settled pool writes nothing.
 
@@ -17,7 +18,7 @@ import { COCOONPOOLS, COCOONSETS } from "../controller/resources.ts";
 import type { Logger } from "../log.ts";
 import { forgetPool, recordPoolMembers } from "../metrics/pool.ts";
 import type { PoolView } from "./catalog.ts";
-import { newMember, planPool, poolStatus, withFinalizer, withoutFinalizer } from "./decide.ts";
+import { newMember, planPool, poolStatus, refillHold, withFinalizer, withoutFinalizer } from "./decide.ts";
 import { MEMBER_EXPECTATION_TTL_MS, type MemberExpectations } from "./expectations.ts";
 import {
   CONDITION_READY,
@@ -43,6 +44,8 @@ export interface PoolDeps {
 
 export class PoolReconciler implements Reconciler {
   private readonly deps: PoolDeps;
+  /** When each pool's refill hold began, by `<namespace>/<name>`. */
+  private readonly heldSince = new Map<string, number>();
 
   constructor(deps: PoolDeps) {
     this.deps = deps;
@@ -54,6 +57,7 @@ export class PoolReconciler implements Reconciler {
     let pool = view.pool(req.namespace, req.name);
     if (!pool) {
       expectations.forget(key);
+      this.heldSince.delete(key);
       forgetPool(req.namespace, req.name);
       return {};
     }
@@ -70,14 +74,20 @@ export class PoolReconciler implements Reconciler {
     }
 
     const plan = planPool(pool, members);
+    const claimed = view.claimed(req.namespace, req.name);
+    const now = this.deps.clock.now();
+    const hold = refillHold(claimed, this.heldSince.get(key), now);
+    if (hold.since === undefined) this.heldSince.delete(key);
+    else this.heldSince.set(key, hold.since);
     let lostRace = false;
     for (const member of plan.delete) lostRace = !(await this.deleteMember(pool, member, key)) || lostRace;
     for (const member of plan.suspend) lostRace = !(await this.suspendMember(pool, member)) || lostRace;
-    await this.createMembers(pool, plan.create, key);
+    await this.createMembers(pool, hold.until === undefined ? plan.create : 0, key);
 
-    const claimed = view.claimedCount(req.namespace, req.name);
-    await this.writeStatus(pool, poolStatus(pool, members, claimed, this.deps.clock.now()));
-    return lostRace ? { requeueAfterMs: CONFLICT_RETRY_MS } : {};
+    await this.writeStatus(pool, poolStatus(pool, members, claimed.length, now));
+    if (lostRace) return { requeueAfterMs: CONFLICT_RETRY_MS };
+    // The claimed sets' events end the hold sooner; this ends one whose wake never completes.
+    return hold.until !== undefined && plan.create > 0 ? { requeueAfterMs: hold.until - now } : {};
   }
 
   private async createMembers(pool: CocoonPool, count: number, key: string): Promise<void> {

@@ -125,8 +125,8 @@ export class FakePoolView implements PoolView {
     return this.client.peek<CocoonSet>(COCOONSETS, namespace, name, this.lag);
   }
 
-  claimedCount(namespace: string, pool: string): number {
-    return this.sets(namespace).filter((cs) => cs.metadata.labels?.[LABEL_CLAIMED_FROM] === pool).length;
+  claimed(namespace: string, pool: string): CocoonSet[] {
+    return this.sets(namespace).filter((cs) => cs.metadata.labels?.[LABEL_CLAIMED_FROM] === pool);
   }
 }
 

@@ -9,7 +9,7 @@ import { describe, it } from "node:test";
 import type { CocoonSet } from "../../../src/apis/v1/types.ts";
 import type { CocoonPool } from "../../../src/apis/v1alpha1/types.ts";
 import { COCOONPOOLS, COCOONSETS } from "../../../src/controller/resources.ts";
-import { boundMember } from "../../../src/pool/decide.ts";
+import { boundMember, REFILL_HOLD_MS } from "../../../src/pool/decide.ts";
 import { FINALIZER_COCOONPOOL, LABEL_CLAIM, LABEL_POOL } from "../../../src/pool/keys.ts";
 import { PoolReconciler } from "../../../src/pool/poolreconciler.ts";
 import { cocoonClaim, cocoonPool, member, NS, POOL, poolHarness } from "../../support/pool.ts";
@@ -133,6 +133,52 @@ describe("PoolReconciler", () => {
       spec: { suspend: true },
     });
     assert.equal(h.client.peek<CocoonSet>(COCOONSETS, NS, "m0")?.spec.suspend, true);
+  });
+
+  it("while a set claimed from it wakes, the pool creates no member; it refills once that set runs", async () => {
+    const h = setup();
+    const pool = h.client.seed(
+      COCOONPOOLS,
+      cocoonPool({ replicas: 2, warmth: "Suspended" }, { finalizers: [FINALIZER_COCOONPOOL] }),
+    );
+    h.client.seed(COCOONSETS, member(pool, "m0", "Suspended", { suspended: true }));
+    const claimed = boundMember(
+      member(pool, "m1", "Suspended", { suspended: true }),
+      cocoonClaim("c1"),
+      pool,
+      0,
+    );
+    h.client.seed(COCOONSETS, { ...claimed, status: { ...claimed.status!, phase: "Waking" } });
+    const held = await h.reconcile();
+    assert.ok(!h.client.writes().some((c) => c.verb === "create"), "no member created during the wake");
+    assert.equal(held.requeueAfterMs, REFILL_HOLD_MS, "looks again when the hold ends at the latest");
+    h.clock.advance(1_000);
+    h.client.seed(COCOONSETS, { ...claimed, status: { ...claimed.status!, phase: "Running" } });
+    h.client.clearCalls();
+    assert.deepEqual(await h.reconcile(), {});
+    assert.equal(h.client.writes().filter((c) => c.verb === "create").length, 1, "refilled once it runs");
+  });
+
+  it("a claimed set that never comes up holds the refill for REFILL_HOLD_MS, no longer", async () => {
+    const h = setup();
+    const pool = h.client.seed(
+      COCOONPOOLS,
+      cocoonPool({ replicas: 1, warmth: "Suspended" }, { finalizers: [FINALIZER_COCOONPOOL] }),
+    );
+    const claimed = boundMember(
+      member(pool, "m1", "Suspended", { suspended: true }),
+      cocoonClaim("c1"),
+      pool,
+      0,
+    );
+    h.client.seed(COCOONSETS, { ...claimed, status: { ...claimed.status!, phase: "Waking" } });
+    await h.reconcile();
+    h.clock.advance(REFILL_HOLD_MS - 1);
+    await h.reconcile();
+    assert.ok(!h.client.writes().some((c) => c.verb === "create"), "still held");
+    h.clock.advance(1);
+    await h.reconcile();
+    assert.equal(h.client.writes().filter((c) => c.verb === "create").length, 1, "held no longer");
   });
 
   it("deleting the pool deletes its unclaimed members, leaves bound sets, then drops its finalizer", async () => {
