@@ -102,7 +102,17 @@ export class RestoreReconciler implements Reconciler {
     const cached = this.deps.view.getRestore(req.namespace, req.name);
     if (!cached) return this.releaseOrphanedHolds(req);
     // A copy: each status write keeps it in step, so later writes of the pass diff against it.
-    const r = deepCopyJson(cached);
+    let r = deepCopyJson(cached);
+    if (!isFinal(r.status?.phase) && !r.status?.resumed) {
+      // Until the set is resumed, each step writes the set's hold or spec from this restore's progress.
+      // A cache behind the restore's own last status write (a set event can run the pass before it
+      // lands) would start it again or suspend the set it has just resumed: the server's restore decides.
+      const current = await unlessNotFound(() =>
+        this.deps.client.get<CocoonRestore>(COCOONRESTORES, req.namespace, req.name),
+      );
+      if (!current) return {};
+      r = current;
+    }
     if (isFinal(r.status?.phase)) {
       await this.removeHold(r);
       return {};

@@ -72,10 +72,12 @@ export function restoreFixture() {
   /** A lagging cache: a checkpoint it shows instead of the stored one, restores it does not show yet. */
   const cachedCheckpoint: { value: CocoonCheckpoint | undefined } = { value: undefined };
   const hiddenRestores = new Set<string>();
+  /** How many store changes the cached restores lag behind (a restore watch behind the sets'). */
+  const restoreCache = { lag: 0 };
   const reconciler = new RestoreReconciler({
     client,
     view: {
-      getRestore: (ns, name) => client.peek<CocoonRestore>(COCOONRESTORES, ns, name),
+      getRestore: (ns, name) => client.peek<CocoonRestore>(COCOONRESTORES, ns, name, restoreCache.lag),
       listRestores: (ns) =>
         client
           .all<CocoonRestore>(COCOONRESTORES, ns)
@@ -111,5 +113,6 @@ export function restoreFixture() {
     setStatus,
     cachedCheckpoint,
     hiddenRestores,
+    restoreCache,
   };
 }

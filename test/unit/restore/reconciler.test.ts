@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { CocoonSet } from "../../../src/apis/v1/types.ts";
-import type { CocoonCheckpoint } from "../../../src/apis/v1alpha1/types.ts";
+import type { CocoonCheckpoint, CocoonRestore } from "../../../src/apis/v1alpha1/types.ts";
 import { ANN_RESTORE_HOLD } from "../../../src/checkpoint/keys.ts";
 import { manifestDigest, sameRepositoryBranchManifest } from "../../../src/checkpoint/manifest.ts";
 import { encodeRestoreHold, restoreHoldOf } from "../../../src/checkpoint/usage.ts";
@@ -137,6 +137,27 @@ describe("RestoreReconciler", () => {
       f.events.events.filter((e) => e.object === SET).map((e) => e.reason),
       ["RestoreStarted", "Restored"],
     );
+  });
+
+  it("a pass whose restore cache is behind its own resume does not suspend the resumed set again", async () => {
+    const f = seeded(setIn("Running", false));
+    await f.run();
+    await f.run();
+    f.registry.push(MAIN, "hibernate", IMAGE);
+    f.registry.push(SUB, "hibernate", IMAGE);
+    f.setStatus({ ...f.set().status, phase: "Suspended", observedGeneration: 2 } as CocoonSet["status"]);
+    await f.run();
+    assert.equal(f.restore()?.status?.resumed, true);
+    assert.equal(f.set().spec.suspend, false);
+    // The resume's set event runs the pass before the restore's own writes reach its cache.
+    const cachedAgo = (lag: number) =>
+      f.client.peek<CocoonRestore>(COCOONRESTORES, NS, "r1", lag)?.status?.members;
+    while (cachedAgo(f.restoreCache.lag) !== undefined) f.restoreCache.lag++;
+    f.client.clearCalls();
+    await f.run();
+    assert.deepEqual(setWrites(f), [], "the set is neither suspended again nor held again");
+    assert.equal(f.set().spec.suspend, false);
+    assert.equal(f.restore()?.status?.resumed, true);
   });
 
   it("a set suspended before is not resumed: Restored once the copies are in place and owed", async () => {
