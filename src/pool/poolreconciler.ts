@@ -1,9 +1,10 @@
 // The CocoonPool reconciler (docs/pools.md): keeps `replicas` unclaimed members from the current
 // template, rolls outdated ones gradually, hibernates a Suspended pool's booted members, and writes
 // the pool's status. It creates no member while sets claimed from it come up (a bounded hold), so a
-// burst of claims is not slowed by its own refill. Every delete and every suspend carries the member's cached resourceVersion, so
-// neither lands on a member a claim has just bound. Deleting the pool deletes its unclaimed members;
-// bound sets belong to their claims and stay. A settled pool writes nothing.
+// burst of claims is not slowed by its own refill. Every delete and every suspend carries the
+// member's cached resourceVersion, so neither lands on a member a claim has just bound. Deleting the
+// pool deletes its unclaimed members; bound sets belong to their claims and stay. A settled pool
+// writes nothing.
 
 import { statusMergePatch } from "../apis/status.ts";
 import type { CocoonSet } from "../apis/v1/types.ts";
