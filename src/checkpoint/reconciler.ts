@@ -183,8 +183,10 @@ export class CheckpointReconciler implements Reconciler {
     return deadline !== undefined && this.deps.clock.now() >= deadline;
   }
 
-  /** Failed, for good: the deadline passed before Ready. */
-  /** `guarded`: the write carries `ck`'s resourceVersion (a conflict is thrown). */
+  /**
+   * Failed, for good: the deadline passed before Ready. `guarded`: the write carries `ck`'s
+   * resourceVersion (a conflict is thrown).
+   */
   private async fail(ck: CocoonCheckpoint, why: string, guarded = false): Promise<void> {
     const message = `not Ready within failureDeadline ${ck.spec.failureDeadline}: ${why}`;
     await this.writeStatus(ck, { ...ck.status, phase: "Failed", message }, false, guarded);

@@ -81,7 +81,7 @@ export function setupCocoonSetController(manager: Manager, options: CocoonSetCon
         informers.cocoonSets.get(namespace, name),
         informers.pods.byIndex(POD_BY_COCOONSET_INDEX, `${namespace}/${name}`),
         clock.now(),
-        expectations.pendingForSet(namespace, name).size > 0,
+        expectations.awaitsCreates(namespace, name),
       );
     },
   })

@@ -92,6 +92,16 @@ export class PodCreateExpectations {
     return out;
   }
 
+  /**
+   * Whether a pod of the set `namespace/setName` is still expected, without building the map
+   * pendingForSet returns: the CocoonSet queue asks on every event of the set.
+   */
+  awaitsCreates(namespace: string, setName: string): boolean {
+    const names = this.bySet.get(keyOf(namespace, setName));
+    if (!names) return false;
+    return [...names].some((name) => this.pendingMs(namespace, name) !== undefined);
+  }
+
   /** The cache shows `pod` (a list, an add or an update): its expectation ends when it is the pod. */
   observe(pod: Pod): void {
     if (this.entries.size === 0) return;

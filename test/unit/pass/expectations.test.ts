@@ -260,6 +260,19 @@ describe("PodCreateExpectations", () => {
     assert.equal(e.pendingMs(NS, "a"), undefined);
   });
 
+  it("awaitsCreates answers per set while a create is expected, and not once it is seen or lapses", () => {
+    const clock = new FakeClock();
+    const e = new PodCreateExpectations(clock, 1_000);
+    e.created(NS, "demo-0", "u0", "demo");
+    e.created(NS, "demo-1", "u1", "demo");
+    assert.equal(e.awaitsCreates(NS, "demo"), true);
+    assert.equal(e.awaitsCreates(NS, "other"), false);
+    e.observe(pod("demo-0", "u0"));
+    assert.equal(e.awaitsCreates(NS, "demo"), true, "demo-1 is still expected");
+    clock.advance(1_000);
+    assert.equal(e.awaitsCreates(NS, "demo"), false, "lapsed");
+  });
+
   it("expires after the TTL, is per set, and sweeps expired entries of sets never looked at again", () => {
     const clock = new FakeClock();
     const e = new PodCreateExpectations(clock, 1_000);
