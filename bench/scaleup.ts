@@ -15,8 +15,9 @@
 //
 // --timeline <file> (a diagnostic) appends, per run, each set's operator writes as the counting proxy
 // saw them (update/patch of the set and its status, pod creates, patches and deletes, each at its answer):
-// p50 / p90 / max over the sets of the first write, the first and last pod create, the last write and
-// Running, and the writes of the median set one by one: where the median set's time goes.
+// p50 / p90 / max over the sets of the first write, the first and last pod create, the last write,
+// Running and the time from the first write to Running; the sets in flight (first write done, not yet
+// Running), mean and max; and the writes of the median set one by one: where the median set's time goes.
 //
 // With --compare-command the two operators alternate run by run (each on a fresh environment), and
 // --sets may list several sizes for a scale curve. Nodes are sized to the pods (--nodes, default one
@@ -291,6 +292,7 @@ function appendTimeline(file: string, title: string, run: Run): void {
     ["last pod create", (t) => since(t, podCreates(t).at(-1)?.at)],
     ["last write before Running", (t) => since(t, t.writes.filter((w) => w.at <= t.runningAt).at(-1)?.at)],
     ["Running", (t) => since(t, t.runningAt)],
+    ["first write to Running", (t) => since(t, t.runningAt) - since(t, t.writes[0]?.at)],
     ["writes (count)", (t) => t.writes.length],
     ["status writes (count)", (t) => t.writes.filter((w) => w.what.endsWith("set/status")).length],
   ];
@@ -298,6 +300,7 @@ function appendTimeline(file: string, title: string, run: Run): void {
   const q = (values: number[]) =>
     `p50 ${cell(percentile(values, 50))}  p90 ${cell(percentile(values, 90))}  max ${cell(Math.max(...values))}`;
   const lines = milestones.map(([name, pick]) => `${name.padEnd(28)} ${q(sets.map(([, t]) => pick(t)))}`);
+  lines.push(inFlight(sets.map(([, t]) => t)));
   const byTime = [...sets].sort(([, a], [, b]) => since(a, a.runningAt) - since(b, b.runningAt));
   const median = byTime[Math.max(0, Math.ceil(byTime.length / 2) - 1)];
   if (median) {
@@ -306,6 +309,23 @@ function appendTimeline(file: string, title: string, run: Run): void {
     for (const w of t.writes) lines.push(`  ${since(t, w.at).toFixed(2).padStart(7)} s  ${w.what}`);
   }
   appendFileSync(file, `# ${title}\n${lines.join("\n")}\n\n`);
+}
+
+/**
+ * Sets in flight (the operator's first write of the set done, the set not yet Running), sampled every
+ * 100 ms from the first write of the run to the last Running: mean and max, and the first set's Running.
+ */
+function inFlight(timelines: SetTimeline[]): string {
+  const spans = timelines.flatMap((t) => (t.writes[0] ? [[t.writes[0].at, t.runningAt] as const] : []));
+  if (spans.length === 0) return "sets in flight               none";
+  const from = Math.min(...spans.map(([start]) => start));
+  const to = Math.max(...spans.map(([, end]) => end));
+  const counts: number[] = [];
+  for (let at = from; at <= to; at += 100)
+    counts.push(spans.filter(([start, end]) => start <= at && at < end).length);
+  const mean = counts.reduce((a, b) => a + b, 0) / counts.length;
+  const firstRunning = Math.min(...timelines.map((t) => t.runningAt - t.createdAt)) / 1000;
+  return `sets in flight               mean ${mean.toFixed(1).padStart(6)}  max ${String(Math.max(...counts)).padStart(6)}  first set Running at ${firstRunning.toFixed(2)} s`;
 }
 
 function appendRequestTimes(file: string, title: string, run: Run): void {
