@@ -414,13 +414,23 @@ export class RestoreReconciler implements Reconciler {
   /**
    * A restore deleted before it finished: the sets it holds are let go, as they are (a set it
    * suspended stays suspended; resuming it is the user's call, its VMs wake from whatever `:hibernate`
-   * holds).
+   * holds). A restore cache that has not shown a new restore yet looks the same, and a set event brings
+   * that pass: a hold goes only when the API server has no restore of that uid.
    */
   private async releaseOrphanedHolds(req: Request): Promise<Result> {
-    for (const cs of this.deps.view.listCocoonSets(req.namespace)) {
+    const holds = this.deps.view.listCocoonSets(req.namespace).flatMap((cs) => {
       const hold = restoreHoldOf(cs);
-      if (hold === undefined || hold === "unreadable" || hold.restore !== req.name) continue;
-      await this.dropHoldOnServer(req.namespace, cs.metadata.name ?? "", hold.uid);
+      return hold === undefined || hold === "unreadable" || hold.restore !== req.name
+        ? []
+        : [{ setName: cs.metadata.name ?? "", uid: hold.uid }];
+    });
+    if (holds.length === 0) return {};
+    const current = await unlessNotFound(() =>
+      this.deps.client.get<CocoonRestore>(COCOONRESTORES, req.namespace, req.name),
+    );
+    for (const { setName, uid } of holds) {
+      if (current?.metadata.uid === uid) continue;
+      await this.dropHoldOnServer(req.namespace, setName, uid);
     }
     return {};
   }

@@ -294,6 +294,22 @@ describe("RestoreReconciler", () => {
     assert.equal(f.set().spec.suspend, false, "nothing more is done to the set");
   });
 
+  it("a restore its cache does not show yet keeps the hold it took: only a restore gone from the API server lets go", async () => {
+    const f = seeded(setIn("Running", false));
+    await f.run();
+    assert.equal(f.restore()?.status?.phase, "Restoring");
+    // A set event runs the pass while the restore watch has not delivered the restore yet.
+    while (f.client.peek<CocoonRestore>(COCOONRESTORES, NS, "r1", f.restoreCache.lag) !== undefined)
+      f.restoreCache.lag++;
+    f.client.clearCalls();
+    assert.deepEqual(await f.run(), {});
+    assert.deepEqual(setWrites(f), [], "the hold stays");
+    assert.notEqual(f.set().metadata.annotations?.[ANN_RESTORE_HOLD], undefined);
+    f.restoreCache.lag = 0;
+    await f.run();
+    assert.equal(f.restore()?.status?.phase, "Restoring", "the restore goes on, not HoldRemoved");
+  });
+
   it("a restore deleted before it finished lets go of its set, leaving it as it is", async () => {
     const f = seeded(setIn("Running", false));
     await f.run();
