@@ -554,6 +554,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     const leftImage = imageSet;
     if (leftImage) await patchSpec(leftImage.name, { suspend: false });
     const convergeMs = opts.convergeMs ?? 90_000;
+    /** What a convergence probe last found not yet converged, for the violation's message. */
+    let left: string | undefined;
     const convergence: [string, () => Promise<boolean>][] = [
       ["ret Running with 2 agents and its toolbox Ready", () => isRunning("ret", 2, { toolboxes: 1 })],
       ["rel Running with its main Ready", () => isRunning("rel", 1)],
@@ -598,7 +600,11 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
         async () => {
           for (const name of ["ret", "rel", "mig", "ck"]) {
             const cs = await getSet(name);
-            if (cs?.metadata.annotations?.[ANN_HIBERNATE_RECLAIM] !== undefined) return false;
+            const record = cs?.metadata.annotations?.[ANN_HIBERNATE_RECLAIM];
+            if (record !== undefined) {
+              left = `${name}'s reclaim record ${record}`;
+              return false;
+            }
           }
           const vms = [
             vm("ret", 0),
@@ -612,7 +618,10 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
           ];
           if (leftImage) vms.push(vm(leftImage.name));
           for (const v of [...vms, ...tornDown.map((n) => vm(n))]) {
-            if ((await oci.getManifest(oci.repository(v), TAG_HIBERNATE)) !== null) return false;
+            if ((await oci.getManifest(oci.repository(v), TAG_HIBERNATE)) !== null) {
+              left = `${v}:${TAG_HIBERNATE}`;
+              return false;
+            }
           }
           return true;
         },
@@ -620,10 +629,11 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     ];
     const deadline = Date.now() + convergeMs;
     for (const [what, probe] of convergence) {
+      left = undefined;
       const reached = await until(probe, Math.max(1000, deadline - Date.now()), true).catch(() => false);
       if (!reached) {
         checker.violations.push(
-          `invariant (d) violated: ${what} not reached within ${convergeMs} ms after the chaos\n${checker.history()}`,
+          `invariant (d) violated: ${what} not reached within ${convergeMs} ms after the chaos${left ? ` (still there: ${left})` : ""}\n${checker.history()}`,
         );
         break;
       }
