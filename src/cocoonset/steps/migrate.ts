@@ -92,13 +92,16 @@ export async function reconcileMigration(pass: Pass): Promise<StepOutcome> {
       const fresh = await readPodFromServer(pass, action.main);
       if (!snapshotExistsAndWeQuiesced(fresh, target, true))
         return finish({ requeueAfterMs: REQUEUE_POLL_MS });
+      // Migrating before the delete: a pass that does not find it skips the probe once the new main
+      // runs, and the snapshot the migration restores from would stay behind.
+      await persistMigrating(pass);
       await flagKeepSnapshot(pass, action.main);
       log.info(
         { from: action.main.spec.nodeName },
         "migration: snapshot in the registry, deleting the old main",
       );
       await deletePod(pass, action.main);
-      return markMigrating(pass);
+      return finish({ requeueAfterMs: REQUEUE_POLL_MS });
     }
     case "recreate-from-snapshot":
       return recreateFromSnapshot(pass, vmName);
@@ -164,9 +167,11 @@ async function recreateFromSnapshot(pass: Pass, vmName: string): Promise<StepOut
     wantRestore: true,
   });
   if (!snapshot.restore) return CONTINUE;
+  // Migrating before the create, as before the delete above.
+  await persistMigrating(pass);
   // The old main still terminating holds the name: wait for it.
-  if ((await createPod(pass, pod)) === "exists") return finish({ requeueAfterMs: REQUEUE_POLL_MS });
-  return markMigrating(pass);
+  await createPod(pass, pod);
+  return finish({ requeueAfterMs: REQUEUE_POLL_MS });
 }
 
 /** The scheduler has no seat for the restored main on its target. */
@@ -182,8 +187,16 @@ function reportNoCapacity(pass: Pass, main: Pod): void {
   );
 }
 
-async function markMigrating(pass: Pass): Promise<StepOutcome> {
+/**
+ * The durable marker of a migration in flight: written before each side effect that starts or
+ * continues one, so a pass that skips the probe (settledWithoutProbe) never leaves one half done.
+ */
+async function persistMigrating(pass: Pass): Promise<void> {
   pass.phase = "Migrating";
   await writeStatus(pass, "Migrating");
+}
+
+async function markMigrating(pass: Pass): Promise<StepOutcome> {
+  await persistMigrating(pass);
   return finish({ requeueAfterMs: REQUEUE_POLL_MS });
 }

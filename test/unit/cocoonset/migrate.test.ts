@@ -400,7 +400,7 @@ describe("step 8: a leftover tag", () => {
 });
 
 describe("step 8: retiring the old main", () => {
-  it("quiesced main on node-a, tag present → keep-snapshot flag, THEN delete; no tag deletes; Migrating", async () => {
+  it("quiesced main on node-a, tag present → Migrating persisted, then keep-snapshot flag, THEN delete; no tag deletes", async () => {
     const h = new Harness(cocoonSet({ nodeName: "node-b" }), [
       mainPod({ node: "node-a", live: true, hibernate: true }),
     ]);
@@ -409,9 +409,9 @@ describe("step 8: retiring the old main", () => {
     assert.deepEqual(h.journal, [
       `hasManifest ${TAG}`,
       "get pods demo-0",
+      "patch cocoonsets/status demo",
       "patch pods demo-0",
       "delete pods demo-0",
-      "patch cocoonsets/status demo",
     ]);
     assert.deepEqual(h.body("patch", "pods"), {
       metadata: { annotations: { [ANN_KEEP_SNAPSHOT_ON_DELETE]: "true" } },
@@ -419,6 +419,17 @@ describe("step 8: retiring the old main", () => {
     assert.ok(h.registry.has(VM, "hibernate"));
     assert.deepEqual(h.tagDeletes(), []);
     assert.equal(h.phase(), "Migrating");
+  });
+
+  it("a Migrating write that fails leaves the old main undeleted", async () => {
+    const h = new Harness(cocoonSet({ nodeName: "node-b" }), [
+      mainPod({ node: "node-a", live: true, hibernate: true }),
+    ]);
+    h.pushTag();
+    h.client.failNext("patch", "cocoonsets/status", new Error("conflict"));
+    await assert.rejects(h.run(), /conflict/);
+    assert.deepEqual(h.apiWrites(), ["patch cocoonsets/status demo"], "the failed write, nothing after it");
+    assert.ok(h.pod(), "the old main is still there");
   });
 
   it("the keep-snapshot flag is best-effort — a failed patch still deletes the old main", async () => {
@@ -433,11 +444,11 @@ describe("step 8: retiring the old main", () => {
 });
 
 describe("step 8: recreating on the target", () => {
-  it("no main, tag present → restore-flagged main with one required hostname term for node-b; Migrating", async () => {
+  it("no main, tag present → Migrating persisted, then a restore-flagged main with one required hostname term for node-b", async () => {
     const h = new Harness(cocoonSet({ nodeName: "node-b" }));
     h.pushTag();
     assert.deepEqual(await h.run(), POLL);
-    assert.deepEqual(h.journal, [`getSnapshot ${TAG}`, "create pods demo-0", "patch cocoonsets/status demo"]);
+    assert.deepEqual(h.journal, [`getSnapshot ${TAG}`, "patch cocoonsets/status demo", "create pods demo-0"]);
     const pod = h.pod();
     assert.equal(pod?.metadata.annotations?.[ANN_RESTORE_FROM_HIBERNATE], "true");
     assert.equal(pod?.spec.nodeName, undefined);
@@ -665,7 +676,7 @@ describe("step 8: live state is never lost across a whole migration", () => {
     h.client.finishPodDeletion(NS, "demo-0");
     h.journal.length = 0;
     assert.deepEqual(await h.run(), POLL);
-    assert.deepEqual(h.apiWrites(), ["create pods demo-0", "patch cocoonsets/status demo"]);
+    assert.deepEqual(h.apiWrites(), ["patch cocoonsets/status demo", "create pods demo-0"]);
     assert.equal(h.pod()?.metadata.annotations?.[ANN_RESTORE_FROM_HIBERNATE], "true");
 
     // Pass 5: scheduled on node-b, vk-cocoon restoring: the tag must stay.
