@@ -107,9 +107,7 @@ export class RestoreReconciler implements Reconciler {
       // Until the set is resumed, each step writes the set's hold or spec from this restore's progress.
       // A cache behind the restore's own last status write (a set event can run the pass before it
       // lands) would start it again or suspend the set it has just resumed: the server's restore decides.
-      const current = await unlessNotFound(() =>
-        this.deps.client.get<CocoonRestore>(COCOONRESTORES, req.namespace, req.name),
-      );
+      const current = await this.serverRestore(req.namespace, req.name);
       if (!current) return {};
       r = current;
     }
@@ -425,9 +423,7 @@ export class RestoreReconciler implements Reconciler {
         : [{ setName: cs.metadata.name ?? "", uid: hold.uid }];
     });
     if (holds.length === 0) return {};
-    const current = await unlessNotFound(() =>
-      this.deps.client.get<CocoonRestore>(COCOONRESTORES, req.namespace, req.name),
-    );
+    const current = await this.serverRestore(req.namespace, req.name);
     for (const { setName, uid } of holds) {
       if (current?.metadata.uid === uid) continue;
       await this.dropHoldOnServer(req.namespace, setName, uid);
@@ -449,11 +445,13 @@ export class RestoreReconciler implements Reconciler {
     );
     const hold = cs ? restoreHoldOf(cs) : undefined;
     if (hold === undefined || hold === "unreadable" || live.has(hold.uid)) return live;
-    const holder = await unlessNotFound(() =>
-      this.deps.client.get<CocoonRestore>(COCOONRESTORES, namespace, hold.restore),
-    );
+    const holder = await this.serverRestore(namespace, hold.restore);
     if (holder?.metadata.uid === hold.uid && !isFinal(holder.status?.phase)) live.add(hold.uid);
     return live;
+  }
+
+  private serverRestore(namespace: string, name: string): Promise<CocoonRestore | undefined> {
+    return unlessNotFound(() => this.deps.client.get<CocoonRestore>(COCOONRESTORES, namespace, name));
   }
 
   private serverCheckpoint(namespace: string, name: string): Promise<CocoonCheckpoint | undefined> {
