@@ -29,6 +29,7 @@ import { createOperatorInformers, type OperatorInformers } from "./informers/inf
 import { log } from "./log.ts";
 // Registers the cocoon_operator_* collectors, so /metrics lists them before their first sample.
 import { observeSetPhases, snapshotDeletesTotal } from "./metrics/cocoon.ts";
+import { setVMNames } from "./pass/setvms.ts";
 import { SuspendConfirmations } from "./pass/suspendconfirmations.ts";
 import { PoolCatalog } from "./pool/catalog.ts";
 import { setupPoolControllers } from "./pool/setup.ts";
@@ -121,7 +122,11 @@ export function createOperator(config: OperatorConfig): Operator {
   client.onRequest((request) =>
     recordRestRequest({ verb: request.method, code: request.code, host: request.host }),
   );
-  const informers = createOperatorInformers(client, { clock, namespace: config.watchNamespace });
+  const informers = createOperatorInformers(client, {
+    clock,
+    namespace: config.watchNamespace,
+    setVMNames,
+  });
   observeSetPhases(() => informers.cocoonSets.list().map((cs) => cs.status?.phase ?? ""));
   const events = new KubeEventRecorder({ client, component: "cocoon-operator", clock });
   const registry =

@@ -9,6 +9,7 @@ import type { Reconciler, Request, Result } from "../controller/reconciler.ts";
 import { forgetPolicyDeadline, idlePolicyStep, wakeForPolicyDeadline } from "../idle/step.ts";
 import { classifyPods } from "../pass/classify.ts";
 import { Pass, type PassDeps, type Step } from "../pass/pass.ts";
+import { refuseCollidingNames } from "./steps/collision.ts";
 import { reconcileFailedMain } from "./steps/failed.ts";
 import { ensureFinalizer } from "./steps/finalizer.ts";
 import { holdIncompatibleSnapshots } from "./steps/heldsnapshots.ts";
@@ -36,6 +37,8 @@ export interface CocoonSetDeps extends PassDeps {
 function cocoonSetSteps(deps: CocoonSetDeps): readonly Step[] {
   return [
     ensureFinalizer, // 3
+    // A set whose VM names are also an earlier set's is refused before it touches a pod or a tag.
+    refuseCollidingNames,
     // An idle or expired set gets spec.suspend=true here, before the generation stamp and step 6, so
     // this same pass stamps the new generation and suspends.
     idlePolicyStep(),

@@ -3,7 +3,11 @@
 import type { Pod } from "../apis/core.ts";
 import type { CocoonSet } from "../apis/v1/types.ts";
 import { deepCopyJson } from "../controller/deepcopy.ts";
-import { type OperatorInformers, POD_BY_COCOONSET_INDEX } from "../informers/informers.ts";
+import {
+  type OperatorInformers,
+  POD_BY_COCOONSET_INDEX,
+  SET_BY_VM_NAME_INDEX,
+} from "../informers/informers.ts";
 import type { CachedHibernation, CocoonSetView } from "../pass/pass.ts";
 
 /**
@@ -31,5 +35,9 @@ export class InformerCocoonSetView implements CocoonSetView {
 
   listHibernations(namespace: string): readonly CachedHibernation[] {
     return this.informers.hibernations.list(namespace);
+  }
+
+  listSetsNamingVM(vm: string): readonly CocoonSet[] {
+    return this.informers.cocoonSets.byIndex(SET_BY_VM_NAME_INDEX, vm);
   }
 }

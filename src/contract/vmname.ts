@@ -58,3 +58,38 @@ export function roleForPod(pod: Pick<Pod, "metadata">, vmName: string): Role {
   const cocoonSet = cocoonSetOwnerName(pod);
   return inferRoleFromSlot(extractAgentSlot(pod.metadata.namespace ?? "", cocoonSet, vmName));
 }
+
+/**
+ * One path component of a distribution repository name: lowercase alphanumerics joined by `.`, `_`,
+ * `__` or runs of `-`. No `/`, no `..`, no leading or trailing separator.
+ */
+const REPOSITORY_COMPONENT = /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/;
+const MAX_REPOSITORY_NAME = 255;
+
+/**
+ * Whether `vmName` may be one of the set's own VMs: `vk-<ns>-<set>-<suffix>` with a non-empty suffix,
+ * and one valid repository path component. Every registry delete driven by a name the operator read
+ * back from an annotation passes through this rule first, so a name a user wrote can never reach
+ * another set's repository, a base image, or a path outside the snapshot prefix.
+ */
+export function isOwnVMName(namespace: string, cocoonSet: string, vmName: string): boolean {
+  const prefix = agentVMNamePrefix(namespace, cocoonSet);
+  return (
+    vmName.length > prefix.length &&
+    vmName.length <= MAX_REPOSITORY_NAME &&
+    vmName.startsWith(prefix) &&
+    REPOSITORY_COMPONENT.test(vmName)
+  );
+}
+
+/** `names` split by the rule above, each list in the order given. */
+export function partitionOwnVMNames(
+  namespace: string,
+  cocoonSet: string,
+  names: Iterable<string>,
+): { own: string[]; foreign: string[] } {
+  const own: string[] = [];
+  const foreign: string[] = [];
+  for (const name of names) (isOwnVMName(namespace, cocoonSet, name) ? own : foreign).push(name);
+  return { own, foreign };
+}

@@ -22,6 +22,12 @@ export const POD_BY_COCOONSET_INDEX = "cocoonset";
  */
 export const SET_BY_CONTROLLER_INDEX = "controller";
 
+/**
+ * CocoonSets by each VM name they answer for (the index function is the caller's: the names a set
+ * answers for are read from its bookkeeping, which rooms below this one decode).
+ */
+export const SET_BY_VM_NAME_INDEX = "vmName";
+
 export function controllerIndexKey(namespace: string, kind: string, name: string): string {
   return `${namespace}/${kind}/${name}`;
 }
@@ -51,12 +57,15 @@ export interface OperatorInformers {
   hibernations: Informer<CocoonHibernation>;
 }
 
-/** `namespace` limits every informer to one namespace (tests sharing an API server); default all. */
+/**
+ * `namespace` limits every informer to one namespace (tests sharing an API server); default all.
+ * `setVMNames` gives the VM names a set answers for, for SET_BY_VM_NAME_INDEX; default none.
+ */
 export function createOperatorInformers(
   client: WatchClient,
-  opts: { clock?: Clock; namespace?: string } = {},
+  opts: { clock?: Clock; namespace?: string; setVMNames?: (cs: CocoonSet) => string[] } = {},
 ): OperatorInformers {
-  const { clock, namespace } = opts;
+  const { clock, namespace, setVMNames = () => [] } = opts;
   return {
     cocoonSets: createInformer<CocoonSet>(client, COCOONSETS, {
       namespace,
@@ -67,6 +76,7 @@ export function createOperatorInformers(
           (cs.metadata.ownerReferences ?? [])
             .filter((ref) => ref.controller === true)
             .map((ref) => controllerIndexKey(cs.metadata.namespace ?? "", ref.kind, ref.name)),
+        [SET_BY_VM_NAME_INDEX]: setVMNames,
       },
     }),
     pods: createInformer<Pod>(client, PODS, {

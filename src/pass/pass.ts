@@ -35,6 +35,8 @@ export interface CocoonSetView {
   listSetPods(namespace: string, setName: string): Pod[];
   /** The cache's own objects, not copies (a pass only reads them): never write to them. */
   listHibernations(namespace: string): readonly CachedHibernation[];
+  /** The live sets, of any namespace, that answer for `vm` (setvms.ts); the cache's own objects. */
+  listSetsNamingVM(vm: string): readonly CocoonSet[];
 }
 
 /** The collaborators every pass has, one set per controller. */

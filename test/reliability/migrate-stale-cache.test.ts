@@ -58,6 +58,7 @@ function passOverStaleCache(
     getCocoonSet: () => cs,
     listSetPods: (): Pod[] => [cached],
     listHibernations: () => [],
+    listSetsNamingVM: () => [],
   };
   return new Pass(
     cs,

@@ -37,6 +37,7 @@ import {
 import { applyMergePatch } from "../../src/controller/mergepatch.ts";
 import { COCOONHIBERNATIONS, COCOONSETS, PODS, type ResourceType } from "../../src/controller/resources.ts";
 import type { CachedHibernation, CocoonSetView } from "../../src/pass/pass.ts";
+import { setVMNames } from "../../src/pass/setvms.ts";
 
 export interface RecordedCall {
   verb: "get" | "list" | "create" | "update" | "patch" | "delete";
@@ -425,5 +426,12 @@ export class FakeView implements CocoonSetView {
   listHibernations(namespace: string): readonly CachedHibernation[] {
     this.hibernationLists++;
     return this.client.cached<CocoonHibernation>(COCOONHIBERNATIONS, namespace);
+  }
+
+  /** Every stored set, of any namespace, that answers for `vm`, as the operator's index files them. */
+  listSetsNamingVM(vm: string): readonly CocoonSet[] {
+    return this.client
+      .all<CocoonSet>(COCOONSETS, undefined, this.lag)
+      .filter((cs) => setVMNames(cs).includes(vm));
   }
 }

@@ -8,15 +8,7 @@ import type { CocoonSetStatus } from "../../apis/v1/types.ts";
 import { byteOrder } from "../../contract/order.ts";
 import { vmNameOf } from "../../contract/pod.ts";
 import type { ReclaimRecord } from "../../pass/reclaimrecord.ts";
-
-/** The stored names: split on commas, whitespace trimmed, empties dropped. */
-export function parseDeleteVMNames(raw: string | undefined): string[] {
-  if (!raw) return [];
-  return raw
-    .split(",")
-    .map((name) => name.trim())
-    .filter((name) => name !== "");
-}
+import { parseDeleteVMNames } from "../../pass/setvms.ts";
 
 /**
  * The annotation value holding the stored names plus `more`; undefined when the union is empty or

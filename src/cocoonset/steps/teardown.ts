@@ -1,6 +1,8 @@
 // Step 2: a set being deleted loses its pods first, then its snapshot tags, then its finalizer.
 // The VM names to GC are stashed on the set before the first pod delete, so the cleanup survives a
-// restart mid-teardown and covers VMs the status never listed.
+// restart mid-teardown and covers VMs the status never listed. Only the set's own VMs are collected:
+// a stashed name that is not the set's, or that an earlier-created live set also answers for, is
+// left alone with a Warning.
 
 import type { Pod } from "../../apis/core.ts";
 import type { CocoonSet } from "../../apis/v1/types.ts";
@@ -8,13 +10,18 @@ import { ANN_DELETE_VM_NAMES, FINALIZER_COCOONSET, TAG_HIBERNATE, TAG_LATEST } f
 import { byteOrder } from "../../contract/order.ts";
 import { isControlledBy } from "../../contract/pod.ts";
 import { shouldSnapshotVM } from "../../contract/snapshotpolicy.ts";
-import { extractAgentSlot, inferRoleFromSlot } from "../../contract/vmname.ts";
+import { extractAgentSlot, inferRoleFromSlot, partitionOwnVMNames } from "../../contract/vmname.ts";
 import type { Result } from "../../controller/reconciler.ts";
 import { COCOONSETS } from "../../controller/resources.ts";
 import { classifyPods } from "../../pass/classify.ts";
 import { Pass, type PassDeps, REQUEUE_POLL_MS } from "../../pass/pass.ts";
-import { parseDeleteVMNames } from "../decide/deletevmnames.ts";
+import { collisionsWithEarlierSets, parseDeleteVMNames } from "../../pass/setvms.ts";
+import { setEvent } from "../../pass/writes.ts";
 import { deleteAfterStash, stashVMNames } from "../deletepods.ts";
+import { collisionMessage, REASON_VM_NAME_COLLISION } from "./collision.ts";
+
+/** A name in the set's bookkeeping that is not one of its own VMs was left alone. */
+export const REASON_FOREIGN_VM_NAME_IGNORED = "ForeignVMNameIgnored";
 
 /** One registry tag the teardown probes and deletes when present. */
 export interface TagToCollect {
@@ -65,7 +72,7 @@ export async function teardown(cs: CocoonSet, deps: PassDeps, signal: AbortSigna
   if (!deps.registry) {
     logger.warn("no snapshot registry configured; skipping snapshot tag cleanup");
   } else {
-    const vmNames = parseDeleteVMNames(pass.cs.metadata.annotations?.[ANN_DELETE_VM_NAMES]);
+    const vmNames = ownVMNamesToCollect(pass);
     const failures: string[] = [];
     for (const { vm, tag, required } of tagsToCollect(
       namespace,
@@ -90,6 +97,33 @@ export async function teardown(cs: CocoonSet, deps: PassDeps, signal: AbortSigna
 
   await removeFinalizer(pass);
   return {};
+}
+
+/**
+ * The stashed names teardown may collect: the set's own, less those an earlier-created live set also
+ * answers for (this set was refused them). Each name left out is named in a Warning.
+ */
+function ownVMNamesToCollect(pass: Pass): string[] {
+  const stashed = parseDeleteVMNames(pass.cs.metadata.annotations?.[ANN_DELETE_VM_NAMES]);
+  const { own, foreign } = partitionOwnVMNames(pass.namespace, pass.name, stashed);
+  if (foreign.length > 0) {
+    setEvent(
+      pass,
+      "Warning",
+      REASON_FOREIGN_VM_NAME_IGNORED,
+      `teardown ignores ${ANN_DELETE_VM_NAMES} entries that are not this set's VMs (vk-${pass.namespace}-${pass.name}-<member>, a valid repository name), and deletes none of their tags: ${foreign.join(", ")}`,
+    );
+  }
+  const collisions = collisionsWithEarlierSets(pass.cs, own, (vm) => pass.deps.view.listSetsNamingVM(vm));
+  if (collisions.length === 0) return own;
+  setEvent(
+    pass,
+    "Warning",
+    REASON_VM_NAME_COLLISION,
+    `teardown leaves their tags: ${collisionMessage(collisions)}`,
+  );
+  const held = new Set(collisions.map((c) => c.vm));
+  return own.filter((vm) => !held.has(vm));
 }
 
 /** An Update carrying the set as last written (its annotation patch included), minus the finalizer. */

@@ -4,7 +4,8 @@ import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
 import type { AgentStatus, CocoonSet, ToolboxStatus } from "../../../src/apis/v1/types.ts";
 import { CocoonSetReconciler } from "../../../src/cocoonset/reconciler.ts";
-import { tagsToCollect } from "../../../src/cocoonset/steps/teardown.ts";
+import { REASON_VM_NAME_COLLISION } from "../../../src/cocoonset/steps/collision.ts";
+import { REASON_FOREIGN_VM_NAME_IGNORED, tagsToCollect } from "../../../src/cocoonset/steps/teardown.ts";
 import {
   ANN_DELETE_VM_NAMES,
   ANN_HIBERNATE_RECLAIM,
@@ -12,7 +13,7 @@ import {
   TAG_HIBERNATE,
   TAG_LATEST,
 } from "../../../src/contract/keys.ts";
-import { PODS } from "../../../src/controller/resources.ts";
+import { COCOONSETS, PODS } from "../../../src/controller/resources.ts";
 import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
 import {
   cocoonSet,
@@ -271,5 +272,74 @@ describe("teardown failures", () => {
     );
     assert.deepEqual(h.registry.calls, []);
     assert.equal(storedSet(h.client), undefined);
+  });
+});
+
+describe("teardown touches only the set's own VMs", () => {
+  it("ignores stashed and recorded names of other sets, base images and paths, with a Warning naming them", async () => {
+    const h = harness();
+    const foreign = ["vk-b-prod-0", "ubuntu", `vk-${NS}-${SET}-../vk-b-prod-0`, `vk-${NS}-${SET}2-0`];
+    seedSet(h.client, {
+      ...deletingSet(),
+      metadata: {
+        ...deletingSet().metadata,
+        annotations: {
+          [ANN_DELETE_VM_NAMES]: [vm("0"), ...foreign.slice(0, 2)].join(","),
+          [ANN_HIBERNATE_RECLAIM]: JSON.stringify({ generation: 1, vms: foreign.slice(2) }),
+        },
+      },
+    });
+    putAllTags(h.registry, [vm("0"), ...foreign]);
+
+    assert.deepEqual(await reconcile(h), {});
+
+    assert.deepEqual(h.registry.callsOf("deleteIfPresent"), [`${vm("0")}:hibernate`]);
+    for (const name of foreign) assert.equal(h.registry.has(name, TAG_HIBERNATE), true, name);
+    const warnings = h.events.events.filter((e) => e.reason === REASON_FOREIGN_VM_NAME_IGNORED);
+    assert.equal(warnings.length, 1);
+    assert.equal(warnings[0]?.type, "Warning");
+    for (const name of foreign) assert.ok(warnings[0]?.message.includes(name), name);
+    assert.equal(storedSet(h.client), undefined, "the set still goes");
+  });
+
+  it("ignores a foreign name under snapshotPolicy never too: neither its :hibernate nor its :latest", async () => {
+    const h = harness();
+    seedSet(h.client, {
+      ...deletingSet({ snapshotPolicy: "never" }),
+      metadata: { ...deletingSet().metadata, annotations: { [ANN_DELETE_VM_NAMES]: "vk-b-prod-0" } },
+    });
+    putAllTags(h.registry, ["vk-b-prod-0"]);
+
+    await reconcile(h);
+
+    assert.deepEqual(h.registry.callsOf("deleteIfPresent"), []);
+    assert.equal(h.registry.has("vk-b-prod-0", TAG_LATEST), true);
+  });
+
+  it("leaves the tags of names an earlier-created live set answers for, and collects the rest", async () => {
+    const h = harness();
+    // Namespace `ns-demo` set `x` and namespace `ns` set `demo-x` share `vk-ns-demo-x-0`.
+    h.client.seed(COCOONSETS, {
+      ...cocoonSet(
+        {},
+        { namespace: `${NS}-${SET}`, name: "x", uid: "early", creationTimestamp: "2026-01-01T00:00:00Z" },
+      ),
+    });
+    seedSet(h.client, {
+      ...deletingSet(),
+      metadata: {
+        ...deletingSet().metadata,
+        creationTimestamp: "2026-01-01T00:00:09Z",
+        annotations: { [ANN_DELETE_VM_NAMES]: [vm("0"), vm("x-0")].join(",") },
+      },
+    });
+    putAllTags(h.registry, [vm("0"), vm("x-0")]);
+
+    await reconcile(h);
+
+    assert.deepEqual(h.registry.callsOf("deleteIfPresent"), [`${vm("0")}:hibernate`]);
+    assert.equal(h.registry.has(vm("x-0"), TAG_HIBERNATE), true);
+    const warning = h.events.events.find((e) => e.reason === REASON_VM_NAME_COLLISION);
+    assert.ok(warning?.message.includes(`${vm("x-0")} (CocoonSet ${NS}-${SET}/x)`), warning?.message);
   });
 });

@@ -7,6 +7,8 @@ import {
   agentVMNamePrefix,
   extractAgentSlot,
   inferRoleFromSlot,
+  isOwnVMName,
+  partitionOwnVMNames,
   podVMName,
   roleForPod,
   toolboxPodName,
@@ -66,4 +68,40 @@ test("roleForPod uses the CocoonSet owner and the slot parse", () => {
   assert.equal(roleForPod(pod, "vk-prod-demo-db"), "toolbox");
   assert.equal(roleForPod(ownedPod({ kind: "ReplicaSet", name: "demo" }), "vk-prod-demo-0"), "toolbox");
   assert.equal(roleForPod(ownedPod(undefined), "vk-prod-demo-0"), "toolbox");
+});
+
+test("a set's own VM names are its vk-<ns>-<set>- names that are one valid repository component", () => {
+  for (const vm of [
+    "vk-prod-demo-0",
+    "vk-prod-demo-12",
+    "vk-prod-demo-db",
+    "vk-prod-demo-db.x",
+    "vk-prod-demo-a__b",
+  ])
+    assert.equal(isOwnVMName("prod", "demo", vm), true, vm);
+  const foreign = [
+    "vk-other-prod-0", // another namespace's set
+    "vk-prod-demo2-0", // another set whose name only starts the same
+    "vk-prod-demo-", // nothing after the prefix
+    "vk-prod-demo-../vk-other-prod-0", // a path out of the prefix
+    "vk-prod-demo-a/b", // a nested path
+    "vk-prod-demo-a..b", // two dots
+    "vk-prod-demo-A", // upper case
+    "vk-prod-demo-a-", // a trailing separator
+    "vk-prod-demo-a.", // a trailing dot
+    "ubuntu", // a base image
+    `vk-prod-demo-${"a".repeat(250)}`, // longer than a repository name may be
+    "",
+  ];
+  for (const vm of foreign) assert.equal(isOwnVMName("prod", "demo", vm), false, vm);
+});
+
+test("partitionOwnVMNames keeps the order given on both sides", () => {
+  assert.deepEqual(
+    partitionOwnVMNames("prod", "demo", ["vk-b-x-0", "vk-prod-demo-1", "..", "vk-prod-demo-0"]),
+    {
+      own: ["vk-prod-demo-1", "vk-prod-demo-0"],
+      foreign: ["vk-b-x-0", ".."],
+    },
+  );
 });

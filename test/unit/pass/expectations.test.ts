@@ -37,6 +37,10 @@ class StaleView implements CocoonSetView {
     return this.inner.getCocoonSet(namespace, name);
   }
 
+  listSetsNamingVM(vm: string): readonly CocoonSet[] {
+    return this.inner.listSetsNamingVM(vm);
+  }
+
   listSetPods(namespace: string, setName: string): Pod[] {
     return this.inner
       .listSetPods(namespace, setName)

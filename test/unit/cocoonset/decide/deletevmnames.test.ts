@@ -4,12 +4,12 @@ import type { Pod } from "../../../../src/apis/core.ts";
 import type { CocoonSetStatus } from "../../../../src/apis/v1/types.ts";
 import {
   mergeDeleteVMNames,
-  parseDeleteVMNames,
   statusVMNames,
   vmNamesToStash,
 } from "../../../../src/cocoonset/decide/deletevmnames.ts";
 import { ANN_VM_NAME } from "../../../../src/contract/keys.ts";
 import { EMPTY_RECLAIM } from "../../../../src/pass/reclaimrecord.ts";
+import { parseDeleteVMNames } from "../../../../src/pass/setvms.ts";
 
 function pod(vm?: string): Pod {
   return { metadata: { name: "p", annotations: vm ? { [ANN_VM_NAME]: vm } : {} }, spec: { containers: [] } };

@@ -1,0 +1,114 @@
+// The VM names a set answers for, and which of two sets sharing one was created first.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { CocoonSet } from "../../../src/apis/v1/types.ts";
+import { ANN_DELETE_VM_NAMES, ANN_HIBERNATE_RECLAIM } from "../../../src/contract/keys.ts";
+import { collisionsWithEarlierSets, createdBefore, setVMNames } from "../../../src/pass/setvms.ts";
+
+function set(
+  namespace: string,
+  name: string,
+  opts: {
+    replicas?: number;
+    toolboxes?: string[];
+    created?: string;
+    uid?: string;
+    annotations?: Record<string, string>;
+    status?: CocoonSet["status"];
+  } = {},
+): CocoonSet {
+  return {
+    apiVersion: "cocoonset.cocoonstack.io/v1",
+    kind: "CocoonSet",
+    metadata: {
+      namespace,
+      name,
+      uid: opts.uid ?? `${namespace}-${name}`,
+      creationTimestamp: opts.created ?? "2026-01-01T00:00:00Z",
+      ...(opts.annotations ? { annotations: opts.annotations } : {}),
+    },
+    spec: {
+      agent: { image: "ubuntu", replicas: opts.replicas ?? 0 },
+      toolboxes: (opts.toolboxes ?? []).map((tb) => ({ name: tb })),
+    },
+    ...(opts.status ? { status: opts.status } : {}),
+  };
+}
+
+describe("setVMNames", () => {
+  it("names agents by slot, toolboxes by name, and the own names its status and bookkeeping list", () => {
+    const cs = set("ns", "web", {
+      replicas: 1,
+      toolboxes: ["db"],
+      annotations: {
+        [ANN_DELETE_VM_NAMES]: "vk-ns-web-7,vk-other-prod-0,vk-ns-web-../x",
+        [ANN_HIBERNATE_RECLAIM]: JSON.stringify({ generation: 1, vms: ["vk-ns-web-5", "vk-b-prod-0"] }),
+      },
+      status: {
+        readyAgents: 0,
+        desiredAgents: 2,
+        readyToolboxes: 0,
+        desiredToolboxes: 1,
+        agents: [{ slot: 3, role: "sub-agent", vmName: "vk-ns-web-3" }],
+      },
+    });
+    assert.deepEqual(setVMNames(cs), [
+      "vk-ns-web-0",
+      "vk-ns-web-1",
+      "vk-ns-web-3",
+      "vk-ns-web-5",
+      "vk-ns-web-7",
+      "vk-ns-web-db",
+    ]);
+  });
+});
+
+describe("createdBefore", () => {
+  it("orders by creationTimestamp, then by uid", () => {
+    const early = set("a", "x", { created: "2026-01-01T00:00:00Z", uid: "b" });
+    const late = set("a", "y", { created: "2026-01-01T00:00:01Z", uid: "a" });
+    assert.equal(createdBefore(early, late), true);
+    assert.equal(createdBefore(late, early), false);
+    const sameTimeSmallUid = set("a", "z", { created: "2026-01-01T00:00:00Z", uid: "a" });
+    assert.equal(createdBefore(sameTimeSmallUid, early), true);
+    assert.equal(createdBefore(early, sameTimeSmallUid), false);
+  });
+});
+
+describe("collisionsWithEarlierSets", () => {
+  /** An index over `sets` as the informer keeps it. */
+  function naming(sets: CocoonSet[]) {
+    return (vm: string) => sets.filter((cs) => setVMNames(cs).includes(vm));
+  }
+
+  it("refuses the later of namespace a-b set c and namespace a set b-c, not the earlier", () => {
+    const first = set("a-b", "c", { created: "2026-01-01T00:00:00Z" });
+    const second = set("a", "b-c", { created: "2026-01-01T00:00:05Z" });
+    const lookup = naming([first, second]);
+    assert.deepEqual(collisionsWithEarlierSets(first, setVMNames(first), lookup), []);
+    const refused = collisionsWithEarlierSets(second, setVMNames(second), lookup);
+    assert.deepEqual(
+      refused.map((c) => [c.vm, c.holder.metadata.namespace, c.holder.metadata.name]),
+      [["vk-a-b-c-0", "a-b", "c"]],
+    );
+  });
+
+  it("does not refuse web-2 beside web while their actual VM names differ", () => {
+    const web = set("ns", "web", { replicas: 3, toolboxes: ["db"] });
+    const web2 = set("ns", "web-2", { replicas: 1, created: "2026-01-01T00:01:00Z" });
+    const lookup = naming([web, web2]);
+    assert.deepEqual(collisionsWithEarlierSets(web2, setVMNames(web2), lookup), []);
+    assert.deepEqual(collisionsWithEarlierSets(web, setVMNames(web), lookup), []);
+  });
+
+  it("refuses web-2 once web's toolbox 2-0 names web-2's main VM", () => {
+    const web = set("ns", "web", { toolboxes: ["2-0"] });
+    const web2 = set("ns", "web-2", { created: "2026-01-01T00:01:00Z" });
+    const lookup = naming([web, web2]);
+    assert.deepEqual(
+      collisionsWithEarlierSets(web2, setVMNames(web2), lookup).map((c) => c.vm),
+      ["vk-ns-web-2-0"],
+    );
+    assert.deepEqual(collisionsWithEarlierSets(web, setVMNames(web), lookup), []);
+  });
+});
