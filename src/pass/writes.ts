@@ -6,6 +6,7 @@ import type { Pod } from "../apis/core.ts";
 import type { CocoonSet, CocoonSetStatus } from "../apis/v1/types.ts";
 import { ANN_HIBERNATE_RECLAIM, TRUE } from "../contract/keys.ts";
 import { annotationsMergePatch } from "../contract/pod.ts";
+import { partitionOwnVMNames } from "../contract/vmname.ts";
 import { isNotFound, unlessNotFound } from "../controller/errors.ts";
 import { COCOONSETS, PODS } from "../controller/resources.ts";
 import type { Pass } from "./pass.ts";
@@ -136,4 +137,24 @@ export function persistReclaim(pass: Pass, record: ReclaimRecord): Promise<boole
 /** Emits an event on the set. */
 export function setEvent(pass: Pass, type: "Normal" | "Warning", reason: string, message: string): void {
   pass.deps.events.event(pass.cs, type, reason, message);
+}
+
+/** A name read back from an annotation was not one of the set's own VMs, and was left alone. */
+export const REASON_FOREIGN_VM_NAME_IGNORED = "ForeignVMNameIgnored";
+
+/**
+ * The names of `names` that are the set's own VMs (contract/vmname.ts), in their order. The rest are
+ * named in one Warning saying where they were read (`source`); the caller deletes none of their tags.
+ */
+export function keepOwnVMNames(pass: Pass, names: readonly string[], source: string): string[] {
+  const { own, foreign } = partitionOwnVMNames(pass.namespace, pass.name, names);
+  if (foreign.length > 0) {
+    setEvent(
+      pass,
+      "Warning",
+      REASON_FOREIGN_VM_NAME_IGNORED,
+      `${source} names VMs that are not this set's (vk-${pass.namespace}-${pass.name}-<member>, a valid repository name); none of their tags is deleted: ${foreign.join(", ")}`,
+    );
+  }
+  return own;
 }

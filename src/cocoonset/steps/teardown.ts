@@ -10,18 +10,15 @@ import { ANN_DELETE_VM_NAMES, FINALIZER_COCOONSET, TAG_HIBERNATE, TAG_LATEST } f
 import { byteOrder } from "../../contract/order.ts";
 import { isControlledBy } from "../../contract/pod.ts";
 import { shouldSnapshotVM } from "../../contract/snapshotpolicy.ts";
-import { extractAgentSlot, inferRoleFromSlot, partitionOwnVMNames } from "../../contract/vmname.ts";
+import { extractAgentSlot, inferRoleFromSlot } from "../../contract/vmname.ts";
 import type { Result } from "../../controller/reconciler.ts";
 import { COCOONSETS } from "../../controller/resources.ts";
 import { classifyPods } from "../../pass/classify.ts";
 import { Pass, type PassDeps, REQUEUE_POLL_MS } from "../../pass/pass.ts";
 import { collisionsWithEarlierSets, parseDeleteVMNames } from "../../pass/setvms.ts";
-import { setEvent } from "../../pass/writes.ts";
+import { keepOwnVMNames, setEvent } from "../../pass/writes.ts";
 import { deleteAfterStash, stashVMNames } from "../deletepods.ts";
 import { collisionMessage, REASON_VM_NAME_COLLISION } from "./collision.ts";
-
-/** A name in the set's bookkeeping that is not one of its own VMs was left alone. */
-export const REASON_FOREIGN_VM_NAME_IGNORED = "ForeignVMNameIgnored";
 
 /** One registry tag the teardown probes and deletes when present. */
 export interface TagToCollect {
@@ -105,15 +102,7 @@ export async function teardown(cs: CocoonSet, deps: PassDeps, signal: AbortSigna
  */
 function ownVMNamesToCollect(pass: Pass): string[] {
   const stashed = parseDeleteVMNames(pass.cs.metadata.annotations?.[ANN_DELETE_VM_NAMES]);
-  const { own, foreign } = partitionOwnVMNames(pass.namespace, pass.name, stashed);
-  if (foreign.length > 0) {
-    setEvent(
-      pass,
-      "Warning",
-      REASON_FOREIGN_VM_NAME_IGNORED,
-      `teardown ignores ${ANN_DELETE_VM_NAMES} entries that are not this set's VMs (vk-${pass.namespace}-${pass.name}-<member>, a valid repository name), and deletes none of their tags: ${foreign.join(", ")}`,
-    );
-  }
+  const own = keepOwnVMNames(pass, stashed, `teardown: ${ANN_DELETE_VM_NAMES}`);
   const collisions = collisionsWithEarlierSets(pass.cs, own, (vm) => pass.deps.view.listSetsNamingVM(vm));
   if (collisions.length === 0) return own;
   setEvent(

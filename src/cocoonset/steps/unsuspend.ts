@@ -3,7 +3,7 @@
 // and ready at the record's generation: until then a wake or a restore may still read it.
 
 import type { Pod } from "../../apis/core.ts";
-import { ANN_HIBERNATE, TAG_HIBERNATE } from "../../contract/keys.ts";
+import { ANN_HIBERNATE, ANN_HIBERNATE_RECLAIM, TAG_HIBERNATE } from "../../contract/keys.ts";
 import { sortByName } from "../../contract/order.ts";
 import { readHibernateState, vmNameOf } from "../../contract/pod.ts";
 import { presentVMNames } from "../../pass/classify.ts";
@@ -12,6 +12,7 @@ import { CONTINUE, type Pass, type StepOutcome } from "../../pass/pass.ts";
 import { dropVMs } from "../../pass/reclaimrecord.ts";
 import {
   FAN_OUT_LIMIT,
+  keepOwnVMNames,
   patchPodFlag,
   persistReclaim,
   readPodFromServer,
@@ -99,9 +100,12 @@ async function dropWokenSnapshots(pass: Pass, clearedNow: ReadonlySet<Pod>): Pro
   if (!registry) return;
   const observed = [...pass.pods.all.values()].filter((pod) => !clearedNow.has(pod));
   const record = reclaimRecord(pass);
-  const candidates = wokenRecordedVMs(record, observed);
-  if (candidates.length === 0) return;
-  const dropped: string[] = [];
+  const woken = wokenRecordedVMs(record, observed);
+  if (woken.length === 0) return;
+  // A recorded name that is not the set's own (a pod's vm-name edited to another set's VM) leaves the
+  // record with a Warning, its tag untouched.
+  const candidates = keepOwnVMNames(pass, woken, ANN_HIBERNATE_RECLAIM);
+  const dropped: string[] = woken.filter((vm) => !candidates.includes(vm));
   let refused: { error: unknown } | undefined;
   try {
     await forEachLimited(candidates, FAN_OUT_LIMIT, async (vm) => {

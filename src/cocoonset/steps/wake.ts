@@ -32,7 +32,13 @@ import {
   type StepOutcome,
 } from "../../pass/pass.ts";
 import { dropVM, encodeReclaim } from "../../pass/reclaimrecord.ts";
-import { patchSetAnnotations, readPodFromServer, reclaimRecord, setEvent } from "../../pass/writes.ts";
+import {
+  keepOwnVMNames,
+  patchSetAnnotations,
+  readPodFromServer,
+  reclaimRecord,
+  setEvent,
+} from "../../pass/writes.ts";
 import type { SnapshotRegistry } from "../../registry/index.ts";
 import { createPod } from "../create.ts";
 import { buildMainPod } from "../decide/pods.ts";
@@ -131,8 +137,10 @@ async function completeWake(
   // The drop is irreversible: the woken main must run as the API server holds it, not only as cached.
   const fresh = await readPodFromServer(pass, main);
   if (!fresh || !mayDropWakeSnapshot(fresh)) return finish({ requeueAfterMs: REQUEUE_POLL_MS });
+  // The name is the pod's annotation: a name that is not the set's own is left alone, with a Warning.
   const vm = vmNameOf(main) || agentVMName(pass.namespace, pass.name, 0);
-  await registry.deleteIfPresent(vm, TAG_HIBERNATE, pass.signal);
+  for (const own of keepOwnVMNames(pass, [vm], "the main pod's vm-name"))
+    await registry.deleteIfPresent(own, TAG_HIBERNATE, pass.signal);
   if (hint !== "") {
     slotReleaseWakeTotal.inc({
       namespace: pass.namespace,

@@ -5,7 +5,7 @@ import type { Pod } from "../../../src/apis/core.ts";
 import type { AgentStatus, CocoonSet, ToolboxStatus } from "../../../src/apis/v1/types.ts";
 import { CocoonSetReconciler } from "../../../src/cocoonset/reconciler.ts";
 import { REASON_VM_NAME_COLLISION } from "../../../src/cocoonset/steps/collision.ts";
-import { REASON_FOREIGN_VM_NAME_IGNORED, tagsToCollect } from "../../../src/cocoonset/steps/teardown.ts";
+import { tagsToCollect } from "../../../src/cocoonset/steps/teardown.ts";
 import {
   ANN_DELETE_VM_NAMES,
   ANN_HIBERNATE_RECLAIM,
@@ -14,6 +14,7 @@ import {
   TAG_LATEST,
 } from "../../../src/contract/keys.ts";
 import { COCOONSETS, PODS } from "../../../src/controller/resources.ts";
+import { REASON_FOREIGN_VM_NAME_IGNORED } from "../../../src/pass/writes.ts";
 import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
 import {
   cocoonSet,

@@ -5,8 +5,9 @@ import type { CocoonHibernation, CocoonSet } from "../../../src/apis/v1/types.ts
 import { buildMainPod, buildSubAgentPod, buildToolboxPod } from "../../../src/cocoonset/decide/pods.ts";
 import { CocoonSetReconciler } from "../../../src/cocoonset/reconciler.ts";
 import { reconcileUnsuspend } from "../../../src/cocoonset/steps/unsuspend.ts";
-import { ANN_HIBERNATE, ANN_HIBERNATE_RECLAIM } from "../../../src/contract/keys.ts";
+import { ANN_HIBERNATE, ANN_HIBERNATE_RECLAIM, ANN_VM_NAME } from "../../../src/contract/keys.ts";
 import { COCOONHIBERNATIONS, PODS } from "../../../src/controller/resources.ts";
+import { REASON_FOREIGN_VM_NAME_IGNORED } from "../../../src/pass/writes.ts";
 import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
 import { holdCalls, settle } from "../../support/hold.ts";
 import { IMAGE, ready, type ScalingHarness, scalingHarness, scalingSet } from "../../support/scaling.ts";
@@ -256,6 +257,30 @@ describe("step 10: dropping the tags of woken VMs", () => {
     ]);
     assert.equal(h.registry.has(VM0, "hibernate"), false);
     assert.equal(h.registry.has(VM1, "hibernate"), true, "a VM not yet woken keeps its snapshot");
+  });
+
+  it("a recorded name that is not the set's own leaves the record with a Warning, its tag untouched", async () => {
+    // A sub-agent pod whose vm-name was edited to another namespace's VM, recorded by the unsuspend.
+    const foreign = "vk-b-prod-0";
+    const record = { generation: GEN, vms: [VM0, foreign] };
+    const h = scalingHarness(unsuspendedSet(record), (cs) => [
+      woken(buildMainPod(cs), GEN),
+      annotate(woken(sub(cs, 1), GEN), { [ANN_VM_NAME]: foreign }),
+    ]);
+    h.registry.put(VM0, "hibernate", IMAGE);
+    h.registry.put(foreign, "hibernate", IMAGE);
+    await run(h);
+    assert.equal(h.registry.has(foreign, "hibernate"), true);
+    assert.deepEqual(
+      h.registry.calls.filter((c) => c.repo === foreign),
+      [],
+      "not even probed",
+    );
+    assert.equal(h.registry.has(VM0, "hibernate"), false, "the set's own woken VM still drops its tag");
+    assert.deepEqual(storedReclaim(h.set()).vms, [], "both left the record");
+    const warning = h.events.events.find((e) => e.reason === REASON_FOREIGN_VM_NAME_IGNORED);
+    assert.equal(warning?.type, "Warning");
+    assert.ok(warning?.message.includes(foreign), warning?.message);
   });
 
   it("a recorded VM whose tag is already gone is probed, never sent a DELETE, and leaves the record", async () => {
