@@ -24,6 +24,7 @@ import {
 import { ANN_FROM_CHECKPOINT } from "../checkpoint/keys.ts";
 import { ANN_LAST_ACTIVITY, ANN_SUSPEND_AFTER_IDLE, POLICY_ANNOTATIONS } from "../idle/policy.ts";
 import { formatRFC3339 } from "../rfc3339.ts";
+import { BOOKKEEPING_KEYS } from "./bookkeeping.ts";
 import {
   ANN_POOL_TEMPLATE,
   CONDITION_READY,
@@ -217,9 +218,13 @@ export function newMember(pool: CocoonPool, name: string): CocoonSet {
     metadata: {
       name,
       namespace: pool.metadata.namespace ?? "",
-      labels: { ...template.metadata?.labels, [LABEL_POOL]: pool.metadata.name ?? "" },
+      // A template's bookkeeping keys (a copied set's reclaim record, a claim label) are never carried.
+      labels: {
+        ...withoutKeys(template.metadata?.labels, BOOKKEEPING_KEYS),
+        [LABEL_POOL]: pool.metadata.name ?? "",
+      },
       annotations: {
-        ...withoutKeys(template.metadata?.annotations, POLICY_ANNOTATIONS),
+        ...withoutKeys(template.metadata?.annotations, [...POLICY_ANNOTATIONS, ...BOOKKEEPING_KEYS]),
         [ANN_POOL_TEMPLATE]: templateHash(pool),
         ...(pool.spec.fromCheckpoint ? { [ANN_FROM_CHECKPOINT]: pool.spec.fromCheckpoint } : {}),
       },

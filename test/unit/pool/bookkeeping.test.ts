@@ -1,0 +1,31 @@
+// The operator's bookkeeping keys: a pool member never takes one from its template.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { ANN_DELETE_VM_NAMES, ANN_HIBERNATE_RECLAIM } from "../../../src/contract/keys.ts";
+import { BOOKKEEPING_KEYS } from "../../../src/pool/bookkeeping.ts";
+import { newMember, templateHash } from "../../../src/pool/decide.ts";
+import { ANN_POOL_TEMPLATE, LABEL_POOL } from "../../../src/pool/keys.ts";
+import { cocoonPool } from "../../support/pool.ts";
+
+describe("pool members and the bookkeeping keys", () => {
+  it("a member takes none of its template's bookkeeping annotations or labels", () => {
+    const carried = Object.fromEntries(BOOKKEEPING_KEYS.map((key) => [key, "copied"]));
+    const pool = cocoonPool({
+      template: {
+        metadata: {
+          labels: { team: "a", ...carried },
+          annotations: {
+            note: "x",
+            ...carried,
+            [ANN_DELETE_VM_NAMES]: "vk-b-prod-0",
+            [ANN_HIBERNATE_RECLAIM]: '{"generation":1,"vms":["vk-b-prod-0"]}',
+          },
+        },
+        spec: { agent: { image: "ubuntu" } },
+      },
+    });
+    const cs = newMember(pool, "warm-abcde");
+    assert.deepEqual(cs.metadata.labels, { team: "a", [LABEL_POOL]: "warm" });
+    assert.deepEqual(cs.metadata.annotations, { note: "x", [ANN_POOL_TEMPLATE]: templateHash(pool) });
+  });
+});
