@@ -209,7 +209,7 @@ describe("install manifests", () => {
     saKey = render("config/overlays/sa-key");
   });
 
-  it("config/default renders the namespace, the six CRDs, RBAC, the Deployment, its config and metrics Service, the annotation policy", () => {
+  it("config/default renders the namespace, the six CRDs, RBAC, the Deployment, its config and metrics Service, the annotation and bookkeeping policies", () => {
     const names = defaults.map((o) => `${o.kind}/${o.metadata.name}`).sort();
     assert.deepEqual(names, [
       "ClusterRole/cocoon-operator",
@@ -228,7 +228,16 @@ describe("install manifests", () => {
       "Service/cocoon-operator-metrics",
       "ServiceAccount/cocoon-operator",
       "ValidatingAdmissionPolicy/cocoonset-annotations.cocoonstack.io",
+      "ValidatingAdmissionPolicy/cocoonset-bookkeeping.cocoonstack.io",
       "ValidatingAdmissionPolicyBinding/cocoonset-annotations.cocoonstack.io",
+      "ValidatingAdmissionPolicyBinding/cocoonset-bookkeeping.cocoonstack.io",
+    ]);
+    // The bookkeeping policy lets through exactly the service account the Deployment runs as.
+    const deploy = find(defaults, "Deployment", "cocoon-operator");
+    const account = `system:serviceaccount:${deploy.metadata.namespace}:${deploy.spec.template.spec.serviceAccountName}`;
+    const bookkeeping = find(defaults, "ValidatingAdmissionPolicy", "cocoonset-bookkeeping.cocoonstack.io");
+    assert.deepEqual(bookkeeping.spec.matchConditions, [
+      { name: "not-the-operator", expression: `request.userInfo.username != '${account}'` },
     ]);
     for (const obj of defaults) {
       const namespaced = ![
@@ -536,8 +545,9 @@ describe("kubectl apply -k and OCI_REGISTRY", () => {
     // A copy, so the test edits operator.env as a user would without touching the checkout.
     dir = mkdtempSync(join(tmpdir(), "cocoon-install-"));
     cpSync(join(repoRoot, "config"), join(dir, "config"), { recursive: true });
-    // Without the annotation policy: bound cluster-wide it would judge the other test files' sets on
-    // this shared API server (test/integration/annotation-policy.test.ts applies it to one namespace).
+    // Without the admission policies: bound cluster-wide they would judge the other test files' sets on
+    // this shared API server (annotation-policy.test.ts and bookkeeping-policy.test.ts apply them to
+    // one namespace).
     const kustomization = join(dir, "config/default/kustomization.yaml");
     const withPolicy = readFileSync(kustomization, "utf8");
     assert.match(withPolicy, /\n {2}- \.\.\/policy\n/);

@@ -1,6 +1,10 @@
-// The operator's bookkeeping keys: a pool member never takes one from its template.
+// The operator's bookkeeping keys: a pool member never takes one from its template, and the admission
+// policy shipped in config/policy guards exactly these keys.
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { describe, it } from "node:test";
+import { parseAllDocuments } from "yaml";
 import { ANN_DELETE_VM_NAMES, ANN_HIBERNATE_RECLAIM } from "../../../src/contract/keys.ts";
 import { BOOKKEEPING_KEYS } from "../../../src/pool/bookkeeping.ts";
 import { newMember, templateHash } from "../../../src/pool/decide.ts";
@@ -27,5 +31,16 @@ describe("pool members and the bookkeeping keys", () => {
     const cs = newMember(pool, "warm-abcde");
     assert.deepEqual(cs.metadata.labels, { team: "a", [LABEL_POOL]: "warm" });
     assert.deepEqual(cs.metadata.annotations, { note: "x", [ANN_POOL_TEMPLATE]: templateHash(pool) });
+  });
+});
+
+describe("config/policy/bookkeeping-policy.yaml", () => {
+  it("guards exactly the operator's bookkeeping keys", () => {
+    const docs = parseAllDocuments(
+      readFileSync(resolve(import.meta.dirname, "../../../config/policy/bookkeeping-policy.yaml"), "utf8"),
+    ).map((d) => d.toJS());
+    const policy = docs.find((d) => d.kind === "ValidatingAdmissionPolicy");
+    const keys = policy.spec.variables.find((v: { name: string }) => v.name === "keys").expression as string;
+    assert.deepEqual([...keys.matchAll(/'([^']+)'/g)].map((m) => m[1]).sort(), [...BOOKKEEPING_KEYS].sort());
   });
 });
