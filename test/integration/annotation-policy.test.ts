@@ -21,6 +21,7 @@ import {
 } from "../../src/idle/policy.ts";
 import { ANN_RELEASE_UNTIL_RESUME } from "../../src/plugin/setstate.ts";
 import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
+import { claimsPath, poolsPath } from "../support/poolapi.ts";
 import { setsPath } from "../support/setapi.ts";
 
 const env = testEnv();
@@ -164,5 +165,34 @@ describe("the annotation ValidatingAdmissionPolicy", () => {
       { metadata: { finalizers: null } },
       "application/merge-patch+json",
     );
+  });
+
+  it("judges a CocoonPool template's annotations and a CocoonClaim's as a set's", async () => {
+    const pool = (name: string, annotations: Record<string, string>) =>
+      apiRequest(env, "POST", poolsPath(ns), {
+        apiVersion: "cocoonset.cocoonstack.io/v1alpha1",
+        kind: "CocoonPool",
+        metadata: { name },
+        spec: { replicas: 0, template: { metadata: { annotations }, spec: set("t", {}).spec } },
+      });
+    assert.match(
+      refusal(await pool("bad-template", { [ANN_EXPIRE_ACTION]: "Explode" })),
+      /expire-action=Explode/,
+    );
+    const good = await pool("good-template", { [ANN_SUSPEND_AFTER_IDLE]: "30m" });
+    assert.equal(good.status, 201, JSON.stringify(good.body));
+    const claim = (name: string, annotations: Record<string, string>) =>
+      apiRequest(env, "POST", claimsPath(ns), {
+        apiVersion: "cocoonset.cocoonstack.io/v1alpha1",
+        kind: "CocoonClaim",
+        metadata: { name, annotations },
+        spec: { poolRef: { name: "good-template" } },
+      });
+    assert.match(
+      refusal(await claim("bad-claim", { [ANN_SUSPEND_AFTER_IDLE]: "soon" })),
+      /suspend-after-idle=soon/,
+    );
+    const bound = await claim("good-claim", { [ANN_SUSPEND_AFTER_IDLE]: "1h" });
+    assert.equal(bound.status, 201, JSON.stringify(bound.body));
   });
 });
