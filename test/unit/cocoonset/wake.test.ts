@@ -9,11 +9,13 @@ import {
   ANN_HIBERNATE_RECLAIM,
   ANN_HIBERNATED_ON_NODE,
   ANN_RESTORE_FROM_HIBERNATE,
+  ANN_VM_NAME,
   LABEL_SNAPSHOT_CPU_CLASS,
 } from "../../../src/contract/keys.ts";
 import { AlreadyExistsError } from "../../../src/controller/errors.ts";
 import { PODS } from "../../../src/controller/resources.ts";
 import { slotReleaseWakeTotal, slotReleaseWakeUnschedulableTotal } from "../../../src/metrics/cocoon.ts";
+import { REASON_FOREIGN_VM_NAME_IGNORED } from "../../../src/pass/writes.ts";
 import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
 import { NS, SET } from "../../support/cocoonset.ts";
 import {
@@ -380,6 +382,20 @@ describe("step 9: an unfinished wake whose Waking was overwritten", () => {
     assert.deepEqual(await run(h), HANDED_BACK);
     assert.deepEqual(h.registry.callsOf("deleteIfPresent"), [`${VM0}:hibernate`]);
     assert.equal(h.set().metadata.annotations?.[ANN_HIBERNATED_ON_NODE], undefined);
+  });
+
+  it("a main whose vm-name names another set's VM: that tag is left, with a Warning; the hint still goes", async () => {
+    const foreign = "vk-b-prod-0";
+    const h = scalingHarness(wakeSet("Pending", HINT), (cs) => [
+      ready(annotate(restoreMain(cs), { [ANN_VM_NAME]: foreign }), "node-a"),
+    ]);
+    h.registry.put(foreign, "hibernate", IMAGE);
+    assert.deepEqual(await run(h), HANDED_BACK);
+    assert.deepEqual(h.registry.callsOf("deleteIfPresent"), []);
+    assert.equal(h.registry.has(foreign, "hibernate"), true);
+    assert.equal(h.set().metadata.annotations?.[ANN_HIBERNATED_ON_NODE], undefined);
+    const warning = h.events.events.find((e) => e.reason === REASON_FOREIGN_VM_NAME_IGNORED);
+    assert.ok(warning?.message.includes(foreign), warning?.message);
   });
 
   it("the same main not live yet → handled, no delete", async () => {
