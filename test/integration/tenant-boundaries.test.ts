@@ -27,10 +27,11 @@ const env = testEnv();
 const oci = new OciClient(env.registry);
 let e2e: SetEnv | undefined;
 let ns: string;
+let pool: string;
 
 before(async () => {
   e2e = await startSetEnv(env, "tenant");
-  ({ ns } = e2e);
+  ({ ns, pool } = e2e);
 });
 
 after(async () => {
@@ -72,17 +73,17 @@ describe("tenant boundaries", () => {
     // Namespace B's hibernated VM, which nobody in this namespace may reach.
     const other = await createNamespace(env, "tenantb");
     const foreign = agentVMName(other, "prod", 0);
-    const escape = `vk-${ns}-grab-../${foreign}`;
+    const pathOut = `vk-${ns}-grab-../${foreign}`;
     await pushHibernate(foreign);
     const own = agentVMName(ns, "grab", 0);
 
-    await createSet(env, ns, "grab", {});
+    await createSet(env, ns, "grab", { nodePool: pool });
     await waitRunning(env, ns, "grab", 1);
     // Written as the operator would write them (no admission policy here): a stash and a record
     // naming B's VM, and a path out of the set's own names.
     await annotate("grab", {
       [ANN_DELETE_VM_NAMES]: [own, foreign].join(","),
-      [ANN_HIBERNATE_RECLAIM]: JSON.stringify({ generation: 1, vms: [escape] }),
+      [ANN_HIBERNATE_RECLAIM]: JSON.stringify({ generation: 1, vms: [pathOut] }),
     });
     await pushHibernate(own);
     await deleteAndWaitGone("grab");
@@ -94,17 +95,17 @@ describe("tenant boundaries", () => {
     );
     assert.equal(warning?.type, "Warning");
     assert.ok(warning?.message.includes(foreign), warning?.message);
-    assert.ok(warning?.message.includes(escape), warning?.message);
+    assert.ok(warning?.message.includes(pathOut), warning?.message);
   });
 
   it("a later set whose main VM is an earlier set's toolbox VM is refused, the earlier runs on, and the refused set's teardown leaves the tag", async () => {
     // web's toolbox "2-0" is VM vk-<ns>-web-2-0, the name web-2's main would take.
-    await createSet(env, ns, "web", { toolboxes: [{ name: "2-0", image: E2E_IMAGE }] });
+    await createSet(env, ns, "web", { nodePool: pool, toolboxes: [{ name: "2-0", image: E2E_IMAGE }] });
     await waitRunning(env, ns, "web", 1, 1);
     const shared = toolboxVMName(ns, "web", "2-0");
     assert.equal(shared, agentVMName(ns, "web-2", 0));
 
-    await createSet(env, ns, "web-2", {});
+    await createSet(env, ns, "web-2", { nodePool: pool });
     const refused = await waitPhase(env, ns, "web-2", "Failed");
     const ready = refused.status?.conditions?.find((c) => c.type === "Ready");
     assert.equal(ready?.reason, REASON_VM_NAME_COLLISION);
