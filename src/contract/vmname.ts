@@ -66,6 +66,11 @@ export function roleForPod(pod: Pick<Pod, "metadata">, vmName: string): Role {
 const REPOSITORY_COMPONENT = /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/;
 const MAX_REPOSITORY_NAME = 255;
 
+/** Whether `vmName` can name a repository of its own: one valid path component, short enough. */
+function isRepositoryComponent(vmName: string): boolean {
+  return vmName.length <= MAX_REPOSITORY_NAME && REPOSITORY_COMPONENT.test(vmName);
+}
+
 /**
  * Whether `vmName` may be one of the set's own VMs: `vk-<ns>-<set>-<suffix>` with a non-empty suffix,
  * and one valid repository path component. Every registry delete driven by a name the operator read
@@ -74,12 +79,12 @@ const MAX_REPOSITORY_NAME = 255;
  */
 export function isOwnVMName(namespace: string, cocoonSet: string, vmName: string): boolean {
   const prefix = agentVMNamePrefix(namespace, cocoonSet);
-  return (
-    vmName.length > prefix.length &&
-    vmName.length <= MAX_REPOSITORY_NAME &&
-    vmName.startsWith(prefix) &&
-    REPOSITORY_COMPONENT.test(vmName)
-  );
+  return vmName.length > prefix.length && vmName.startsWith(prefix) && isRepositoryComponent(vmName);
+}
+
+/** The same rule for one pod: its own VM is `vk-<ns>-<podName>`, one valid repository path component. */
+export function isPodVMName(namespace: string, podName: string, vmName: string): boolean {
+  return podName !== "" && vmName === podVMName(namespace, podName) && isRepositoryComponent(vmName);
 }
 
 /** `names` split by the rule above, each list in the order given. */

@@ -9,6 +9,7 @@ import { API_VERSION, KIND_COCOONHIBERNATION } from "../apis/v1/types.ts";
 import type { Clock } from "../clock.ts";
 import { ANN_VM_NAME, FINALIZER_COCOONHIBERNATION, TAG_HIBERNATE } from "../contract/keys.ts";
 import { hibernateStatePatch, readHibernateState, vmNameOf } from "../contract/pod.ts";
+import { isPodVMName, podVMName } from "../contract/vmname.ts";
 import type { Client } from "../controller/client.ts";
 import { isNotFound } from "../controller/errors.ts";
 import type { EventRecorder, EventType } from "../controller/events.ts";
@@ -16,6 +17,7 @@ import type { Reconciler, Request, Result } from "../controller/reconciler.ts";
 import { COCOONHIBERNATIONS, PODS } from "../controller/resources.ts";
 import { log } from "../log.ts";
 import { hibernatePhaseDurationSeconds, wakePhaseDurationSeconds } from "../metrics/cocoon.ts";
+import { REASON_FOREIGN_VM_NAME_IGNORED } from "../pass/writes.ts";
 import type { SnapshotRegistry } from "../registry/index.ts";
 import {
   decideHibernate,
@@ -173,7 +175,7 @@ export class HibernationReconciler implements Reconciler {
         }
         // Before Active: a settled CR never comes back for the tag, and a snapshot left behind
         // would be restored by a later recreate of the pod. A refused delete is retried with backoff.
-        await this.deps.registry.deleteIfPresent(vmName, TAG_HIBERNATE, signal);
+        await this.dropSnapshot(ch, pod.metadata.name ?? "", vmName, signal);
         this.announcePhaseExit(
           ch,
           "ok",
@@ -223,7 +225,7 @@ export class HibernationReconciler implements Reconciler {
           try {
             // Probe first: after a wake the tag is usually gone, and a DELETE of an absent tag makes
             // some registries materialise an empty repository.
-            await this.deps.registry.deleteIfPresent(vmName, TAG_HIBERNATE, signal);
+            await this.dropSnapshot(ch, ch.spec?.podRef?.name ?? "", vmName, signal);
           } catch (err) {
             log.error(
               { namespace, name: ch.metadata.name, vm: vmName, err },
@@ -341,6 +343,29 @@ export class HibernationReconciler implements Reconciler {
     if (ch.status?.phase === "Hibernating") hibernatePhaseDurationSeconds.observe({ result }, seconds);
     if (ch.status?.phase === "Waking") wakePhaseDurationSeconds.observe({ result }, seconds);
     this.emit(ch, type, reason, message);
+  }
+
+  /**
+   * Drops the VM's :hibernate tag only when it is the pod's own VM (`vk-<ns>-<pod>`): a vm-name
+   * annotation, or a status recorded from one, naming another VM is left alone, with a Warning.
+   */
+  private async dropSnapshot(
+    ch: CocoonHibernation,
+    podName: string,
+    vmName: string,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const namespace = ch.metadata.namespace ?? "";
+    if (!isPodVMName(namespace, podName, vmName)) {
+      this.emit(
+        ch,
+        "Warning",
+        REASON_FOREIGN_VM_NAME_IGNORED,
+        `${vmName} is not the VM of pod ${namespace}/${podName} (${podVMName(namespace, podName)}); its :hibernate tag is not deleted`,
+      );
+      return;
+    }
+    await this.deps.registry.deleteIfPresent(vmName, TAG_HIBERNATE, signal);
   }
 
   private emit(ch: CocoonHibernation, type: EventType, reason: string, message: string): void {

@@ -8,6 +8,7 @@ import {
   extractAgentSlot,
   inferRoleFromSlot,
   isOwnVMName,
+  isPodVMName,
   partitionOwnVMNames,
   podVMName,
   roleForPod,
@@ -104,4 +105,12 @@ test("partitionOwnVMNames keeps the order given on both sides", () => {
       foreign: ["vk-b-x-0", ".."],
     },
   );
+});
+
+test("a pod's own VM is vk-<ns>-<pod>, a valid repository name", () => {
+  assert.equal(isPodVMName("prod", "demo-0", "vk-prod-demo-0"), true);
+  assert.equal(isPodVMName("prod", "demo-0", "vk-b-prod-0"), false);
+  assert.equal(isPodVMName("prod", "demo-1", "vk-prod-demo-0"), false);
+  assert.equal(isPodVMName("prod", "", "vk-prod-"), false);
+  assert.equal(isPodVMName("prod", "Demo", "vk-prod-Demo"), false);
 });

@@ -11,6 +11,7 @@ import {
 } from "../../../src/contract/keys.ts";
 import { COCOONHIBERNATIONS, PODS } from "../../../src/controller/resources.ts";
 import { hibernatePhaseDurationSeconds, wakePhaseDurationSeconds } from "../../../src/metrics/cocoon.ts";
+import { REASON_FOREIGN_VM_NAME_IGNORED } from "../../../src/pass/writes.ts";
 import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
 import { Harness, MINUTE, NS, POD, TAG, VM } from "./support.ts";
 
@@ -476,6 +477,22 @@ describe("wake", () => {
 
     assert.deepEqual(await h.reconcile(), {});
     assert.equal(h.hibernation()?.status?.phase, "Failed");
+  });
+  test("a pod whose vm-name names another namespace's VM wakes, but that VM's tag is left, with a Warning", async () => {
+    const foreign = "vk-b-prod-0";
+    const h = new Harness();
+    h.seedHibernation({ desire: "Wake", phase: "Waking", vmName: foreign, readySince: h.ago(MINUTE) });
+    h.seedPod({ ...livePod, vmName: foreign });
+    h.registry.put(foreign, "hibernate");
+
+    assert.deepEqual(await h.reconcile(), {});
+
+    assert.equal(h.hibernation()?.status?.phase, "Active");
+    assert.deepEqual(h.registry.callsOf("deleteIfPresent"), []);
+    assert.equal(h.registry.has(foreign, "hibernate"), true);
+    const warning = h.events.events.find((e) => e.reason === REASON_FOREIGN_VM_NAME_IGNORED);
+    assert.equal(warning?.type, "Warning");
+    assert.ok(warning?.message.includes(foreign), warning?.message);
   });
 });
 
