@@ -66,6 +66,9 @@ export function roleForPod(pod: Pick<Pod, "metadata">, vmName: string): Role {
 const REPOSITORY_COMPONENT = /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/;
 const MAX_REPOSITORY_NAME = 255;
 
+/** The event reason under which a name read back that breaks these rules is reported, and left alone. */
+export const REASON_FOREIGN_VM_NAME_IGNORED = "ForeignVMNameIgnored";
+
 /** Whether `vmName` can name a repository of its own: one valid path component, short enough. */
 function isRepositoryComponent(vmName: string): boolean {
   return vmName.length <= MAX_REPOSITORY_NAME && REPOSITORY_COMPONENT.test(vmName);

@@ -9,7 +9,7 @@ import { API_VERSION, KIND_COCOONHIBERNATION } from "../apis/v1/types.ts";
 import type { Clock } from "../clock.ts";
 import { ANN_VM_NAME, FINALIZER_COCOONHIBERNATION, TAG_HIBERNATE } from "../contract/keys.ts";
 import { hibernateStatePatch, readHibernateState, vmNameOf } from "../contract/pod.ts";
-import { isPodVMName, podVMName } from "../contract/vmname.ts";
+import { isPodVMName, podVMName, REASON_FOREIGN_VM_NAME_IGNORED } from "../contract/vmname.ts";
 import type { Client } from "../controller/client.ts";
 import { isNotFound } from "../controller/errors.ts";
 import type { EventRecorder, EventType } from "../controller/events.ts";
@@ -17,7 +17,6 @@ import type { Reconciler, Request, Result } from "../controller/reconciler.ts";
 import { COCOONHIBERNATIONS, PODS } from "../controller/resources.ts";
 import { log } from "../log.ts";
 import { hibernatePhaseDurationSeconds, wakePhaseDurationSeconds } from "../metrics/cocoon.ts";
-import { REASON_FOREIGN_VM_NAME_IGNORED } from "../pass/writes.ts";
 import type { SnapshotRegistry } from "../registry/index.ts";
 import {
   decideHibernate,

@@ -6,7 +6,7 @@ import type { Pod } from "../apis/core.ts";
 import type { CocoonSet, CocoonSetStatus } from "../apis/v1/types.ts";
 import { ANN_HIBERNATE_RECLAIM, TRUE } from "../contract/keys.ts";
 import { annotationsMergePatch } from "../contract/pod.ts";
-import { partitionOwnVMNames } from "../contract/vmname.ts";
+import { partitionOwnVMNames, REASON_FOREIGN_VM_NAME_IGNORED } from "../contract/vmname.ts";
 import { isNotFound, unlessNotFound } from "../controller/errors.ts";
 import { COCOONSETS, PODS } from "../controller/resources.ts";
 import type { Pass } from "./pass.ts";
@@ -138,9 +138,6 @@ export function persistReclaim(pass: Pass, record: ReclaimRecord): Promise<boole
 export function setEvent(pass: Pass, type: "Normal" | "Warning", reason: string, message: string): void {
   pass.deps.events.event(pass.cs, type, reason, message);
 }
-
-/** A name read back from an annotation was not one of the set's own VMs, and was left alone. */
-export const REASON_FOREIGN_VM_NAME_IGNORED = "ForeignVMNameIgnored";
 
 /**
  * The names of `names` that are the set's own VMs (contract/vmname.ts), in their order. The rest are

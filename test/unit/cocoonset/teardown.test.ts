@@ -13,8 +13,8 @@ import {
   TAG_HIBERNATE,
   TAG_LATEST,
 } from "../../../src/contract/keys.ts";
+import { REASON_FOREIGN_VM_NAME_IGNORED } from "../../../src/contract/vmname.ts";
 import { COCOONSETS, PODS } from "../../../src/controller/resources.ts";
-import { REASON_FOREIGN_VM_NAME_IGNORED } from "../../../src/pass/writes.ts";
 import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
 import {
   cocoonSet,

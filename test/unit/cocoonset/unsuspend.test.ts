@@ -6,8 +6,8 @@ import { buildMainPod, buildSubAgentPod, buildToolboxPod } from "../../../src/co
 import { CocoonSetReconciler } from "../../../src/cocoonset/reconciler.ts";
 import { reconcileUnsuspend } from "../../../src/cocoonset/steps/unsuspend.ts";
 import { ANN_HIBERNATE, ANN_HIBERNATE_RECLAIM, ANN_VM_NAME } from "../../../src/contract/keys.ts";
+import { REASON_FOREIGN_VM_NAME_IGNORED } from "../../../src/contract/vmname.ts";
 import { COCOONHIBERNATIONS, PODS } from "../../../src/controller/resources.ts";
-import { REASON_FOREIGN_VM_NAME_IGNORED } from "../../../src/pass/writes.ts";
 import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
 import { holdCalls, settle } from "../../support/hold.ts";
 import { IMAGE, ready, type ScalingHarness, scalingHarness, scalingSet } from "../../support/scaling.ts";

@@ -12,10 +12,10 @@ import {
   ANN_VM_NAME,
   LABEL_SNAPSHOT_CPU_CLASS,
 } from "../../../src/contract/keys.ts";
+import { REASON_FOREIGN_VM_NAME_IGNORED } from "../../../src/contract/vmname.ts";
 import { AlreadyExistsError } from "../../../src/controller/errors.ts";
 import { PODS } from "../../../src/controller/resources.ts";
 import { slotReleaseWakeTotal, slotReleaseWakeUnschedulableTotal } from "../../../src/metrics/cocoon.ts";
-import { REASON_FOREIGN_VM_NAME_IGNORED } from "../../../src/pass/writes.ts";
 import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
 import { NS, SET } from "../../support/cocoonset.ts";
 import {

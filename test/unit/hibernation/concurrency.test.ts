@@ -4,9 +4,9 @@
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { REASON_FOREIGN_VM_NAME_IGNORED } from "../../../src/contract/vmname.ts";
 import type { ResourceType } from "../../../src/controller/resources.ts";
 import { StripedLock } from "../../../src/hibernation/vmlock.ts";
-import { REASON_FOREIGN_VM_NAME_IGNORED } from "../../../src/pass/writes.ts";
 import type { SnapshotRegistry } from "../../../src/registry/index.ts";
 import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
 import { FakeClient } from "../../support/fakeclient.ts";

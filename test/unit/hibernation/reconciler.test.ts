@@ -9,9 +9,9 @@ import {
   ANN_LIFECYCLE_STATE,
   FINALIZER_COCOONHIBERNATION,
 } from "../../../src/contract/keys.ts";
+import { REASON_FOREIGN_VM_NAME_IGNORED } from "../../../src/contract/vmname.ts";
 import { COCOONHIBERNATIONS, PODS } from "../../../src/controller/resources.ts";
 import { hibernatePhaseDurationSeconds, wakePhaseDurationSeconds } from "../../../src/metrics/cocoon.ts";
-import { REASON_FOREIGN_VM_NAME_IGNORED } from "../../../src/pass/writes.ts";
 import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
 import { Harness, MINUTE, NS, POD, TAG, VM } from "./support.ts";
 
