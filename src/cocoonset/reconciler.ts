@@ -6,7 +6,8 @@
 import type { BranchingDeps } from "../checkpoint/branch.ts";
 import { branchStep } from "../checkpoint/branch.ts";
 import type { Reconciler, Request, Result } from "../controller/reconciler.ts";
-import { forgetPolicyDeadline, idlePolicyStep, wakeForPolicyDeadline } from "../idle/step.ts";
+import { idlePolicyStep, wakeForPolicyDeadline } from "../idle/step.ts";
+import { forgetSetSeries } from "../metrics/forget.ts";
 import { classifyPods } from "../pass/classify.ts";
 import { Pass, type PassDeps, type Step } from "../pass/pass.ts";
 import { refuseCollidingNames } from "./steps/collision.ts";
@@ -73,9 +74,10 @@ export class CocoonSetReconciler implements Reconciler {
     // 1. Fetch from the cache; a set that is gone needs nothing.
     const cs = this.deps.view.getCocoonSet(req.namespace, req.name);
     if (!cs) {
-      // Nothing is left to vouch for: a set deleted while suspended leaves no confirmation behind.
+      // Nothing is left to vouch for or count: a set deleted while suspended leaves no confirmation
+      // behind, and none of its metric series.
       this.deps.suspendConfirmations?.forget(`${req.namespace}/${req.name}`);
-      forgetPolicyDeadline(req.namespace, req.name);
+      forgetSetSeries(req.namespace, req.name);
       return {};
     }
     // 2. A set being deleted takes the teardown path only.

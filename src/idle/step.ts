@@ -86,11 +86,6 @@ function showNextAction(cs: CocoonSet, atMs: number | undefined): void {
   else nextDeadlineTimestampSeconds.set(labels, atMs / 1000);
 }
 
-/** A set that is gone has no next deadline. */
-export function forgetPolicyDeadline(namespace: string, name: string): void {
-  nextDeadlineTimestampSeconds.remove({ namespace, cocoonset: name });
-}
-
 async function applyIdlePolicy(pass: Pass): Promise<StepOutcome> {
   const activity = pass.deps.activity;
   const policy = readIdlePolicy(pass.cs.metadata.annotations, activity?.lastUseMs(pass.cs));

@@ -43,7 +43,3 @@ export function recordPoolMembers(
 ): void {
   for (const state of POOL_MEMBER_STATES) poolMembers.set({ namespace, pool, state }, counts[state]);
 }
-
-export function forgetPool(namespace: string, pool: string): void {
-  for (const state of POOL_MEMBER_STATES) poolMembers.remove({ namespace, pool, state });
-}

@@ -4,7 +4,7 @@
 
 import type { Pod } from "../apis/core.ts";
 import type { CocoonSet, CocoonSetStatus } from "../apis/v1/types.ts";
-import { ANN_HIBERNATE_RECLAIM, TRUE } from "../contract/keys.ts";
+import { ANN_DELETE_VM_NAMES, ANN_HIBERNATE_RECLAIM, ANN_REBUILD_HISTORY, TRUE } from "../contract/keys.ts";
 import { annotationsMergePatch } from "../contract/pod.ts";
 import { partitionOwnVMNames, REASON_FOREIGN_VM_NAME_IGNORED } from "../contract/vmname.ts";
 import { isNotFound, unlessNotFound } from "../controller/errors.ts";
@@ -34,17 +34,31 @@ function pendingChanges(
 }
 
 /**
+ * Annotations a pass rewrites whole from the value it read (a record, a list, a history). Their write
+ * carries the resourceVersion the value was read at: over a cache behind the server's last write it
+ * fails with a conflict (the pass is retried on a fresher read) instead of putting an older value
+ * back, which would forget a VM owed a restore or a drop, or a VM teardown must collect.
+ */
+const WHOLE_VALUE_ANNOTATIONS: ReadonlySet<string> = new Set([
+  ANN_HIBERNATE_RECLAIM,
+  ANN_DELETE_VM_NAMES,
+  ANN_REBUILD_HISTORY,
+]);
+
+/**
  * Merge-patches annotations on the set (null deletes) and keeps pass.cs in step with what was
  * written, so later steps of the same pass read their own writes. No call when nothing changes.
  */
 export async function patchSetAnnotations(pass: Pass, changes: AnnotationChanges): Promise<boolean> {
   const pending = pendingChanges(pass.cs.metadata.annotations, changes);
   if (Object.keys(pending).length === 0) return false;
+  const patch = annotationsMergePatch(pending);
+  const guarded = Object.keys(pending).some((key) => WHOLE_VALUE_ANNOTATIONS.has(key));
   const updated = await pass.deps.client.patch<CocoonSet>(
     COCOONSETS,
     pass.namespace,
     pass.name,
-    annotationsMergePatch(pending),
+    guarded ? { metadata: { ...patch.metadata, resourceVersion: pass.cs.metadata.resourceVersion } } : patch,
   );
   pass.cs.metadata.annotations = updated.metadata.annotations ?? {};
   // A later Update of the set in the same pass (finalizer removal) must carry the new version.

@@ -17,7 +17,8 @@ import type { EventRecorder } from "../controller/events.ts";
 import type { Reconciler, Request, Result } from "../controller/reconciler.ts";
 import { COCOONPOOLS, COCOONSETS } from "../controller/resources.ts";
 import type { Logger } from "../log.ts";
-import { forgetPool, recordPoolMembers } from "../metrics/pool.ts";
+import { forgetPoolSeries } from "../metrics/forget.ts";
+import { recordPoolMembers } from "../metrics/pool.ts";
 import type { PoolView } from "./catalog.ts";
 import { newMember, planPool, poolStatus, refillHold, withFinalizer, withoutFinalizer } from "./decide.ts";
 import { MEMBER_EXPECTATION_TTL_MS, type MemberExpectations } from "./expectations.ts";
@@ -59,7 +60,7 @@ export class PoolReconciler implements Reconciler {
     if (!pool) {
       expectations.forget(key);
       this.heldSince.delete(key);
-      forgetPool(req.namespace, req.name);
+      forgetPoolSeries(req.namespace, req.name);
       return {};
     }
     const members = view.members(req.namespace, req.name);

@@ -130,9 +130,13 @@ it("times out every suspend deadline with SuspendTimedOut, then runs again on un
 
   // vk-cocoon refuses every hibernate of a macOS guest, this re-entered suspend's too: the resume
   // starts from that refusal, which step 7 reports as a failed main and lifts by clearing the request.
-  await waitFor("vk-cocoon's refusal of the last hibernate request", async () => {
-    const pod = await livePod(env, ns, "mac", "mac-0");
-    return pod?.metadata.annotations?.[ANN_LIFECYCLE_STATE] === "failed" || undefined;
+  // The refusal must be in the operator's cache, not only on the API server, before the unsuspend:
+  // a pass that reads the main before its failure clears the request itself (step 10), vk lifts the
+  // failure, and a set that never saw its main failed has nothing to recover from. Under load the
+  // set's watch event can overtake the pod's.
+  await waitFor("vk-cocoon's refusal of the last hibernate request, in the operator's cache", async () => {
+    const cached = e2e?.operator.operator.informers.pods.get(ns, "mac-0");
+    return cached?.metadata.annotations?.[ANN_LIFECYCLE_STATE] === "failed" || undefined;
   });
   await patchSetSpec(env, ns, "mac", { suspend: false });
   await waitRunning(env, ns, "mac", 1);

@@ -215,4 +215,27 @@ describe("destructive writes over a lagging cache lose no live state", () => {
     assert.ok(h.registry.has(VM1, TAG_HIBERNATE), "the hibernated sub-agent's snapshot is kept");
     assert.ok(!h.registry.has(VM0, TAG_HIBERNATE), "the main, woken on the server too, has its tag dropped");
   });
+  it("a reclaim record rewritten over a cache that lacks the server's newer entry is refused, not written back", async () => {
+    const cs = scalingSet({ agent: { image: IMAGE, replicas: 1 } }, 2);
+    cs.metadata.annotations = { [ANN_HIBERNATE_RECLAIM]: JSON.stringify({ generation: 2, vms: [VM0] }) };
+    const h = scalingHarness(cs, (stored) => [woken(buildMainPod(stored), 2)]);
+    h.registry.put(VM0, TAG_HIBERNATE, IMAGE);
+    h.registry.put(VM1, TAG_HIBERNATE, IMAGE);
+    // On the server the record has since taken the sub-agent, owed a restore from its snapshot.
+    const newer = { generation: 2, vms: [VM0, VM1], restore: [VM1] };
+    h.view.lagBehind(() => {
+      const current = h.set();
+      h.client.seed(COCOONSETS, {
+        ...current,
+        metadata: { ...current.metadata, annotations: { [ANN_HIBERNATE_RECLAIM]: JSON.stringify(newer) } },
+      });
+    });
+
+    await reconcileSettling(h);
+
+    const record = JSON.parse(h.set().metadata.annotations?.[ANN_HIBERNATE_RECLAIM] ?? "{}");
+    assert.ok(record.vms?.includes(VM1), "the sub-agent stays recorded");
+    assert.deepEqual(record.restore, [VM1], "the sub-agent is still owed its restore");
+    assert.ok(h.registry.has(VM1, TAG_HIBERNATE));
+  });
 });

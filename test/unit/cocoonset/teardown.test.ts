@@ -92,6 +92,7 @@ describe("teardown pod deletion", () => {
     h.client.seed(PODS, setPod(cs, "demo-0", "main", "0"));
     h.registry.put(vm("0"), TAG_HIBERNATE);
 
+    const readAt = storedSet(h.client)?.metadata.resourceVersion;
     const result = await reconcile(h);
 
     assert.deepEqual(result, {});
@@ -99,8 +100,9 @@ describe("teardown pod deletion", () => {
       h.client.writes().map((c) => `${c.verb} ${c.resource} ${c.name}`),
       ["patch cocoonsets demo", "delete pods demo-0", "update cocoonsets demo"],
     );
+    // The whole list is rewritten, so the write is guarded by the version it was read at.
     assert.deepEqual(h.client.writes()[0]?.body, {
-      metadata: { annotations: { [ANN_DELETE_VM_NAMES]: vm("0") } },
+      metadata: { annotations: { [ANN_DELETE_VM_NAMES]: vm("0") }, resourceVersion: readAt },
     });
     assert.deepEqual(h.registry.callsOf("deleteIfPresent"), [`${vm("0")}:hibernate`]);
     assert.equal(h.registry.has(vm("0"), TAG_HIBERNATE), false);
@@ -143,11 +145,15 @@ describe("teardown pod deletion", () => {
     });
     h.client.seed(PODS, setPod(cs, "demo-tb", "toolbox", "tb"));
 
+    const readAt = storedSet(h.client)?.metadata.resourceVersion;
     await reconcile(h);
 
     const stash = h.client.writes()[0];
     assert.deepEqual(stash?.body, {
-      metadata: { annotations: { [ANN_DELETE_VM_NAMES]: [vm("0"), vm("3"), vm("7"), vm("tb")].join(",") } },
+      metadata: {
+        annotations: { [ANN_DELETE_VM_NAMES]: [vm("0"), vm("3"), vm("7"), vm("tb")].join(",") },
+        resourceVersion: readAt,
+      },
     });
     assert.deepEqual(h.registry.callsOf("deleteIfPresent"), [
       `${vm("0")}:hibernate`,
