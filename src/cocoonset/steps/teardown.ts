@@ -17,6 +17,7 @@ import { classifyPods } from "../../pass/classify.ts";
 import { Pass, type PassDeps, REQUEUE_POLL_MS } from "../../pass/pass.ts";
 import { collisionsWithEarlierSets, parseDeleteVMNames } from "../../pass/setvms.ts";
 import { keepOwnVMNames, setEvent } from "../../pass/writes.ts";
+import { LABEL_CLAIMED_FROM, LABEL_POOL } from "../../pool/keys.ts";
 import { deleteAfterStash, stashVMNames } from "../deletepods.ts";
 import { collisionMessage, REASON_VM_NAME_COLLISION } from "./collision.ts";
 
@@ -30,21 +31,32 @@ export interface TagToCollect {
 
 /**
  * The tags to GC, in order: VMs sorted, for each its :hibernate (whatever the policy: hibernate
- * pushes ignore it), then its :latest only where vk-cocoon never pushes one for that VM's role.
+ * pushes ignore it), then its :latest where vk-cocoon never pushes one for that VM's role, or for
+ * every VM when `everyLatest` (a set whose name is never used again, so no later set restores it).
  */
 export function tagsToCollect(
   namespace: string,
   setName: string,
   policy: string,
   vmNames: readonly string[],
+  everyLatest = false,
 ): TagToCollect[] {
   const tags: TagToCollect[] = [];
   for (const vm of [...vmNames].sort(byteOrder)) {
     tags.push({ vm, tag: TAG_HIBERNATE, required: true });
     const role = inferRoleFromSlot(extractAgentSlot(namespace, setName, vm));
-    if (!shouldSnapshotVM(policy, role)) tags.push({ vm, tag: TAG_LATEST, required: false });
+    if (everyLatest || !shouldSnapshotVM(policy, role)) tags.push({ vm, tag: TAG_LATEST, required: false });
   }
   return tags;
+}
+
+/**
+ * A pool's member, claimed or not: its name was generated for it and no set takes it again, so a
+ * :latest its VMs pushed on delete would be read by nobody and kept for ever.
+ */
+function isPoolMember(cs: CocoonSet): boolean {
+  const labels = cs.metadata.labels ?? {};
+  return labels[LABEL_POOL] !== undefined || labels[LABEL_CLAIMED_FROM] !== undefined;
 }
 
 export async function teardown(cs: CocoonSet, deps: PassDeps, signal: AbortSignal): Promise<Result> {
@@ -76,6 +88,7 @@ export async function teardown(cs: CocoonSet, deps: PassDeps, signal: AbortSigna
       name,
       cs.spec.snapshotPolicy ?? "",
       vmNames,
+      isPoolMember(cs),
     )) {
       try {
         if (await deps.registry.deleteIfPresent(vm, tag, signal))

@@ -15,6 +15,7 @@ import {
 } from "../../../src/contract/keys.ts";
 import { REASON_FOREIGN_VM_NAME_IGNORED } from "../../../src/contract/vmname.ts";
 import { COCOONSETS, PODS } from "../../../src/controller/resources.ts";
+import { LABEL_CLAIMED_FROM, LABEL_POOL } from "../../../src/pool/keys.ts";
 import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
 import {
   cocoonSet,
@@ -218,6 +219,34 @@ describe("teardown registry GC per snapshot policy", () => {
         }
       }
       assert.equal(storedSet(h.client), undefined);
+    });
+  }
+
+  for (const [label, owner] of [
+    [LABEL_POOL, "a pool's member"],
+    [LABEL_CLAIMED_FROM, "a member a claim took from its pool"],
+  ] as const) {
+    it(`${owner}: deletes every VM's :latest too, under the default policy`, async () => {
+      const h = harness();
+      seedSet(
+        h.client,
+        deletingSet(
+          {},
+          {
+            metadata: { ...deletingSet().metadata, labels: { [label]: "warm" } },
+            status: statusWith(agents(0, 1)),
+          },
+        ),
+      );
+      putAllTags(h.registry, [vm("0"), vm("1")]);
+
+      await reconcile(h);
+
+      assert.deepEqual(
+        h.registry.callsOf("deleteIfPresent").map((c) => c.slice(vm("").length)),
+        ["0:hibernate", "0:latest", "1:hibernate", "1:latest"],
+      );
+      for (const slot of ["0", "1"]) assert.equal(h.registry.has(vm(slot), TAG_LATEST), false, slot);
     });
   }
 
