@@ -15,6 +15,7 @@ import type { CocoonCheckpoint } from "../apis/v1alpha1/types.ts";
 import { describeMismatches } from "../contract/restoredeps.ts";
 import { unlessNotFound } from "../controller/errors.ts";
 import { COCOONCHECKPOINTS } from "../controller/resources.ts";
+import { branchedCondition, isBranchUnderWay } from "../holds.ts";
 import {
   checkpointBranchBlobsTotal,
   checkpointBranchesTotal,
@@ -42,7 +43,6 @@ import {
   REASON_BRANCHED,
 } from "./keys.ts";
 import { type BranchCopy, type IncompatibleCopy, incompatibleCopies, planBranch } from "./members.ts";
-import { branchedCondition, isBranchUnderWay } from "./usage.ts";
 
 /** A set waiting for its checkpoint looks again after this; the checkpoint's own events come sooner. */
 export const BRANCH_WAIT_MS = 30_000;

@@ -6,8 +6,8 @@ import type { CocoonSet, Condition } from "../apis/v1/types.ts";
 import type { CocoonCheckpoint, CocoonRestore, RestorePhase } from "../apis/v1alpha1/types.ts";
 import type { CheckpointLookup } from "../checkpoint/catalog.ts";
 import { incompatibleCopies, planBranch } from "../checkpoint/members.ts";
-import { type RestoreHold, restoreHoldOf } from "../checkpoint/usage.ts";
 import { describeMismatches } from "../contract/restoredeps.ts";
+import { type RestoreHold, restoreHoldOf } from "../holds.ts";
 import {
   CONDITION_PROGRESSING,
   CONDITION_RESTORED,

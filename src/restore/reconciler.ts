@@ -25,7 +25,6 @@ import type { CheckpointReader } from "../checkpoint/catalog.ts";
 import { copyToHibernate } from "../checkpoint/copy.ts";
 import { ANN_FROM_CHECKPOINT, ANN_RESTORE_HOLD } from "../checkpoint/keys.ts";
 import { planBranch } from "../checkpoint/members.ts";
-import { encodeRestoreHold, type RestoreHold, restoreHoldBy, restoreHoldOf } from "../checkpoint/usage.ts";
 import type { Clock } from "../clock.ts";
 import { ANN_HIBERNATE_RECLAIM } from "../contract/keys.ts";
 import type { Client } from "../controller/client.ts";
@@ -34,6 +33,7 @@ import { isNotFound, unlessNotFound } from "../controller/errors.ts";
 import type { EventRecorder, EventType } from "../controller/events.ts";
 import type { Reconciler, Request, Result } from "../controller/reconciler.ts";
 import { COCOONCHECKPOINTS, COCOONRESTORES, COCOONSETS } from "../controller/resources.ts";
+import { encodeRestoreHold, type RestoreHold, restoreHoldBy, restoreHoldOf } from "../holds.ts";
 import type { Logger } from "../log.ts";
 import {
   oweRestores,

@@ -4,13 +4,13 @@
 
 import type { CocoonSet } from "../apis/v1/types.ts";
 import type { CheckpointReader } from "../checkpoint/catalog.ts";
-import { restoreHoldOf } from "../checkpoint/usage.ts";
 import type { Clock } from "../clock.ts";
 import type { Client } from "../controller/client.ts";
 import { Controller } from "../controller/controller.ts";
 import type { EventRecorder } from "../controller/events.ts";
 import type { Manager } from "../controller/manager.ts";
 import type { Request } from "../controller/reconciler.ts";
+import { restoreHoldOf } from "../holds.ts";
 import type { OperatorInformers } from "../informers/informers.ts";
 import type { Logger } from "../log.ts";
 import type { CheckpointRegistry } from "../registry/index.ts";

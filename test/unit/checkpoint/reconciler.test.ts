@@ -12,10 +12,10 @@ import {
   MANIFEST_ANN_CHECKPOINT,
 } from "../../../src/checkpoint/keys.ts";
 import { CheckpointReconciler, type CheckpointView } from "../../../src/checkpoint/reconciler.ts";
-import { encodeRestoreHold } from "../../../src/checkpoint/usage.ts";
 import { FakeClock } from "../../../src/clock.ts";
 import { LABEL_COCOONSET } from "../../../src/contract/keys.ts";
 import { COCOONCHECKPOINTS, COCOONSETS, PODS } from "../../../src/controller/resources.ts";
+import { encodeRestoreHold } from "../../../src/holds.ts";
 import { checkpointBytesTotal, checkpointsTotal } from "../../../src/metrics/checkpoint.ts";
 import { FakeCheckpointRegistry } from "../../support/checkpointregistry.ts";
 import { cocoonSet, NS, SET } from "../../support/cocoonset.ts";
