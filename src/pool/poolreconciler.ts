@@ -80,6 +80,14 @@ export class PoolReconciler implements Reconciler {
     const hold = refillHold(claimed, this.heldSince.get(key), now);
     if (hold.since === undefined) this.heldSince.delete(key);
     else this.heldSince.set(key, hold.since);
+    for (const { member, held } of plan.held) {
+      this.deps.events.event(
+        pool,
+        "Normal",
+        held.reason,
+        `left member CocoonSet ${member.metadata.name} as it is: ${held.message}`,
+      );
+    }
     let lostRace = false;
     for (const member of plan.delete) lostRace = !(await this.deleteMember(pool, member, key)) || lostRace;
     for (const member of plan.suspend) lostRace = !(await this.suspendMember(pool, member)) || lostRace;
