@@ -33,7 +33,14 @@ import { isNotFound, unlessNotFound } from "../controller/errors.ts";
 import type { EventRecorder, EventType } from "../controller/events.ts";
 import type { Reconciler, Request, Result } from "../controller/reconciler.ts";
 import { COCOONCHECKPOINTS, COCOONRESTORES, COCOONSETS } from "../controller/resources.ts";
-import { encodeRestoreHold, type RestoreHold, restoreHoldBy, restoreHoldOf } from "../holds.ts";
+import {
+  encodeRestoreHold,
+  type Held,
+  heldAgainst,
+  type RestoreHold,
+  restoreHoldBy,
+  restoreHoldOf,
+} from "../holds.ts";
 import type { Logger } from "../log.ts";
 import {
   oweRestores,
@@ -72,6 +79,8 @@ import {
 
 /** A step that waits for the cache to show the server's set again looks after this at the latest. */
 const CACHE_LAG_MS = 1_000;
+/** A restore waiting for another holder of its set looks again after this; the set's events come sooner. */
+const HOLDER_WAIT_MS = 30_000;
 
 /** Cached reads (read only: never edit what they return). */
 export interface RestoreView {
@@ -137,9 +146,16 @@ export class RestoreReconciler implements Reconciler {
     });
     if (refused) return this.refuse(r, refused);
     if (!fresh) return {};
+    const current = restoreHoldOf(fresh);
+    // Past the refusals, a hold on the set is this restore's own or a stale one it may take over.
+    const held = heldAgainst(
+      fresh,
+      "restore",
+      current !== undefined && current !== "unreadable" ? current.uid : undefined,
+    );
+    if (held) return this.waitForHolder(r, held);
     // The hold is taken on the server's set, compare-and-swap: of two restores started together one
     // wins, and the other sees its hold.
-    const current = restoreHoldOf(fresh);
     let hold: RestoreHold;
     if (current !== undefined && current !== "unreadable" && current.uid === r.metadata.uid) {
       hold = current;
@@ -185,6 +201,16 @@ export class RestoreReconciler implements Reconciler {
     this.event(r, "Normal", EVENT_STARTED, started);
     this.setEvent(fresh, "Normal", EVENT_STARTED, `${started} (CocoonRestore ${r.metadata.name})`);
     return { requeue: true };
+  }
+
+  /** Pending while another holds the set (its branch not finished): the reason, an event, a look later. */
+  private async waitForHolder(r: CocoonRestore, held: Held): Promise<Result> {
+    const message = `waiting: ${held.message}`;
+    if (r.status?.reason !== held.reason || r.status?.message !== message) {
+      await this.writeStatus(r, { ...r.status, phase: "Pending", reason: held.reason, message });
+      this.event(r, "Normal", held.reason, message);
+    }
+    return { requeueAfterMs: HOLDER_WAIT_MS };
   }
 
   private async proceed(r: CocoonRestore, signal: AbortSignal): Promise<Result> {

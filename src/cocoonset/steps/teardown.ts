@@ -15,6 +15,7 @@ import { classifyPods } from "../../pass/classify.ts";
 import { Pass, type PassDeps, REQUEUE_POLL_MS } from "../../pass/pass.ts";
 import { parseDeleteVMNames } from "../decide/deletevmnames.ts";
 import { deleteAfterStash, stashVMNames } from "../deletepods.ts";
+import { waitForHolder } from "../teardownhold.ts";
 
 /** One registry tag the teardown probes and deletes when present. */
 export interface TagToCollect {
@@ -60,6 +61,8 @@ export async function teardown(cs: CocoonSet, deps: PassDeps, signal: AbortSigna
   );
   // vk-cocoon pushes snapshots during a pod's grace period: no tag is collected while a pod remains.
   if (ownedPods().length > 0) return { requeueAfterMs: REQUEUE_POLL_MS };
+  const held = await waitForHolder(pass);
+  if (held) return held;
 
   const logger = deps.log.child({ cocoonset: `${namespace}/${name}` });
   if (!deps.registry) {

@@ -12,7 +12,8 @@ import {
   TAG_HIBERNATE,
   TAG_LATEST,
 } from "../../../src/contract/keys.ts";
-import { PODS } from "../../../src/controller/resources.ts";
+import { COCOONSETS, PODS } from "../../../src/controller/resources.ts";
+import { ANN_RESTORE_HOLD, encodeRestoreHold, REASON_SET_HELD } from "../../../src/holds.ts";
 import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
 import {
   cocoonSet,
@@ -270,6 +271,44 @@ describe("teardown failures", () => {
       ["patch cocoonsets", "delete pods", "update cocoonsets"],
     );
     assert.deepEqual(h.registry.calls, []);
+    assert.equal(storedSet(h.client), undefined);
+  });
+});
+
+describe("teardown under a restore's hold", () => {
+  it("keeps its finalizer and collects no tag while the API server's set has a restore hold, then collects the restore's copies", async () => {
+    const h = harness();
+    const cs = deletingSet();
+    cs.metadata.annotations = {
+      [ANN_RESTORE_HOLD]: encodeRestoreHold({
+        restore: "undo",
+        uid: "undo-uid",
+        checkpoint: "ck",
+        suspend: true,
+      }),
+      [ANN_DELETE_VM_NAMES]: vm("0"),
+    };
+    seedSet(h.client, cs);
+    h.registry.put(vm("0"), TAG_HIBERNATE);
+
+    assert.deepEqual(await reconcile(h), { requeueAfterMs: 5_000 });
+    assert.deepEqual(h.registry.calls, [], "no tag probed or deleted while the restore may still copy");
+    assert.deepEqual(storedSet(h.client)?.metadata.finalizers, [FINALIZER_COCOONSET]);
+    assert.ok(h.events.reasons().includes(REASON_SET_HELD));
+
+    // The restore saw the set being deleted, stopped, recorded its copy of VM 1, and let go.
+    h.registry.put(vm("1"), TAG_HIBERNATE);
+    await h.client.patch(COCOONSETS, NS, SET, {
+      metadata: {
+        annotations: {
+          [ANN_RESTORE_HOLD]: null,
+          [ANN_HIBERNATE_RECLAIM]: JSON.stringify({ vms: [vm("1")], restore: [vm("1")] }),
+        },
+      },
+    });
+    assert.deepEqual(await reconcile(h), {});
+    assert.equal(h.registry.has(vm("0"), TAG_HIBERNATE), false);
+    assert.equal(h.registry.has(vm("1"), TAG_HIBERNATE), false, "the restore's copy is collected");
     assert.equal(storedSet(h.client), undefined);
   });
 });

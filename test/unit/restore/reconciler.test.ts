@@ -5,11 +5,16 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { CocoonSet } from "../../../src/apis/v1/types.ts";
 import type { CocoonCheckpoint, CocoonRestore } from "../../../src/apis/v1alpha1/types.ts";
-import { ANN_RESTORE_HOLD } from "../../../src/checkpoint/keys.ts";
+import {
+  ANN_FROM_CHECKPOINT,
+  ANN_RESTORE_HOLD,
+  BRANCH_COPYING,
+  CONDITION_BRANCHED,
+} from "../../../src/checkpoint/keys.ts";
 import { manifestDigest, sameRepositoryBranchManifest } from "../../../src/checkpoint/manifest.ts";
 import { ANN_HIBERNATE_RECLAIM } from "../../../src/contract/keys.ts";
 import { COCOONCHECKPOINTS, COCOONRESTORES, COCOONSETS } from "../../../src/controller/resources.ts";
-import { encodeRestoreHold, restoreHoldOf } from "../../../src/holds.ts";
+import { encodeRestoreHold, REASON_SET_HELD, restoreHoldBy, restoreHoldOf } from "../../../src/holds.ts";
 import { readReclaim } from "../../../src/pass/reclaimrecord.ts";
 import { NS, SET } from "../../support/cocoonset.ts";
 import { IMAGE, MAIN, readyCheckpoint, restoreFixture, restoreOf, SUB, setIn } from "./fixture.ts";
@@ -318,5 +323,78 @@ describe("RestoreReconciler", () => {
     await f.run();
     assert.equal(f.set().metadata.annotations?.[ANN_RESTORE_HOLD], undefined);
     assert.equal(f.set().spec.suspend, true, "a set it suspended stays suspended");
+  });
+});
+
+describe("RestoreReconciler: one holder at a time", () => {
+  it("waits Pending with reason SetHeld while the set's branch has not finished, takes no hold, then begins", async () => {
+    const cs = setIn("Suspended", true);
+    cs.metadata.annotations = { ...cs.metadata.annotations, [ANN_FROM_CHECKPOINT]: "ck" };
+    const f = seeded(cs);
+    await f.client.patch(
+      COCOONSETS,
+      NS,
+      SET,
+      {
+        status: {
+          conditions: [
+            {
+              type: CONDITION_BRANCHED,
+              status: "False",
+              reason: BRANCH_COPYING,
+              message: "copying",
+              lastTransitionTime: "2026-01-01T00:00:00Z",
+            },
+          ],
+        },
+      },
+      { subresource: "status" },
+    );
+    f.client.clearCalls();
+    const result = await f.run();
+    assert.ok((result.requeueAfterMs ?? 0) > 0, "it looks again later");
+    assert.equal(restoreHoldOf(f.set()), undefined, "no hold taken");
+    assert.deepEqual(setWrites(f), []);
+    assert.equal(f.restore()?.status?.phase, "Pending");
+    assert.equal(f.restore()?.status?.reason, REASON_SET_HELD);
+    assert.match(f.restore()?.status?.message ?? "", /has not finished its branch from CocoonCheckpoint ck/);
+    assert.ok(f.events.reasons().includes(REASON_SET_HELD));
+
+    await f.client.patch(
+      COCOONSETS,
+      NS,
+      SET,
+      {
+        status: {
+          conditions: [
+            {
+              type: CONDITION_BRANCHED,
+              status: "True",
+              reason: "FromCheckpoint",
+              message: "branched",
+              lastTransitionTime: "2026-01-01T00:00:00Z",
+            },
+          ],
+        },
+      },
+      { subresource: "status" },
+    );
+    await f.run();
+    assert.equal(f.restore()?.status?.phase, "Restoring");
+    assert.equal(restoreHoldBy(f.set(), "uid-r1")?.restore, "r1");
+  });
+
+  it("lets go of a set deleted while it holds it, so the teardown can collect what it copied", async () => {
+    const cs = setIn("Running", false);
+    cs.metadata.finalizers = ["cocoonset.cocoonstack.io/finalizer"];
+    const f = seeded(cs);
+    await f.run();
+    assert.equal(restoreHoldBy(f.set(), "uid-r1")?.restore, "r1");
+    await f.client.delete(COCOONSETS, NS, SET);
+    await f.run();
+    assert.equal(f.restore()?.status?.phase, "Failed");
+    assert.equal(f.restore()?.status?.reason, "SetDeletedDuringRestore");
+    await f.run();
+    assert.equal(restoreHoldOf(f.set()), undefined, "the hold is gone: the teardown may collect");
   });
 });
