@@ -1,9 +1,9 @@
 // Who still needs a checkpoint's tags: the sets whose branch from it is under way, the sets a restore
-// to it holds, and a pin. Pure, free of I/O: the reconciler's delete and prune ask these before a tag
-// goes.
+// to it holds, the pools whose members branch from it, the restores to it not finished, and a pin.
+// Pure, free of I/O: the reconciler's delete and prune ask these before a tag goes.
 
 import type { CocoonSet } from "../apis/v1/types.ts";
-import type { CocoonCheckpoint } from "../apis/v1alpha1/types.ts";
+import type { CocoonCheckpoint, CocoonPool, CocoonRestore } from "../apis/v1alpha1/types.ts";
 import { ANN_FROM_CHECKPOINT, branchedCondition, isBranchUnderWay, restoreHoldOf } from "../holds.ts";
 import { ANN_PINNED } from "./keys.ts";
 
@@ -40,4 +40,38 @@ export function setsRestoringNow(sets: readonly CocoonSet[], checkpointName: str
 /** Pinned by annotation: keep-checkpoints never deletes it. */
 export function isPinned(ck: CocoonCheckpoint): boolean {
   return ck.metadata.annotations?.[ANN_PINNED] === "true";
+}
+
+/** What the API server holds that may need a checkpoint (of its namespace). */
+export interface CheckpointNeeders {
+  sets: readonly CocoonSet[];
+  pools: readonly CocoonPool[];
+  restores: readonly CocoonRestore[];
+}
+
+/**
+ * Who still needs the checkpoint's tags, sorted and named by kind: sets branching from it or held by a
+ * restore to it; pools that branch their members from it (a pool not being deleted keeps creating
+ * members, each a branch); restores to it that are neither Restored nor Failed (one still Pending has
+ * not taken its hold yet).
+ */
+export function checkpointNeeders(needers: CheckpointNeeders, checkpointName: string): string[] {
+  const sets = new Set([
+    ...setsBranchingNow(needers.sets, checkpointName),
+    ...setsRestoringNow(needers.sets, checkpointName),
+  ]);
+  const pools = needers.pools.filter(
+    (pool) => pool.spec.fromCheckpoint === checkpointName && !pool.metadata.deletionTimestamp,
+  );
+  const restores = needers.restores.filter(
+    (r) =>
+      r.spec.checkpointRef.name === checkpointName &&
+      r.status?.phase !== "Restored" &&
+      r.status?.phase !== "Failed",
+  );
+  return [
+    ...[...sets].sort().map((name) => `CocoonSet ${name}`),
+    ...pools.map((pool) => `CocoonPool ${pool.metadata.name}`).sort(),
+    ...restores.map((r) => `CocoonRestore ${r.metadata.name}`).sort(),
+  ];
 }
