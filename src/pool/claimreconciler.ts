@@ -12,7 +12,7 @@ import { isDeepStrictEqual } from "../builtins.ts";
 import type { Clock } from "../clock.ts";
 import { isControlledBy } from "../contract/pod.ts";
 import type { Client } from "../controller/client.ts";
-import { isConflict, isNotFound, unlessNotFound } from "../controller/errors.ts";
+import { type ApiError, isConflict, isNotFound, isRefused, unlessNotFound } from "../controller/errors.ts";
 import type { EventRecorder } from "../controller/events.ts";
 import { type Reconciler, type Request, type Result, requestKey } from "../controller/reconciler.ts";
 import { COCOONCLAIMS, COCOONSETS } from "../controller/resources.ts";
@@ -35,6 +35,7 @@ import {
   FINALIZER_COCOONCLAIM,
   LABEL_CLAIM,
   LABEL_POOL,
+  REASON_BIND_REFUSED,
   REASON_BOUND,
   REASON_CLAIM_READY,
   REASON_CLAIM_RELEASED,
@@ -156,6 +157,9 @@ export class ClaimReconciler implements Reconciler {
       let bound: CocoonSet | undefined;
       try {
         bound = await this.tryBind(claim, pool, candidate);
+      } catch (err) {
+        if (isRefused(err)) return this.bindRefused(claim, poolName, name, err);
+        throw err;
       } finally {
         this.binding.delete(key);
       }
@@ -172,6 +176,25 @@ export class ClaimReconciler implements Reconciler {
       reason: REASON_NO_READY_MEMBER,
       message: `waiting for a ready member of CocoonPool ${poolName}`,
     });
+  }
+
+  /**
+   * The API server refused the bind as sent (an admission policy on the claim's annotations, say): it
+   * would refuse it for every member. The claim waits Pending saying why, with a Warning, and the pass
+   * fails so that the work queue backs off instead of trying again at once.
+   */
+  private async bindRefused(
+    claim: CocoonClaim,
+    poolName: string,
+    setName: string,
+    err: ApiError,
+  ): Promise<Result> {
+    const message = `the API server refused the bind of CocoonSet ${setName}: ${err.message}`;
+    if (claim.status?.reason !== REASON_BIND_REFUSED || claim.status.message !== message) {
+      this.deps.events.event(claim, "Warning", REASON_BIND_REFUSED, message);
+    }
+    await this.writePending(claim, poolName, "pending", { reason: REASON_BIND_REFUSED, message });
+    throw err;
   }
 
   /** The set on the API server that carries this claim's label and that this claim (by uid) controls. */
@@ -212,6 +235,7 @@ export class ClaimReconciler implements Reconciler {
         return bound;
       } catch (err) {
         if (isNotFound(err)) return undefined;
+        if (isRefused(err)) throw err;
         if (!isConflict(err)) {
           // The server may have applied the update all the same: the next pass looks for it first.
           this.unsureBinds.set(claim, true);

@@ -156,12 +156,17 @@ export function poolSelector(pool: CocoonPool): string {
   return `${LABEL_POOL}=${pool.metadata.name ?? ""}`;
 }
 
-/** The pool's status from its unclaimed members and the count of members bound to claims. */
+/**
+ * The pool's status from its unclaimed members and the count of members bound to claims. `stuck`: why
+ * the pool cannot fill (a member's create refused), which the Ready condition reports while it is not
+ * ready.
+ */
 export function poolStatus(
   pool: CocoonPool,
   members: readonly CocoonSet[],
   claimed: number,
   nowMs: number,
+  stuck?: { reason: string; message: string },
 ): CocoonPoolStatus {
   const warmth = warmthOf(pool);
   const hash = templateHash(pool);
@@ -169,11 +174,12 @@ export function poolStatus(
   const ready = live.filter((cs) => memberReady(cs, warmth)).length;
   const replicas = pool.spec.replicas ?? 0;
   const enough = ready >= replicas;
+  const counted = `${ready} of ${replicas} members ready to claim (${warmth})`;
   const condition: ConditionUpdate = {
     type: CONDITION_READY,
     status: enough ? "True" : "False",
-    reason: enough ? REASON_ENOUGH_READY : REASON_FILLING,
-    message: `${ready} of ${replicas} members ready to claim (${warmth})`,
+    reason: enough ? REASON_ENOUGH_READY : (stuck?.reason ?? REASON_FILLING),
+    message: !enough && stuck ? `${counted}; ${stuck.message}` : counted,
     observedGeneration: pool.metadata.generation ?? 0,
   };
   return {

@@ -16,6 +16,7 @@ import {
   FINALIZER_COCOONCLAIM,
   LABEL_CLAIM,
   LABEL_POOL,
+  REASON_BIND_REFUSED,
   REASON_NO_READY_MEMBER,
   REASON_POOL_NOT_FOUND,
 } from "../../../src/pool/keys.ts";
@@ -345,5 +346,27 @@ describe("ClaimReconciler: binds are idempotent and judged by uid", () => {
     await h.reconciler.reconcile({ namespace: NS, name: "c1" });
     assert.equal(boundTo(h, "c1").length, 0);
     assert.equal(h.claimOf("c1")?.status?.phase, "Pending");
+  });
+
+  it("a bind the API server refuses (an admission policy) leaves the claim Pending with reason BindRefused and a Warning, tries no other member, and fails the pass to back off", async () => {
+    const h = setup();
+    const pool = h.client.seed(COCOONPOOLS, cocoonPool());
+    h.client.seed(COCOONSETS, member(pool, "m0", "Running", { created: 0 }));
+    h.client.seed(COCOONSETS, member(pool, "m1", "Running", { created: 1 }));
+    h.client.seed(COCOONCLAIMS, cocoonClaim("c1", { finalizers: [FINALIZER_COCOONCLAIM] }));
+    const denied =
+      "cocoonsets.cocoonset.cocoonstack.io \"m1\" is forbidden: ValidatingAdmissionPolicy 'cocoon-bookkeeping' denied request";
+    h.client.failNext("update", "cocoonsets", new ApiError(403, "Forbidden", denied));
+    await assert.rejects(h.reconciler.reconcile({ namespace: NS, name: "c1" }), /denied request/);
+    assert.equal(h.client.calls.filter((c) => c.verb === "update" && c.resource === "cocoonsets").length, 1);
+    const claim = h.claimOf("c1");
+    assert.equal(claim?.status?.phase, "Pending");
+    assert.equal(claim?.status?.reason, REASON_BIND_REFUSED);
+    assert.match(
+      claim?.status?.message ?? "",
+      /the API server refused the bind of CocoonSet m\d: .*denied request/,
+    );
+    assert.equal(claim?.status?.conditions?.find((c) => c.type === "Ready")?.reason, REASON_BIND_REFUSED);
+    assert.equal(h.events.events.find((e) => e.reason === REASON_BIND_REFUSED)?.type, "Warning");
   });
 });
