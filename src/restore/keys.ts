@@ -26,6 +26,8 @@ export const REASON_RESTORED = "Restored";
 export const REASON_SET_DELETED = "SetDeletedDuringRestore";
 /** Someone removed the restore's hold from the set: the restore stops where it is. */
 export const REASON_HOLD_REMOVED = "HoldRemoved";
+/** Not Restored by spec.failureDeadline: the restore lets go of the set, left recoverable. */
+export const REASON_DEADLINE_EXCEEDED = "DeadlineExceeded";
 
 // Event reasons, on the CocoonRestore (and, for the start and the end, on the set too).
 export const EVENT_REFUSED = "RestoreRefused";

@@ -60,6 +60,8 @@ import {
   refusePlan,
   refuseStart,
   restoreConditions,
+  restoreDeadline,
+  restoreDeadlineMs,
 } from "./decide.ts";
 import {
   EVENT_COPIED,
@@ -70,6 +72,7 @@ import {
   EVENT_STARTED,
   REASON_COPY_FAILED,
   REASON_COPYING,
+  REASON_DEADLINE_EXCEEDED,
   REASON_HOLD_REMOVED,
   REASON_RESTORED,
   REASON_RESUMING,
@@ -124,8 +127,50 @@ export class RestoreReconciler implements Reconciler {
       await this.removeHold(r);
       return {};
     }
-    if (r.status?.phase !== "Restoring") return this.begin(r);
-    return this.proceed(r, signal);
+    const deadline = restoreDeadlineMs(r);
+    const now = this.deps.clock.now();
+    if (deadline !== undefined && now >= deadline) return this.expire(r);
+    const result = r.status?.phase !== "Restoring" ? await this.begin(r) : await this.proceed(r, signal);
+    // A restore still under way is looked at again at its deadline, whether or not its set moves.
+    if (deadline === undefined || isFinal(r.status?.phase) || result.requeue) return result;
+    const untilDeadline = Math.max(1, deadline - now);
+    return { ...result, requeueAfterMs: Math.min(result.requeueAfterMs ?? untilDeadline, untilDeadline) };
+  }
+
+  /**
+   * Past its deadline the restore fails and lets go, and the set is left so that it can be resumed or
+   * restored again: a set it suspended and copied nothing into goes back to its suspend state; one with
+   * copies begun stays suspended (its VMs wake from whatever :hibernate holds when it is resumed); one
+   * already resumed comes up on its own.
+   */
+  private async expire(r: CocoonRestore): Promise<Result> {
+    const { namespace, setName } = names(r);
+    const fresh = await unlessNotFound(() => this.deps.client.get<CocoonSet>(COCOONSETS, namespace, setName));
+    const hold = restoreHoldBy(fresh, r.metadata.uid);
+    const status = r.status ?? {};
+    const copyBegun =
+      status.members !== undefined ||
+      status.reason === REASON_COPYING ||
+      status.reason === REASON_COPY_FAILED;
+    let left = "";
+    if (fresh && hold && !status.resumed) {
+      if (!copyBegun && fresh.spec.suspend !== hold.suspend) {
+        await this.deps.client.patch<CocoonSet>(COCOONSETS, namespace, setName, {
+          spec: { suspend: hold.suspend },
+        });
+        left = `; nothing was copied and CocoonSet ${setName} goes back to ${hold.suspend ? "suspended" : "running"}`;
+      } else if (copyBegun) {
+        left = `; CocoonSet ${setName} stays suspended: resume it (its VMs wake from what :hibernate holds) or restore again`;
+      }
+    }
+    const last = status.message ? `: ${status.message}` : "";
+    await this.fail(
+      r,
+      REASON_DEADLINE_EXCEEDED,
+      `not Restored within failureDeadline ${restoreDeadline(r)}${last}${left}`,
+    );
+    await this.dropHoldOnServer(namespace, setName, r.metadata.uid ?? "");
+    return {};
   }
 
   /**

@@ -16,6 +16,7 @@ import { ANN_HIBERNATE_RECLAIM } from "../../../src/contract/keys.ts";
 import { COCOONCHECKPOINTS, COCOONRESTORES, COCOONSETS } from "../../../src/controller/resources.ts";
 import { encodeRestoreHold, REASON_SET_HELD, restoreHoldBy, restoreHoldOf } from "../../../src/holds.ts";
 import { readReclaim } from "../../../src/pass/reclaimrecord.ts";
+import { REASON_DEADLINE_EXCEEDED } from "../../../src/restore/keys.ts";
 import { NS, SET } from "../../support/cocoonset.ts";
 import { IMAGE, MAIN, readyCheckpoint, restoreFixture, restoreOf, SUB, setIn } from "./fixture.ts";
 
@@ -396,5 +397,42 @@ describe("RestoreReconciler: one holder at a time", () => {
     assert.equal(f.restore()?.status?.reason, "SetDeletedDuringRestore");
     await f.run();
     assert.equal(restoreHoldOf(f.set()), undefined, "the hold is gone: the teardown may collect");
+  });
+});
+
+describe("RestoreReconciler: deadline", () => {
+  it("a restore whose set never suspends fails at its failureDeadline (DeadlineExceeded), puts the set back as it was and lets go", async () => {
+    const f = seeded(setIn("Running", false));
+    await f.client.patch(COCOONRESTORES, NS, "r1", { spec: { failureDeadline: "5m" } });
+    await f.run();
+    const waiting = await f.run();
+    assert.equal(f.set().spec.suspend, true, "the restore suspended the set");
+    assert.equal(waiting.requeueAfterMs, 5 * 60_000, "it looks again at its deadline");
+
+    f.clock.advance(5 * 60_000);
+    assert.deepEqual(await f.run(), {});
+    const r = f.restore();
+    assert.equal(r?.status?.phase, "Failed");
+    assert.equal(r?.status?.reason, REASON_DEADLINE_EXCEEDED);
+    assert.match(r?.status?.message ?? "", /not Restored within failureDeadline 5m: .*nothing was copied/);
+    assert.equal(f.set().spec.suspend, false, "the set goes back to running");
+    assert.equal(restoreHoldOf(f.set()), undefined, "the hold is gone");
+    assert.ok(f.events.events.some((e) => e.reason === "RestoreFailed" && e.type === "Warning"));
+  });
+
+  it("with no failureDeadline the default is one hour; a copy still failing then leaves the set suspended and held by no one", async () => {
+    const f = seeded(setIn("Suspended", true));
+    await f.run();
+    f.registry.failOn = (op) => (op === "put" ? new Error("registry down") : undefined);
+    await assert.rejects(f.run(), /registry down/);
+    assert.equal(f.restore()?.status?.reason, "CopyFailed");
+    f.clock.advance(60 * 60_000 - 1);
+    await assert.rejects(f.run(), /registry down/);
+    f.clock.advance(1);
+    assert.deepEqual(await f.run(), {});
+    assert.equal(f.restore()?.status?.reason, REASON_DEADLINE_EXCEEDED);
+    assert.match(f.restore()?.status?.message ?? "", /within failureDeadline 1h: .*stays suspended/);
+    assert.equal(f.set().spec.suspend, true);
+    assert.equal(restoreHoldOf(f.set()), undefined);
   });
 });
