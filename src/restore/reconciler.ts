@@ -29,7 +29,7 @@ import type { Clock } from "../clock.ts";
 import { ANN_HIBERNATE_RECLAIM } from "../contract/keys.ts";
 import type { Client } from "../controller/client.ts";
 import { deepCopyJson } from "../controller/deepcopy.ts";
-import { isNotFound, unlessNotFound } from "../controller/errors.ts";
+import { type ApiError, isNotFound, isRefused, unlessNotFound } from "../controller/errors.ts";
 import type { EventRecorder, EventType } from "../controller/events.ts";
 import type { Reconciler, Request, Result } from "../controller/reconciler.ts";
 import { COCOONCHECKPOINTS, COCOONRESTORES, COCOONSETS } from "../controller/resources.ts";
@@ -70,6 +70,7 @@ import {
   EVENT_REFUSED,
   EVENT_RESTORED,
   EVENT_STARTED,
+  EVENT_WRITE_REFUSED,
   REASON_COPY_FAILED,
   REASON_COPYING,
   REASON_DEADLINE_EXCEEDED,
@@ -78,6 +79,7 @@ import {
   REASON_RESUMING,
   REASON_SET_DELETED,
   REASON_SUSPENDING,
+  REASON_WRITE_REFUSED,
 } from "./keys.ts";
 
 /** A step that waits for the cache to show the server's set again looks after this at the latest. */
@@ -130,11 +132,28 @@ export class RestoreReconciler implements Reconciler {
     const deadline = restoreDeadlineMs(r);
     const now = this.deps.clock.now();
     if (deadline !== undefined && now >= deadline) return this.expire(r);
-    const result = r.status?.phase !== "Restoring" ? await this.begin(r) : await this.proceed(r, signal);
+    let result: Result;
+    try {
+      result = r.status?.phase !== "Restoring" ? await this.begin(r) : await this.proceed(r, signal);
+    } catch (err) {
+      if (isRefused(err)) await this.writeRefused(r, err);
+      throw err;
+    }
     // A restore still under way is looked at again at its deadline, whether or not its set moves.
     if (deadline === undefined || isFinal(r.status?.phase) || result.requeue) return result;
     const untilDeadline = Math.max(1, deadline - now);
     return { ...result, requeueAfterMs: Math.min(result.requeueAfterMs ?? untilDeadline, untilDeadline) };
+  }
+
+  /**
+   * The API server refused a write of the pass (an admission policy, a quota): the restore says so in
+   * its status and a Warning, and the failed pass backs off; the write is tried again then.
+   */
+  private async writeRefused(r: CocoonRestore, err: ApiError): Promise<void> {
+    const message = `the API server refused a write: ${err.message}; retrying with backoff`;
+    if (r.status?.reason === REASON_WRITE_REFUSED && r.status.message === message) return;
+    this.event(r, "Warning", EVENT_WRITE_REFUSED, message);
+    await this.writeStatus(r, { ...r.status, reason: REASON_WRITE_REFUSED, message });
   }
 
   /**

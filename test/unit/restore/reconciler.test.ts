@@ -13,10 +13,11 @@ import {
 } from "../../../src/checkpoint/keys.ts";
 import { manifestDigest, sameRepositoryBranchManifest } from "../../../src/checkpoint/manifest.ts";
 import { ANN_HIBERNATE_RECLAIM } from "../../../src/contract/keys.ts";
+import { ApiError } from "../../../src/controller/errors.ts";
 import { COCOONCHECKPOINTS, COCOONRESTORES, COCOONSETS } from "../../../src/controller/resources.ts";
 import { encodeRestoreHold, REASON_SET_HELD, restoreHoldBy, restoreHoldOf } from "../../../src/holds.ts";
 import { readReclaim } from "../../../src/pass/reclaimrecord.ts";
-import { REASON_DEADLINE_EXCEEDED } from "../../../src/restore/keys.ts";
+import { REASON_DEADLINE_EXCEEDED, REASON_WRITE_REFUSED } from "../../../src/restore/keys.ts";
 import { NS, SET } from "../../support/cocoonset.ts";
 import { IMAGE, MAIN, readyCheckpoint, restoreFixture, restoreOf, SUB, setIn } from "./fixture.ts";
 
@@ -434,5 +435,23 @@ describe("RestoreReconciler: deadline", () => {
     assert.match(f.restore()?.status?.message ?? "", /within failureDeadline 1h: .*stays suspended/);
     assert.equal(f.set().spec.suspend, true);
     assert.equal(restoreHoldOf(f.set()), undefined);
+  });
+
+  it("a write the API server refuses (an admission policy on the hold) is reported with reason WriteRefused and a Warning, and the pass fails to back off", async () => {
+    const f = seeded(setIn("Running", false));
+    const denied = 'cocoonsets "demo" is forbidden: ValidatingAdmissionPolicy denied request';
+    f.client.failNext("patch", "cocoonsets", new ApiError(403, "Forbidden", denied));
+    await assert.rejects(f.run(), /denied request/);
+    const r = f.restore();
+    assert.equal(r?.status?.reason, REASON_WRITE_REFUSED);
+    assert.match(
+      r?.status?.message ?? "",
+      /the API server refused a write: .*denied request; retrying with backoff/,
+    );
+    assert.equal(r?.status?.conditions?.find((c) => c.type === "Restored")?.reason, REASON_WRITE_REFUSED);
+    assert.equal(f.events.events.find((e) => e.reason === "RestoreWriteRefused")?.type, "Warning");
+    assert.equal(restoreHoldOf(f.set()), undefined);
+    await f.run();
+    assert.equal(f.restore()?.status?.phase, "Restoring", "the next pass takes the hold");
   });
 });
