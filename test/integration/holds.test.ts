@@ -2,7 +2,8 @@
 // real API server, registry and vk-cocoon simulator: a claim does not bind a pool member a
 // CocoonRestore holds (it waits Pending with reason SetHeld, then binds and wakes the member once the
 // restore has let go), and keep-checkpoints does not prune the checkpoint a pool branches its members
-// from (the pool still fills from it).
+// from (the pool still fills from it). Restores have workers of their own: one whose copy is slow
+// does not hold up another.
 
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -143,5 +144,41 @@ describe("keep-checkpoints and a pool's fromCheckpoint", () => {
     assert.ok(gold, "gold is there");
     assert.equal(gold.metadata.deletionTimestamp, undefined, "gold is not being deleted");
     assert.equal(gold.status?.phase, "Ready");
+  });
+});
+
+describe("restores in parallel", () => {
+  it("a restore whose copy is slow does not hold up another: the other is Restored meanwhile", {
+    timeout: 240_000,
+  }, async () => {
+    const mainOnly = { nodePool, agent: { image: E2E_IMAGE, replicas: 0, mode: "clone" as const } };
+    for (const name of ["slow", "fast"]) {
+      await createSet(env, ns, name, mainOnly);
+      await waitRunning(env, ns, name, 1);
+      await patchSetSpec(env, ns, name, { suspend: true });
+      await waitPhase(env, ns, name, "Suspended");
+      await checkpointOf(`${name}-ck`, name);
+    }
+    const release = recording.stall(`/${agentVMName(ns, "slow", 0)}/manifests/hibernate`);
+    try {
+      assert.equal((await createRestore(env, ns, "r-slow", "slow", "slow-ck")).status, 201);
+      await waitFor(
+        "the slow restore copying",
+        async () => ((await getRestore(env, ns, "r-slow")).status?.reason === "Copying" ? true : undefined),
+        60_000,
+      );
+      assert.equal((await createRestore(env, ns, "r-fast", "fast", "fast-ck")).status, 201);
+      const fast = await waitRestoreDone(env, ns, "r-fast", 30_000);
+      assert.equal(fast.status?.phase, "Restored", JSON.stringify(fast.status));
+      assert.equal(
+        (await getRestore(env, ns, "r-slow")).status?.reason,
+        "Copying",
+        "the slow copy is still held",
+      );
+    } finally {
+      release();
+    }
+    const slow = await waitRestoreDone(env, ns, "r-slow", 60_000);
+    assert.equal(slow.status?.phase, "Restored", JSON.stringify(slow.status));
   });
 });
