@@ -2,8 +2,9 @@
 // real API server, registry and vk-cocoon simulator: a claim does not bind a pool member a
 // CocoonRestore holds (it waits Pending with reason SetHeld, then binds and wakes the member once the
 // restore has let go), and keep-checkpoints does not prune the checkpoint a pool branches its members
-// from (the pool still fills from it). Restores have workers of their own: one whose copy is slow
-// does not hold up another.
+// from (the pool still fills from it). A set deleted while a restore copies into it is torn down only
+// after the restore has let go, so no copy lands after its tags are collected. Restores have workers
+// of their own: one whose copy is slow does not hold up another.
 
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -13,6 +14,7 @@ import { ANN_KEEP_CHECKPOINTS } from "../../src/checkpoint/keys.ts";
 import { agentVMName } from "../../src/contract/vmname.ts";
 import { ANN_RESTORE_HOLD, REASON_SET_HELD } from "../../src/holds.ts";
 import { LABEL_CLAIM } from "../../src/pool/keys.ts";
+import { OciClient } from "../env/simulator/index.ts";
 import { apiRequest, testEnv, waitFor } from "../env/testenv.ts";
 import { createCheckpoint, getCheckpoint, waitCheckpointPhase } from "../support/checkpointapi.ts";
 import {
@@ -26,10 +28,11 @@ import {
 } from "../support/poolapi.ts";
 import { refusingRegistry } from "../support/refusingregistry.ts";
 import { createRestore, getRestore, waitRestoreDone } from "../support/restoreapi.ts";
-import { getSet, patchSetSpec, setsPath } from "../support/setapi.ts";
+import { getSet, objectEvents, patchSetSpec, setsPath } from "../support/setapi.ts";
 import {
   createSet,
   E2E_IMAGE,
+  hasHibernateTag,
   type SetEnv,
   startSetEnv,
   waitPhase,
@@ -38,6 +41,7 @@ import {
 
 const env = testEnv();
 const recording = refusingRegistry(env.registry);
+const oci = new OciClient(env.registry);
 const suffix = randomBytes(3).toString("hex");
 const nodePool = `holds-${suffix}`;
 let ns: string;
@@ -180,5 +184,49 @@ describe("restores in parallel", () => {
     }
     const slow = await waitRestoreDone(env, ns, "r-slow", 60_000);
     assert.equal(slow.status?.phase, "Restored", JSON.stringify(slow.status));
+  });
+});
+
+describe("a set deleted while a restore copies into it", () => {
+  it("collects its tags only once the restore let go: no :hibernate copy outlives the set", {
+    timeout: 240_000,
+  }, async () => {
+    const mainOnly = { nodePool, agent: { image: E2E_IMAGE, replicas: 0, mode: "clone" as const } };
+    await createSet(env, ns, "doomed", mainOnly);
+    await waitRunning(env, ns, "doomed", 1);
+    await patchSetSpec(env, ns, "doomed", { suspend: true });
+    await waitPhase(env, ns, "doomed", "Suspended");
+    await checkpointOf("doomed-ck", "doomed");
+    const vm = agentVMName(ns, "doomed", 0);
+    const release = recording.stall(`/${vm}/manifests/hibernate`);
+    try {
+      assert.equal((await createRestore(env, ns, "r-doomed", "doomed", "doomed-ck")).status, 201);
+      await waitFor(
+        "the restore's copy under way",
+        async () => ((await getRestore(env, ns, "r-doomed")).status?.reason === "Copying" ? true : undefined),
+        60_000,
+      );
+      const deleted = await apiRequest(env, "DELETE", `${setsPath(ns)}/doomed`);
+      assert.ok(deleted.status === 200 || deleted.status === 202, JSON.stringify(deleted.body));
+      await waitFor(
+        "the teardown waiting for the restore",
+        async () =>
+          (await objectEvents(env, ns, "doomed")).some((e) => e.reason === REASON_SET_HELD)
+            ? true
+            : undefined,
+        60_000,
+      );
+      assert.ok(await hasHibernateTag(oci, vm), "no tag collected while the restore holds the set");
+    } finally {
+      release();
+    }
+    await waitFor(
+      "the set gone",
+      async () =>
+        (await apiRequest(env, "GET", `${setsPath(ns)}/doomed`)).status === 404 ? true : undefined,
+      90_000,
+    );
+    assert.equal((await getRestore(env, ns, "r-doomed")).status?.reason, "SetDeletedDuringRestore");
+    assert.equal(await hasHibernateTag(oci, vm), false, "the restore's copy was collected with the set");
   });
 });
