@@ -167,10 +167,12 @@ export class RestoreReconciler implements Reconciler {
     const fresh = await unlessNotFound(() => this.deps.client.get<CocoonSet>(COCOONSETS, namespace, setName));
     const hold = restoreHoldBy(fresh, r.metadata.uid);
     const status = r.status ?? {};
+    // A refused write may have come after copies landed: the set then stays suspended too.
     const copyBegun =
       status.members !== undefined ||
       status.reason === REASON_COPYING ||
-      status.reason === REASON_COPY_FAILED;
+      status.reason === REASON_COPY_FAILED ||
+      status.reason === REASON_WRITE_REFUSED;
     let left = "";
     if (fresh && hold && !status.resumed) {
       if (!copyBegun && fresh.spec.suspend !== hold.suspend) {
