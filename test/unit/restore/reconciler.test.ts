@@ -421,6 +421,23 @@ describe("RestoreReconciler: deadline", () => {
     assert.ok(f.events.events.some((e) => e.reason === "RestoreFailed" && e.type === "Warning"));
   });
 
+  it("past its deadline after a refused write, the set it suspended stays suspended: copies may have landed", async () => {
+    const f = seeded(setIn("Running", false));
+    await f.run();
+    await f.run();
+    assert.equal(f.set().spec.suspend, true);
+    f.setStatus({ ...f.set().status, phase: "Suspended", observedGeneration: 2 } as CocoonSet["status"]);
+    f.client.failNext("patch", "cocoonsets", new ApiError(403, "Forbidden", "denied by a policy"));
+    await assert.rejects(f.run(), /denied by a policy/);
+    assert.equal(f.restore()?.status?.reason, REASON_WRITE_REFUSED);
+    f.clock.advance(60 * 60_000);
+    await f.run();
+    assert.equal(f.restore()?.status?.reason, REASON_DEADLINE_EXCEEDED);
+    assert.match(f.restore()?.status?.message ?? "", /stays suspended/);
+    assert.equal(f.set().spec.suspend, true);
+    assert.equal(restoreHoldOf(f.set()), undefined);
+  });
+
   it("with no failureDeadline the default is one hour; a copy still failing then leaves the set suspended and held by no one", async () => {
     const f = seeded(setIn("Suspended", true));
     await f.run();
