@@ -20,6 +20,8 @@ export interface Config {
   copyChunkBytes: number;
   /** --copy-concurrency / COPY_CONCURRENCY: a branch's VM copies in flight at once; at least 1. */
   copyConcurrency: number;
+  /** --restore-concurrency / RESTORE_CONCURRENCY: CocoonRestores reconciled at once; at least 1. */
+  restoreConcurrency: number;
   /** OCI_REGISTRY: the repository base snapshots live under; never empty. */
   registryBase: string;
   /** OPERATOR_LOG_LEVEL as the Go operator reads it (zerolog's names or numbers), as a log threshold (src/log.ts). */
@@ -146,6 +148,12 @@ const FLAGS: readonly FlagDef[] = [
     kind: "bool",
     help: "Serve metrics over HTTPS to callers allowed get on the /metrics non-resource URL.",
   },
+  {
+    name: "restore-concurrency",
+    kind: "int",
+    env: "RESTORE_CONCURRENCY",
+    help: "Maximum concurrent CocoonRestore reconciles (each copies one restore's snapshots).",
+  },
 ];
 
 /** strconv.ParseBool. */
@@ -221,6 +229,7 @@ function defaultsFromEnv(env: Env): Defaults {
     ["hibernation-concurrency", "HIBERNATION_CONCURRENCY", DEFAULT_CONCURRENCY],
     ["copy-chunk-mib", "COPY_CHUNK_MIB", DEFAULT_COPY_CHUNK_MIB],
     ["copy-concurrency", "COPY_CONCURRENCY", DEFAULT_COPY_CONCURRENCY],
+    ["restore-concurrency", "RESTORE_CONCURRENCY", DEFAULT_CONCURRENCY],
   ] as const) {
     const raw = env[name];
     const parsed = raw === undefined ? "syntax" : parseGoAtoi(raw);
@@ -361,6 +370,7 @@ export function loadConfig(argv: readonly string[], env: Env): LoadedConfig {
       hibernationConcurrency: concurrency("hibernation-concurrency", "hibernation"),
       copyChunkBytes: copyChunkMiB * 1024 * 1024,
       copyConcurrency: concurrency("copy-concurrency", "copy"),
+      restoreConcurrency: concurrency("restore-concurrency", "restore"),
       registryBase,
       logLevel,
       kubeconfig: values.get("kubeconfig") as string,

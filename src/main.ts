@@ -59,6 +59,7 @@ function build(env: Env): { operator: Operator; config: Config } {
     hibernationConcurrency: config.hibernationConcurrency,
     copyChunkBytes: config.copyChunkBytes,
     copyConcurrency: config.copyConcurrency,
+    restoreConcurrency: config.restoreConcurrency,
   });
   return { operator, config };
 }

@@ -68,6 +68,8 @@ export interface OperatorConfig {
   poolReprobeMs?: number;
   /** CocoonClaim workers (claims bind in parallel); default 64. */
   claimConcurrency?: number;
+  /** CocoonRestore workers (each copies one restore's snapshots); default 4. */
+  restoreConcurrency?: number;
 }
 
 /** A feature of v1alpha1 kinds that a cluster may not serve (src/controller/served.ts). */
@@ -291,6 +293,7 @@ export function createOperator(config: OperatorConfig): Operator {
       enable: () => {
         setupRestoreController(manager, {
           client,
+          ...(config.restoreConcurrency ? { concurrency: config.restoreConcurrency } : {}),
           catalog: restores,
           checkpoints,
           informers,

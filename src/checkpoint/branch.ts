@@ -11,10 +11,12 @@
 // already in place is skipped). The checkpoint itself is only read.
 
 import { type ConditionUpdate, setStatusCondition } from "../apis/status.ts";
+import type { CocoonSet } from "../apis/v1/types.ts";
 import type { CocoonCheckpoint } from "../apis/v1alpha1/types.ts";
 import { describeMismatches } from "../contract/restoredeps.ts";
 import { unlessNotFound } from "../controller/errors.ts";
-import { COCOONCHECKPOINTS } from "../controller/resources.ts";
+import { COCOONCHECKPOINTS, COCOONSETS } from "../controller/resources.ts";
+import { branchedCondition, type Held, heldAgainst, isBranchUnderWay } from "../holds.ts";
 import {
   checkpointBranchBlobsTotal,
   checkpointBranchesTotal,
@@ -42,7 +44,6 @@ import {
   REASON_BRANCHED,
 } from "./keys.ts";
 import { type BranchCopy, type IncompatibleCopy, incompatibleCopies, planBranch } from "./members.ts";
-import { branchedCondition, isBranchUnderWay } from "./usage.ts";
 
 /** A set waiting for its checkpoint looks again after this; the checkpoint's own events come sooner. */
 export const BRANCH_WAIT_MS = 30_000;
@@ -120,6 +121,10 @@ async function branchFromCheckpoint(pass: Pass, branching: BranchingDeps | undef
   const targets = plan.map((c) => c.targetVM);
   const copying = `copying ${plan.length} snapshots of CocoonCheckpoint ${name}`;
   if (!isBranchUnderWay(branched)) {
+    // A restore takes a set only once its branch is done; one that held the set before the annotation
+    // came keeps it, and the branch waits for it to let go.
+    const cachedHold = heldAgainst(pass.cs, "branch");
+    if (cachedHold) return waitForHolder(pass, cachedHold);
     await writeBranched(pass, "False", BRANCH_COPYING, copying);
     // A checkpoint's delete lists the sets branching from it on the API server before its first tag
     // delete. Its delete may have begun since the cache was read: then that list may have missed this
@@ -131,6 +136,10 @@ async function branchFromCheckpoint(pass: Pass, branching: BranchingDeps | undef
     if (current.metadata.deletionTimestamp) {
       return waitForCheckpoint(pass, `CocoonCheckpoint ${name} is being deleted`);
     }
+    // The restore's hold is judged on the API server's set too: the cache may not show it yet.
+    const server = await pass.deps.client.get<CocoonSet>(COCOONSETS, pass.namespace, pass.name);
+    const held = heldAgainst(server, "branch");
+    if (held) return waitForHolder(pass, held);
   }
   await persistReclaim(pass, recordVMs(reclaimRecord(pass), pass.generation, targets));
   // Progress shows in the condition as copies land; copies already in place write nothing, so a
@@ -228,6 +237,16 @@ async function waitForCheckpoint(pass: Pass, message: string): Promise<StepOutco
   const full = `${message}; no pod is created until it is Ready`;
   await writeBranched(pass, "False", BRANCH_WAITING, full);
   setEvent(pass, "Warning", REASON_BRANCH_WAITING, full);
+  return finishInPhase("Pending", { requeueAfterMs: BRANCH_WAIT_MS });
+}
+
+/** Another holds the set (a restore): the condition and an event say so, phase Pending, a later look. */
+async function waitForHolder(pass: Pass, held: Held): Promise<StepOutcome> {
+  const current = branchedCondition(pass.cs);
+  if (current?.reason !== held.reason || current.message !== held.message) {
+    await writeBranched(pass, "False", held.reason, held.message);
+    setEvent(pass, "Normal", held.reason, held.message);
+  }
   return finishInPhase("Pending", { requeueAfterMs: BRANCH_WAIT_MS });
 }
 

@@ -1,18 +1,22 @@
 // The names checkpoints and branching add to the contract (docs/checkpoints.md). All are
 // new: the annotations sit under cocoonset.cocoonstack.io/ beside the Go operator's, which ignores them.
 
-/** On a new CocoonSet: branch it from the named CocoonCheckpoint in its namespace, before its first pod. */
-export const ANN_FROM_CHECKPOINT = "cocoonset.cocoonstack.io/from-checkpoint";
+// The restore hold, the from-checkpoint annotation and the Branched condition say who holds a set:
+// the hold rule (src/holds.ts) reads them, so they are defined there.
+export {
+  ANN_FROM_CHECKPOINT,
+  ANN_RESTORE_HOLD,
+  BRANCH_COPY_FAILED,
+  BRANCH_COPYING,
+  BRANCH_INCOMPATIBLE,
+  BRANCH_NOT_APPLIED,
+  CONDITION_BRANCHED,
+} from "../holds.ts";
+
 /** On a CocoonSet: keep its N newest Ready checkpoints and delete older ones. */
 export const ANN_KEEP_CHECKPOINTS = "cocoonset.cocoonstack.io/keep-checkpoints";
 /** On a CocoonCheckpoint, "true": keep-checkpoints never deletes it (nor counts it among the N). */
 export const ANN_PINNED = "cocoonset.cocoonstack.io/pinned";
-/**
- * On a CocoonSet while a CocoonRestore holds it (one at a time per set): JSON
- * `{"restore":<name>,"uid":<uid>,"checkpoint":<name>,"suspend":<spec.suspend before>}`. The checkpoint
- * it names keeps its tags while it is there (a delete waits, keep-checkpoints skips it).
- */
-export const ANN_RESTORE_HOLD = "cocoonset.cocoonstack.io/restore";
 /** Held while the checkpoint's tags may exist; removed once every one is gone. */
 export const FINALIZER_COCOONCHECKPOINT = "cocooncheckpoint.cocoonset.cocoonstack.io/finalizer";
 /**
@@ -24,16 +28,10 @@ export const FINALIZER_COCOONCHECKPOINT = "cocooncheckpoint.cocoonset.cocoonstac
 export const MANIFEST_ANN_CHECKPOINT = "cocoonset.cocoonstack.io/checkpoint";
 /** Stamped on a branch's `:hibernate` written into the checkpoint's own repository (`<ns>/<set>`). */
 export const MANIFEST_ANN_BRANCH = "cocoonset.cocoonstack.io/branch";
-/** The CocoonSet condition saying which checkpoint the set came from, or why it has not branched. */
-export const CONDITION_BRANCHED = "Branched";
-// Its reasons while False. Copying and CopyFailed mark a branch under way: the checkpoint's delete
-// waits for it. NotApplied is final: the annotation came to a set that already had state.
-// Incompatible: a member cannot restore as the spec asks; nothing was copied.
+// Branched=False while the branch waits for its checkpoint. Copying and CopyFailed mark a branch under
+// way: the checkpoint's delete waits for it. NotApplied is final: the annotation came to a set that
+// already had state. Incompatible: a member cannot restore as the spec asks; nothing was copied.
 export const BRANCH_WAITING = "WaitingForCheckpoint";
-export const BRANCH_COPYING = "Copying";
-export const BRANCH_COPY_FAILED = "CopyFailed";
-export const BRANCH_NOT_APPLIED = "NotApplied";
-export const BRANCH_INCOMPATIBLE = "Incompatible";
 
 const CHECKPOINT_TAG_PREFIX = "ckpt-";
 

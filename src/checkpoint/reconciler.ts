@@ -14,16 +14,24 @@ import {
   type CheckpointProgress,
   type CocoonCheckpoint,
   type CocoonCheckpointStatus,
+  type CocoonPool,
+  type CocoonRestore,
   KIND_COCOONCHECKPOINT,
 } from "../apis/v1alpha1/types.ts";
 import { isDeepStrictEqual } from "../builtins.ts";
 import type { Clock } from "../clock.ts";
 import { TAG_HIBERNATE } from "../contract/keys.ts";
 import type { Client } from "../controller/client.ts";
-import { isConflict, isNotFound, unlessNotFound } from "../controller/errors.ts";
+import { isConflict, isForbidden, isNotFound, unlessNotFound } from "../controller/errors.ts";
 import type { EventRecorder, EventType } from "../controller/events.ts";
 import type { Reconciler, Request, Result } from "../controller/reconciler.ts";
-import { COCOONCHECKPOINTS, COCOONSETS } from "../controller/resources.ts";
+import {
+  COCOONCHECKPOINTS,
+  COCOONPOOLS,
+  COCOONRESTORES,
+  COCOONSETS,
+  type ResourceType,
+} from "../controller/resources.ts";
 import type { Logger } from "../log.ts";
 import { checkpointBytesTotal, checkpointDurationSeconds, checkpointsTotal } from "../metrics/checkpoint.ts";
 import {
@@ -62,7 +70,7 @@ import {
   failureDeadlineMs,
   phaseConditions,
 } from "./status.ts";
-import { isPinned, setsBranchingNow, setsRestoringNow } from "./usage.ts";
+import { type CheckpointNeeders, checkpointNeeders, isPinned } from "./usage.ts";
 
 /** A Suspended set without any snapshot (nothing will announce one) is looked at again after this. */
 const NO_SNAPSHOT_RETRY_MS = 30_000;
@@ -429,16 +437,18 @@ export class CheckpointReconciler implements Reconciler {
       return;
     }
     // The cache may not show this checkpoint Ready yet: count it as this pass wrote it. A pinned
-    // checkpoint neither goes nor counts; one a branch still copies from, or a restore holds, goes once
-    // that is done.
+    // checkpoint neither goes nor counts; one a branch, a pool or a restore still needs goes once that
+    // is done. Who needs it is read from the API server, and only when there is something to prune.
     const cached = this.deps.view
       .checkpointsOfSet(namespace, setName)
       .filter((c) => c.metadata.uid !== ck.metadata.uid);
-    const sets = this.deps.view.listCocoonSets(namespace);
-    const candidates = checkpointsToPrune(
+    const beyond = checkpointsToPrune(
       [...cached, ck].filter((c) => !isPinned(c)),
       keep,
-    ).filter((c) => setsUsing(sets, c.metadata.name ?? "").length === 0);
+    );
+    if (beyond.length === 0) return;
+    const needers = await this.needersOnServer(namespace);
+    const candidates = beyond.filter((c) => checkpointNeeders(needers, c.metadata.name ?? "").length === 0);
     for (const old of candidates) {
       this.event(
         old,
@@ -460,12 +470,11 @@ export class CheckpointReconciler implements Reconciler {
     const finalizers = ck.metadata.finalizers ?? [];
     if (!finalizers.includes(FINALIZER_COCOONCHECKPOINT)) return {};
     const { namespace, name } = names(ck);
-    // The API server's sets, not the cache's: a branch or a restore that has just begun must hold the
-    // delete.
-    const sets = await this.deps.client.list<CocoonSet>(COCOONSETS, namespace);
-    const using = setsUsing(sets.items, name);
+    // The API server's objects, not the cache's: a branch or a restore that has just begun must hold
+    // the delete.
+    const using = checkpointNeeders(await this.needersOnServer(namespace), name);
     if (using.length > 0) {
-      const message = `waiting for the branches or restores of CocoonSet ${using.join(", ")} to finish before deleting the tags`;
+      const message = `waiting for ${using.join(", ")}, which still need its tags, before deleting them`;
       if (await this.writeDeleting(ck, CONDITION_REASON_IN_USE, message)) {
         this.event(ck, "Normal", REASON_DELETE_WAITING, message);
       }
@@ -494,6 +503,17 @@ export class CheckpointReconciler implements Reconciler {
     checkpointsTotal.inc({ namespace, cocoonset: ck.spec.cocoonSetRef.name, transition: "deleted" });
     this.event(ck, "Normal", REASON_TAGS_DELETED, `deleted ${deleted} ${tag} tags`);
     return {};
+  }
+
+  /** The namespace's sets, pools and restores on the API server: who may still need a checkpoint. */
+  private async needersOnServer(namespace: string): Promise<CheckpointNeeders> {
+    const { client } = this.deps;
+    const [sets, pools, restores] = await Promise.all([
+      client.list<CocoonSet>(COCOONSETS, namespace),
+      listOrNone<CocoonPool>(client, COCOONPOOLS, namespace),
+      listOrNone<CocoonRestore>(client, COCOONRESTORES, namespace),
+    ]);
+    return { sets: sets.items, pools, restores };
   }
 
   /** The Deleting condition; true when it changed (and was written). */
@@ -565,11 +585,14 @@ export class CheckpointReconciler implements Reconciler {
   }
 }
 
-/** The sets that still need the checkpoint's tags: branching from it, or held by a restore to it. */
-function setsUsing(sets: readonly CocoonSet[], checkpointName: string): string[] {
-  return [
-    ...new Set([...setsBranchingNow(sets, checkpointName), ...setsRestoringNow(sets, checkpointName)]),
-  ].sort();
+/** The kind's objects in the namespace on the API server; none where the kind is not served or permitted. */
+async function listOrNone<T>(client: Client, rt: ResourceType, namespace: string): Promise<T[]> {
+  try {
+    return (await client.list<T>(rt, namespace)).items;
+  } catch (err) {
+    if (isNotFound(err) || isForbidden(err)) return [];
+    throw err;
+  }
 }
 
 function isRetrying(ck: CocoonCheckpoint): boolean {

@@ -10,13 +10,13 @@ import { deepCopyJson } from "../controller/deepcopy.ts";
 import type { EventRecorder } from "../controller/events.ts";
 import type { Manager } from "../controller/manager.ts";
 import type { Request } from "../controller/reconciler.ts";
+import { restoreHoldOf } from "../holds.ts";
 import { type OperatorInformers, POD_BY_COCOONSET_INDEX } from "../informers/informers.ts";
 import type { Logger } from "../log.ts";
 import type { CheckpointRegistry, SnapshotRegistry } from "../registry/index.ts";
 import type { CheckpointCatalog } from "./catalog.ts";
 import { ANN_FROM_CHECKPOINT } from "./keys.ts";
 import { CheckpointReconciler } from "./reconciler.ts";
-import { restoreHoldOf } from "./usage.ts";
 
 export const CHECKPOINT_CONTROLLER = "cocooncheckpoint";
 

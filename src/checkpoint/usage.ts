@@ -1,29 +1,11 @@
 // Who still needs a checkpoint's tags: the sets whose branch from it is under way, the sets a restore
-// to it holds, and a pin. Pure, free of I/O: the reconciler's delete and prune ask these before a tag
-// goes.
+// to it holds, the pools whose members branch from it, the restores to it not finished, and a pin.
+// Pure, free of I/O: the reconciler's delete and prune ask these before a tag goes.
 
-import type { CocoonSet, Condition } from "../apis/v1/types.ts";
-import type { CocoonCheckpoint } from "../apis/v1alpha1/types.ts";
-import {
-  ANN_FROM_CHECKPOINT,
-  ANN_PINNED,
-  ANN_RESTORE_HOLD,
-  BRANCH_COPY_FAILED,
-  BRANCH_COPYING,
-  CONDITION_BRANCHED,
-} from "./keys.ts";
-
-export function branchedCondition(cs: CocoonSet): Condition | undefined {
-  return cs.status?.conditions?.find((c) => c.type === CONDITION_BRANCHED);
-}
-
-/** Copying, or retrying a failed copy: the branch has begun and not finished. */
-export function isBranchUnderWay(condition: Condition | undefined): boolean {
-  return (
-    condition?.status === "False" &&
-    (condition.reason === BRANCH_COPYING || condition.reason === BRANCH_COPY_FAILED)
-  );
-}
+import type { CocoonSet } from "../apis/v1/types.ts";
+import type { CocoonCheckpoint, CocoonPool, CocoonRestore } from "../apis/v1alpha1/types.ts";
+import { ANN_FROM_CHECKPOINT, branchedCondition, isBranchUnderWay, restoreHoldOf } from "../holds.ts";
+import { ANN_PINNED } from "./keys.ts";
 
 /**
  * The names of the sets (of the checkpoint's namespace) whose branch from it is under way, sorted.
@@ -39,58 +21,6 @@ export function setsBranchingNow(sets: readonly CocoonSet[], checkpointName: str
     )
     .map((cs) => cs.metadata.name ?? "")
     .sort();
-}
-
-/** A CocoonRestore's hold on a set (ANN_RESTORE_HOLD), as written. */
-export interface RestoreHold {
-  restore: string;
-  uid: string;
-  checkpoint: string;
-  /** The set's spec.suspend before the restore took it. */
-  suspend: boolean;
-}
-
-/**
- * The set's restore hold: none, the hold, or "unreadable" (an annotation of another shape, which holds
- * every checkpoint of the namespace: which one it meant cannot be told).
- */
-export function restoreHoldOf(cs: CocoonSet): RestoreHold | undefined | "unreadable" {
-  const raw = cs.metadata.annotations?.[ANN_RESTORE_HOLD];
-  if (raw === undefined) return undefined;
-  try {
-    const parsed = JSON.parse(raw) as Partial<RestoreHold> | null;
-    if (
-      typeof parsed?.restore === "string" &&
-      typeof parsed.uid === "string" &&
-      typeof parsed.checkpoint === "string" &&
-      typeof parsed.suspend === "boolean"
-    ) {
-      return {
-        restore: parsed.restore,
-        uid: parsed.uid,
-        checkpoint: parsed.checkpoint,
-        suspend: parsed.suspend,
-      };
-    }
-  } catch {
-    // Not JSON: unreadable, like any other shape.
-  }
-  return "unreadable";
-}
-
-/** The set's restore hold when it is the one of the restore with this uid. */
-export function restoreHoldBy(cs: CocoonSet | undefined, uid: string | undefined): RestoreHold | undefined {
-  const hold = cs ? restoreHoldOf(cs) : undefined;
-  return hold !== undefined && hold !== "unreadable" && hold.uid === uid ? hold : undefined;
-}
-
-export function encodeRestoreHold(hold: RestoreHold): string {
-  return JSON.stringify({
-    restore: hold.restore,
-    uid: hold.uid,
-    checkpoint: hold.checkpoint,
-    suspend: hold.suspend,
-  });
 }
 
 /**
@@ -110,4 +40,38 @@ export function setsRestoringNow(sets: readonly CocoonSet[], checkpointName: str
 /** Pinned by annotation: keep-checkpoints never deletes it. */
 export function isPinned(ck: CocoonCheckpoint): boolean {
   return ck.metadata.annotations?.[ANN_PINNED] === "true";
+}
+
+/** What the API server holds that may need a checkpoint (of its namespace). */
+export interface CheckpointNeeders {
+  sets: readonly CocoonSet[];
+  pools: readonly CocoonPool[];
+  restores: readonly CocoonRestore[];
+}
+
+/**
+ * Who still needs the checkpoint's tags, sorted and named by kind: sets branching from it or held by a
+ * restore to it; pools that branch their members from it (a pool not being deleted keeps creating
+ * members, each a branch); restores to it that are neither Restored nor Failed (one still Pending has
+ * not taken its hold yet).
+ */
+export function checkpointNeeders(needers: CheckpointNeeders, checkpointName: string): string[] {
+  const sets = new Set([
+    ...setsBranchingNow(needers.sets, checkpointName),
+    ...setsRestoringNow(needers.sets, checkpointName),
+  ]);
+  const pools = needers.pools.filter(
+    (pool) => pool.spec.fromCheckpoint === checkpointName && !pool.metadata.deletionTimestamp,
+  );
+  const restores = needers.restores.filter(
+    (r) =>
+      r.spec.checkpointRef.name === checkpointName &&
+      r.status?.phase !== "Restored" &&
+      r.status?.phase !== "Failed",
+  );
+  return [
+    ...[...sets].sort().map((name) => `CocoonSet ${name}`),
+    ...pools.map((pool) => `CocoonPool ${pool.metadata.name}`).sort(),
+    ...restores.map((r) => `CocoonRestore ${r.metadata.name}`).sort(),
+  ];
 }

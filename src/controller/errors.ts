@@ -84,6 +84,14 @@ export const isConflict = (e: unknown): e is ConflictError => e instanceof Confl
 export const isInvalid = (e: unknown): e is InvalidError => e instanceof InvalidError;
 export const isTooManyRequests = (e: unknown): e is TooManyRequestsError => e instanceof TooManyRequestsError;
 export const isGone = (e: unknown): e is GoneError => e instanceof GoneError;
+/** 403: RBAC, an admission policy or webhook, or a ResourceQuota refused the request. */
+export const isForbidden = (e: unknown): e is ApiError => e instanceof ApiError && e.status === 403;
+/**
+ * A write the API server refused as sent: forbidden (an admission policy or webhook, a quota, RBAC) or
+ * invalid. The same write fails again until something else changes, so the caller says why and backs
+ * off rather than retrying at once.
+ */
+export const isRefused = (e: unknown): e is ApiError => isForbidden(e) || isInvalid(e);
 
 /** The read's result, or undefined when the object does not exist (404). */
 export async function unlessNotFound<T>(read: () => Promise<T>): Promise<T | undefined> {

@@ -10,11 +10,13 @@ import type { CocoonSet } from "../apis/v1/types.ts";
 import type { CocoonClaim, CocoonClaimStatus, CocoonPool } from "../apis/v1alpha1/types.ts";
 import { isDeepStrictEqual } from "../builtins.ts";
 import type { Clock } from "../clock.ts";
+import { isControlledBy } from "../contract/pod.ts";
 import type { Client } from "../controller/client.ts";
-import { isConflict, isNotFound, unlessNotFound } from "../controller/errors.ts";
+import { type ApiError, isConflict, isNotFound, isRefused, unlessNotFound } from "../controller/errors.ts";
 import type { EventRecorder } from "../controller/events.ts";
 import { type Reconciler, type Request, type Result, requestKey } from "../controller/reconciler.ts";
 import { COCOONCLAIMS, COCOONSETS } from "../controller/resources.ts";
+import { type Held, heldAgainst } from "../holds.ts";
 import type { Logger } from "../log.ts";
 import { type ClaimResult, claimReadySeconds, claimsTotal } from "../metrics/pool.ts";
 import { formatRFC3339 } from "../rfc3339.ts";
@@ -33,6 +35,7 @@ import {
   FINALIZER_COCOONCLAIM,
   LABEL_CLAIM,
   LABEL_POOL,
+  REASON_BIND_REFUSED,
   REASON_BOUND,
   REASON_CLAIM_READY,
   REASON_CLAIM_RELEASED,
@@ -62,6 +65,12 @@ export class ClaimReconciler implements Reconciler {
   /** Binds this process made that the set cache may not show yet: the set, by claim. */
   private readonly recentBinds = new ClaimMemo<string>();
   /**
+   * Claims whose last bind failed without an answer the server surely gave (a timeout, a 5xx): the
+   * update may have been applied, so the next bind looks on the API server for a set this claim
+   * already controls before it tries another member.
+   */
+  private readonly unsureBinds = new ClaimMemo<true>();
+  /**
    * Members (`<namespace>/<name>`) a worker of this process is binding now: the other workers pass
    * them over instead of losing the compare-and-swap to their own process.
    */
@@ -79,6 +88,7 @@ export class ClaimReconciler implements Reconciler {
     let claim = this.deps.view.claim(req.namespace, req.name);
     if (!claim) {
       this.recentBinds.forget(req);
+      this.unsureBinds.forget(req);
       this.firstSeen.forget(req);
       this.patchedOver.forget(req);
       return {};
@@ -101,11 +111,15 @@ export class ClaimReconciler implements Reconciler {
     return this.bind(claim);
   }
 
-  /** The bound set's name: the claim's status, a bind of this process, or the set cache's claim label. */
+  /**
+   * The bound set's name: the claim's status, a bind of this process, or the set cache's claim label
+   * on a set this claim (by uid) controls. A claim created again under a deleted one's name does not
+   * take the old claim's set, which still carries the name in its label.
+   */
   private boundName(claim: CocoonClaim): string | undefined {
     const namespace = claim.metadata.namespace ?? "";
     const cached = this.deps.view.boundSet(namespace, claim.metadata.name ?? "");
-    if (cached) {
+    if (cached && isControlledBy(cached, claim.metadata)) {
       this.recentBinds.forget(requestOf(claim));
       return cached.metadata.name;
     }
@@ -122,6 +136,14 @@ export class ClaimReconciler implements Reconciler {
         message: `CocoonPool ${poolName} not found`,
       });
     }
+    if (this.unsureBinds.get(claim)) {
+      const own = await this.serverBoundSet(claim);
+      this.unsureBinds.forget(requestOf(claim));
+      if (own) {
+        this.recentBinds.set(claim, own.metadata.name ?? "");
+        return this.writeBound(claim, own.metadata.name ?? "", own);
+      }
+    }
     const boundHere = new Set(this.recentBinds.valuesIn(namespace));
     for (const candidate of claimCandidates(
       pool,
@@ -135,15 +157,52 @@ export class ClaimReconciler implements Reconciler {
       let bound: CocoonSet | undefined;
       try {
         bound = await this.tryBind(claim, pool, candidate);
+      } catch (err) {
+        if (isRefused(err)) return this.bindRefused(claim, poolName, name, err);
+        throw err;
       } finally {
         this.binding.delete(key);
       }
       if (bound) return this.writeBound(claim, bound.metadata.name ?? "", bound);
     }
+    const held = heldReadyMember(pool, this.deps.view.members(namespace, poolName));
+    if (held) {
+      return this.writePending(claim, poolName, "pending", {
+        reason: held.reason,
+        message: `waiting for a ready member of CocoonPool ${poolName}: ${held.message}`,
+      });
+    }
     return this.writePending(claim, poolName, "pending", {
       reason: REASON_NO_READY_MEMBER,
       message: `waiting for a ready member of CocoonPool ${poolName}`,
     });
+  }
+
+  /**
+   * The API server refused the bind as sent (an admission policy on the claim's annotations, say): it
+   * would refuse it for every member. The claim waits Pending saying why, with a Warning, and the pass
+   * fails so that the work queue backs off instead of trying again at once.
+   */
+  private async bindRefused(
+    claim: CocoonClaim,
+    poolName: string,
+    setName: string,
+    err: ApiError,
+  ): Promise<Result> {
+    const message = `the API server refused the bind of CocoonSet ${setName}: ${err.message}`;
+    if (claim.status?.reason !== REASON_BIND_REFUSED || claim.status.message !== message) {
+      this.deps.events.event(claim, "Warning", REASON_BIND_REFUSED, message);
+    }
+    await this.writePending(claim, poolName, "pending", { reason: REASON_BIND_REFUSED, message });
+    throw err;
+  }
+
+  /** The set on the API server that carries this claim's label and that this claim (by uid) controls. */
+  private async serverBoundSet(claim: CocoonClaim): Promise<CocoonSet | undefined> {
+    const { items } = await this.deps.client.list<CocoonSet>(COCOONSETS, claim.metadata.namespace ?? "", {
+      labelSelector: `${LABEL_CLAIM}=${claim.metadata.name ?? ""}`,
+    });
+    return items.find((cs) => isControlledBy(cs, claim.metadata) && !cs.metadata.deletionTimestamp);
   }
 
   /**
@@ -176,17 +235,28 @@ export class ClaimReconciler implements Reconciler {
         return bound;
       } catch (err) {
         if (isNotFound(err)) return undefined;
-        if (!isConflict(err)) throw err;
+        if (isRefused(err)) throw err;
+        if (!isConflict(err)) {
+          // The server may have applied the update all the same: the next pass looks for it first.
+          this.unsureBinds.set(claim, true);
+          throw err;
+        }
         this.count(namespace, poolName, "conflict");
       }
       const fresh = await unlessNotFound(() =>
         this.deps.client.get<CocoonSet>(COCOONSETS, namespace, cached.metadata.name ?? ""),
       );
+      // An earlier attempt of this claim the server applied (its answer lost) wrote the conflict.
+      if (fresh && isControlledBy(fresh, claim.metadata) && !fresh.metadata.deletionTimestamp) {
+        this.recentBinds.set(claim, fresh.metadata.name ?? "");
+        return fresh;
+      }
       member =
         fresh &&
         fresh.metadata.labels?.[LABEL_POOL] === poolName &&
         fresh.metadata.labels?.[LABEL_CLAIM] === undefined &&
-        memberReady(fresh, warmthOf(pool))
+        memberReady(fresh, warmthOf(pool)) &&
+        heldAgainst(fresh, "bind") === undefined
           ? fresh
           : undefined;
     }
@@ -198,14 +268,18 @@ export class ClaimReconciler implements Reconciler {
     const namespace = claim.metadata.namespace ?? "";
     const now = this.deps.clock.now();
     let condition: ConditionUpdate;
-    if (!cs && this.recentBinds.get(claim) === undefined) {
+    // A set this claim does not control (by uid) is not its own, unless this process has just bound
+    // it and the cache does not show the bind yet.
+    const own =
+      cs && (isControlledBy(cs, claim.metadata) || this.recentBinds.get(claim) === setName) ? cs : undefined;
+    if (!own && this.recentBinds.get(claim) === undefined) {
       condition = {
         type: CONDITION_READY,
         status: "False",
         reason: REASON_SET_GONE,
         message: `CocoonSet ${setName} is gone`,
       };
-    } else if (cs && boundSetReady(cs)) {
+    } else if (own && boundSetReady(own)) {
       condition = {
         type: CONDITION_READY,
         status: "True",
@@ -218,9 +292,9 @@ export class ClaimReconciler implements Reconciler {
       // written when the claim's state changes, not on every step of the set's.
       const waking =
         readyReason(claim) === REASON_WAKING ||
-        cs?.status?.phase === "Suspended" ||
-        cs?.status?.phase === "Suspending" ||
-        cs?.status?.phase === "Waking";
+        own?.status?.phase === "Suspended" ||
+        own?.status?.phase === "Suspending" ||
+        own?.status?.phase === "Waking";
       condition = {
         type: CONDITION_READY,
         status: "False",
@@ -343,6 +417,7 @@ export class ClaimReconciler implements Reconciler {
       if (!isNotFound(err)) throw err;
     }
     this.recentBinds.forget(requestOf(claim));
+    this.unsureBinds.forget(requestOf(claim));
     this.firstSeen.forget(requestOf(claim));
     this.patchedOver.forget(requestOf(claim));
     return {};
@@ -384,6 +459,16 @@ class ClaimMemo<T> {
       .filter(([key]) => key.startsWith(`${namespace}/`))
       .map(([, entry]) => entry.value);
   }
+}
+
+/** Why the pool's first ready unclaimed member another holds (a restore) cannot be bound, if any. */
+function heldReadyMember(pool: CocoonPool, members: readonly CocoonSet[]): Held | undefined {
+  for (const cs of members) {
+    if (!memberReady(cs, warmthOf(pool)) || cs.metadata.labels?.[LABEL_CLAIM] !== undefined) continue;
+    const held = heldAgainst(cs, "bind");
+    if (held) return held;
+  }
+  return undefined;
 }
 
 function isReady(claim: CocoonClaim): boolean {

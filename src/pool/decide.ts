@@ -22,6 +22,7 @@ import {
   type PoolWarmth,
 } from "../apis/v1alpha1/types.ts";
 import { ANN_FROM_CHECKPOINT } from "../checkpoint/keys.ts";
+import { type Held, heldAgainst } from "../holds.ts";
 import { ANN_LAST_ACTIVITY, ANN_SUSPEND_AFTER_IDLE, POLICY_ANNOTATIONS } from "../idle/policy.ts";
 import { formatRFC3339 } from "../rfc3339.ts";
 import { BOOKKEEPING_KEYS } from "./bookkeeping.ts";
@@ -99,6 +100,8 @@ export interface PoolPlan {
   delete: CocoonSet[];
   /** Members of a Suspended pool to hibernate (a resourceVersion-guarded patch of spec.suspend). */
   suspend: CocoonSet[];
+  /** Members the plan would delete or hibernate that another holds (a restore): left alone, and why. */
+  held: { member: CocoonSet; held: Held }[];
 }
 
 /**
@@ -106,7 +109,9 @@ export interface PoolPlan {
  * that are not ready go at once; outdated ready ones stay while the current ones are not ready yet, so
  * the pool never holds fewer than `replicas - 1` ready members while a template rolls, and at most
  * `replicas + ROLL_SURGE` members exist then. Beyond `replicas`, current members go not-ready first,
- * then newest first. No more than MAX_STARTING current members are starting at any time.
+ * then newest first. No more than MAX_STARTING current members are starting at any time. A member
+ * another holds (src/holds.ts) is neither deleted nor hibernated: the roll or scale-down waits for
+ * it, and the resourceVersion each write carries makes the cached judgment the server's.
  */
 export function planPool(pool: CocoonPool, members: readonly CocoonSet[]): PoolPlan {
   const replicas = pool.spec.replicas ?? 0;
@@ -138,7 +143,13 @@ export function planPool(pool: CocoonPool, members: readonly CocoonSet[]): PoolP
     Math.min(replicas - kept.length, replicas + ROLL_SURGE - total, MAX_STARTING - starting),
   );
   const suspend = warmth === "Suspended" ? kept.filter(bootedAwake).sort(oldestFirst) : [];
-  return { create, delete: deletes, suspend };
+  const held: PoolPlan["held"] = [];
+  const free = (cs: CocoonSet): boolean => {
+    const why = heldAgainst(cs, "pool");
+    if (why) held.push({ member: cs, held: why });
+    return why === undefined;
+  };
+  return { create, delete: deletes.filter(free), suspend: suspend.filter(free), held };
 }
 
 /** The label selector of a pool's unclaimed members. */
@@ -146,12 +157,17 @@ export function poolSelector(pool: CocoonPool): string {
   return `${LABEL_POOL}=${pool.metadata.name ?? ""}`;
 }
 
-/** The pool's status from its unclaimed members and the count of members bound to claims. */
+/**
+ * The pool's status from its unclaimed members and the count of members bound to claims. `stuck`: why
+ * the pool cannot fill (a member's create refused), which the Ready condition reports while it is not
+ * ready.
+ */
 export function poolStatus(
   pool: CocoonPool,
   members: readonly CocoonSet[],
   claimed: number,
   nowMs: number,
+  stuck?: { reason: string; message: string },
 ): CocoonPoolStatus {
   const warmth = warmthOf(pool);
   const hash = templateHash(pool);
@@ -159,11 +175,12 @@ export function poolStatus(
   const ready = live.filter((cs) => memberReady(cs, warmth)).length;
   const replicas = pool.spec.replicas ?? 0;
   const enough = ready >= replicas;
+  const counted = `${ready} of ${replicas} members ready to claim (${warmth})`;
   const condition: ConditionUpdate = {
     type: CONDITION_READY,
     status: enough ? "True" : "False",
-    reason: enough ? REASON_ENOUGH_READY : REASON_FILLING,
-    message: `${ready} of ${replicas} members ready to claim (${warmth})`,
+    reason: enough ? REASON_ENOUGH_READY : (stuck?.reason ?? REASON_FILLING),
+    message: !enough && stuck ? `${counted}; ${stuck.message}` : counted,
     observedGeneration: pool.metadata.generation ?? 0,
   };
   return {
@@ -247,6 +264,7 @@ const rotate = <T>(items: T[], by: number): T[] =>
 /**
  * The ready members a claim tries, in order: current before outdated, each group oldest first and
  * rotated by the claim's name, so that claims arriving together mostly try different members first.
+ * A member another holds (a restore) is not one: the bind would take a set the holder still writes.
  */
 export function claimCandidates(
   pool: CocoonPool,
@@ -256,7 +274,10 @@ export function claimCandidates(
   const warmth = warmthOf(pool);
   const hash = templateHash(pool);
   const ready = members.filter(
-    (cs) => memberReady(cs, warmth) && cs.metadata.labels?.[LABEL_CLAIM] === undefined,
+    (cs) =>
+      memberReady(cs, warmth) &&
+      cs.metadata.labels?.[LABEL_CLAIM] === undefined &&
+      heldAgainst(cs, "bind") === undefined,
   );
   const current = ready
     .filter((cs) => cs.metadata.annotations?.[ANN_POOL_TEMPLATE] === hash)

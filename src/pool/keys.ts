@@ -26,6 +26,8 @@ export const REASON_WAKING = "Waking";
 export const REASON_STARTING = "Starting";
 export const REASON_SET_READY = "SetRunning";
 export const REASON_SET_GONE = "SetGone";
+/** The API server refused the bind (an admission policy, a webhook): the claim says so and backs off. */
+export const REASON_BIND_REFUSED = "BindRefused";
 
 // Event reasons, on the pool.
 export const REASON_MEMBER_CREATED = "MemberCreated";
@@ -39,3 +41,8 @@ export const REASON_CLAIM_RELEASED = "Released";
 // Pool condition reasons.
 export const REASON_ENOUGH_READY = "EnoughReady";
 export const REASON_FILLING = "Filling";
+/**
+ * The API server refused a member's create (an admission policy, a ResourceQuota on CocoonSets): the
+ * Ready condition's reason and a Warning event, and the pool backs off.
+ */
+export const REASON_CREATE_REFUSED = "MemberCreateRefused";

@@ -12,7 +12,7 @@ import type { CocoonPool } from "../apis/v1alpha1/types.ts";
 import { isDeepStrictEqual } from "../builtins.ts";
 import type { Clock } from "../clock.ts";
 import type { Client } from "../controller/client.ts";
-import { isAlreadyExists, isConflict, isNotFound } from "../controller/errors.ts";
+import { type ApiError, isAlreadyExists, isConflict, isNotFound, isRefused } from "../controller/errors.ts";
 import type { EventRecorder } from "../controller/events.ts";
 import type { Reconciler, Request, Result } from "../controller/reconciler.ts";
 import { COCOONPOOLS, COCOONSETS } from "../controller/resources.ts";
@@ -25,6 +25,7 @@ import { MEMBER_EXPECTATION_TTL_MS, type MemberExpectations } from "./expectatio
 import {
   CONDITION_READY,
   FINALIZER_COCOONPOOL,
+  REASON_CREATE_REFUSED,
   REASON_FILLED,
   REASON_MEMBER_CREATED,
   REASON_MEMBER_DELETED,
@@ -81,10 +82,30 @@ export class PoolReconciler implements Reconciler {
     const hold = refillHold(claimed, this.heldSince.get(key), now);
     if (hold.since === undefined) this.heldSince.delete(key);
     else this.heldSince.set(key, hold.since);
+    for (const { member, held } of plan.held) {
+      this.deps.events.event(
+        pool,
+        "Normal",
+        held.reason,
+        `left member CocoonSet ${member.metadata.name} as it is: ${held.message}`,
+      );
+    }
     let lostRace = false;
     for (const member of plan.delete) lostRace = !(await this.deleteMember(pool, member, key)) || lostRace;
     for (const member of plan.suspend) lostRace = !(await this.suspendMember(pool, member)) || lostRace;
-    await this.createMembers(pool, hold.until === undefined ? plan.create : 0, key);
+    const refused = await this.createMembers(pool, hold.until === undefined ? plan.create : 0, key);
+    if (refused) {
+      // The same create fails again until the template, the policy or the quota changes: the Ready
+      // condition and a Warning say why, and the failed pass makes the work queue back off.
+      const message = `the API server refused to create a member CocoonSet: ${refused.message}`;
+      const status = poolStatus(pool, members, claimed.length, now, {
+        reason: REASON_CREATE_REFUSED,
+        message,
+      });
+      this.deps.events.event(pool, "Warning", REASON_CREATE_REFUSED, message);
+      await this.writeStatus(pool, status);
+      throw refused;
+    }
 
     await this.writeStatus(pool, poolStatus(pool, members, claimed.length, now));
     if (lostRace) return { requeueAfterMs: CONFLICT_RETRY_MS };
@@ -92,7 +113,9 @@ export class PoolReconciler implements Reconciler {
     return hold.until !== undefined && plan.create > 0 ? { requeueAfterMs: hold.until - now } : {};
   }
 
-  private async createMembers(pool: CocoonPool, count: number, key: string): Promise<void> {
+  /** Creates `count` members; the API server's refusal of one, if it refused any. */
+  private async createMembers(pool: CocoonPool, count: number, key: string): Promise<ApiError | undefined> {
+    let refused: ApiError | undefined;
     const creates = Array.from({ length: count }, async () => {
       const member = newMember(pool, generatedName(pool.metadata.name ?? ""));
       try {
@@ -100,6 +123,10 @@ export class PoolReconciler implements Reconciler {
       } catch (err) {
         // A name taken by chance: the next pass draws another.
         if (isAlreadyExists(err)) return;
+        if (isRefused(err)) {
+          refused = err;
+          return;
+        }
         throw err;
       }
       this.deps.expectations.created(key, member.metadata.name ?? "");
@@ -111,6 +138,7 @@ export class PoolReconciler implements Reconciler {
       );
     });
     await Promise.all(creates);
+    return refused;
   }
 
   /** False when the member moved on since the cache saw it (bound, say): it is not deleted. */

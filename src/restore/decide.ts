@@ -3,11 +3,17 @@
 
 import { type ConditionUpdate, setStatusConditions } from "../apis/status.ts";
 import type { CocoonSet, Condition } from "../apis/v1/types.ts";
-import type { CocoonCheckpoint, CocoonRestore, RestorePhase } from "../apis/v1alpha1/types.ts";
+import {
+  type CocoonCheckpoint,
+  type CocoonRestore,
+  DEFAULT_RESTORE_DEADLINE,
+  type RestorePhase,
+} from "../apis/v1alpha1/types.ts";
 import type { CheckpointLookup } from "../checkpoint/catalog.ts";
 import { incompatibleCopies, planBranch } from "../checkpoint/members.ts";
-import { type RestoreHold, restoreHoldOf } from "../checkpoint/usage.ts";
 import { describeMismatches } from "../contract/restoredeps.ts";
+import { type RestoreHold, restoreHoldOf } from "../holds.ts";
+import { nsToMs, parseGoDuration } from "../idle/duration.ts";
 import {
   CONDITION_PROGRESSING,
   CONDITION_RESTORED,
@@ -45,6 +51,25 @@ export interface RestoreStart {
 
 export function isFinal(phase: RestorePhase | undefined): boolean {
   return phase === "Restored" || phase === "Failed";
+}
+
+/** The restore's failureDeadline as written, or the default. */
+export function restoreDeadline(r: CocoonRestore): string {
+  return r.spec.failureDeadline ?? DEFAULT_RESTORE_DEADLINE;
+}
+
+/**
+ * When the restore's deadline ends (epoch ms): creation plus failureDeadline (default
+ * DEFAULT_RESTORE_DEADLINE). Undefined without a creation time; a duration the CRD would not admit
+ * counts as the default.
+ */
+export function restoreDeadlineMs(r: CocoonRestore): number | undefined {
+  const created = Date.parse(r.metadata.creationTimestamp ?? "");
+  if (Number.isNaN(created)) return undefined;
+  const parsed = parseGoDuration(restoreDeadline(r));
+  const fallback = parseGoDuration(DEFAULT_RESTORE_DEADLINE);
+  const ns = parsed.ok && parsed.ns > 0n ? parsed.ns : fallback.ok ? fallback.ns : 0n;
+  return created + nsToMs(ns);
 }
 
 /**

@@ -26,6 +26,10 @@ export const REASON_RESTORED = "Restored";
 export const REASON_SET_DELETED = "SetDeletedDuringRestore";
 /** Someone removed the restore's hold from the set: the restore stops where it is. */
 export const REASON_HOLD_REMOVED = "HoldRemoved";
+/** The API server refused a write of the pass (admission, quota): said, then retried with backoff. */
+export const REASON_WRITE_REFUSED = "WriteRefused";
+/** Not Restored by spec.failureDeadline: the restore lets go of the set, left recoverable. */
+export const REASON_DEADLINE_EXCEEDED = "DeadlineExceeded";
 
 // Event reasons, on the CocoonRestore (and, for the start and the end, on the set too).
 export const EVENT_REFUSED = "RestoreRefused";
@@ -34,3 +38,4 @@ export const EVENT_COPIED = "RestoreCopied";
 export const EVENT_COPY_FAILED = "RestoreCopyFailed";
 export const EVENT_RESTORED = "Restored";
 export const EVENT_FAILED = "RestoreFailed";
+export const EVENT_WRITE_REFUSED = "RestoreWriteRefused";

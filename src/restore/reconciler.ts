@@ -25,15 +25,22 @@ import type { CheckpointReader } from "../checkpoint/catalog.ts";
 import { copyToHibernate } from "../checkpoint/copy.ts";
 import { ANN_FROM_CHECKPOINT, ANN_RESTORE_HOLD } from "../checkpoint/keys.ts";
 import { planBranch } from "../checkpoint/members.ts";
-import { encodeRestoreHold, type RestoreHold, restoreHoldBy, restoreHoldOf } from "../checkpoint/usage.ts";
 import type { Clock } from "../clock.ts";
 import { ANN_HIBERNATE_RECLAIM } from "../contract/keys.ts";
 import type { Client } from "../controller/client.ts";
 import { deepCopyJson } from "../controller/deepcopy.ts";
-import { isNotFound, unlessNotFound } from "../controller/errors.ts";
+import { type ApiError, isNotFound, isRefused, unlessNotFound } from "../controller/errors.ts";
 import type { EventRecorder, EventType } from "../controller/events.ts";
 import type { Reconciler, Request, Result } from "../controller/reconciler.ts";
 import { COCOONCHECKPOINTS, COCOONRESTORES, COCOONSETS } from "../controller/resources.ts";
+import {
+  encodeRestoreHold,
+  type Held,
+  heldAgainst,
+  type RestoreHold,
+  restoreHoldBy,
+  restoreHoldOf,
+} from "../holds.ts";
 import type { Logger } from "../log.ts";
 import {
   oweRestores,
@@ -53,6 +60,8 @@ import {
   refusePlan,
   refuseStart,
   restoreConditions,
+  restoreDeadline,
+  restoreDeadlineMs,
 } from "./decide.ts";
 import {
   EVENT_COPIED,
@@ -61,17 +70,22 @@ import {
   EVENT_REFUSED,
   EVENT_RESTORED,
   EVENT_STARTED,
+  EVENT_WRITE_REFUSED,
   REASON_COPY_FAILED,
   REASON_COPYING,
+  REASON_DEADLINE_EXCEEDED,
   REASON_HOLD_REMOVED,
   REASON_RESTORED,
   REASON_RESUMING,
   REASON_SET_DELETED,
   REASON_SUSPENDING,
+  REASON_WRITE_REFUSED,
 } from "./keys.ts";
 
 /** A step that waits for the cache to show the server's set again looks after this at the latest. */
 const CACHE_LAG_MS = 1_000;
+/** A restore waiting for another holder of its set looks again after this; the set's events come sooner. */
+const HOLDER_WAIT_MS = 30_000;
 
 /** Cached reads (read only: never edit what they return). */
 export interface RestoreView {
@@ -115,8 +129,69 @@ export class RestoreReconciler implements Reconciler {
       await this.removeHold(r);
       return {};
     }
-    if (r.status?.phase !== "Restoring") return this.begin(r);
-    return this.proceed(r, signal);
+    const deadline = restoreDeadlineMs(r);
+    const now = this.deps.clock.now();
+    if (deadline !== undefined && now >= deadline) return this.expire(r);
+    let result: Result;
+    try {
+      result = r.status?.phase !== "Restoring" ? await this.begin(r) : await this.proceed(r, signal);
+    } catch (err) {
+      if (isRefused(err)) await this.writeRefused(r, err);
+      throw err;
+    }
+    // A restore still under way is looked at again at its deadline, whether or not its set moves.
+    if (deadline === undefined || isFinal(r.status?.phase) || result.requeue) return result;
+    const untilDeadline = Math.max(1, deadline - now);
+    return { ...result, requeueAfterMs: Math.min(result.requeueAfterMs ?? untilDeadline, untilDeadline) };
+  }
+
+  /**
+   * The API server refused a write of the pass (an admission policy, a quota): the restore says so in
+   * its status and a Warning, and the failed pass backs off; the write is tried again then.
+   */
+  private async writeRefused(r: CocoonRestore, err: ApiError): Promise<void> {
+    const message = `the API server refused a write: ${err.message}; retrying with backoff`;
+    if (r.status?.reason === REASON_WRITE_REFUSED && r.status.message === message) return;
+    this.event(r, "Warning", EVENT_WRITE_REFUSED, message);
+    await this.writeStatus(r, { ...r.status, reason: REASON_WRITE_REFUSED, message });
+  }
+
+  /**
+   * Past its deadline the restore fails and lets go, and the set is left so that it can be resumed or
+   * restored again: a set it suspended and copied nothing into goes back to its suspend state; one with
+   * copies begun stays suspended (its VMs wake from whatever :hibernate holds when it is resumed); one
+   * already resumed comes up on its own.
+   */
+  private async expire(r: CocoonRestore): Promise<Result> {
+    const { namespace, setName } = names(r);
+    const fresh = await unlessNotFound(() => this.deps.client.get<CocoonSet>(COCOONSETS, namespace, setName));
+    const hold = restoreHoldBy(fresh, r.metadata.uid);
+    const status = r.status ?? {};
+    // A refused write may have come after copies landed: the set then stays suspended too.
+    const copyBegun =
+      status.members !== undefined ||
+      status.reason === REASON_COPYING ||
+      status.reason === REASON_COPY_FAILED ||
+      status.reason === REASON_WRITE_REFUSED;
+    let left = "";
+    if (fresh && hold && !status.resumed) {
+      if (!copyBegun && fresh.spec.suspend !== hold.suspend) {
+        await this.deps.client.patch<CocoonSet>(COCOONSETS, namespace, setName, {
+          spec: { suspend: hold.suspend },
+        });
+        left = `; nothing was copied and CocoonSet ${setName} goes back to ${hold.suspend ? "suspended" : "running"}`;
+      } else if (copyBegun) {
+        left = `; CocoonSet ${setName} stays suspended: resume it (its VMs wake from what :hibernate holds) or restore again`;
+      }
+    }
+    const last = status.message ? `: ${status.message}` : "";
+    await this.fail(
+      r,
+      REASON_DEADLINE_EXCEEDED,
+      `not Restored within failureDeadline ${restoreDeadline(r)}${last}${left}`,
+    );
+    await this.dropHoldOnServer(namespace, setName, r.metadata.uid ?? "");
+    return {};
   }
 
   /**
@@ -137,9 +212,16 @@ export class RestoreReconciler implements Reconciler {
     });
     if (refused) return this.refuse(r, refused);
     if (!fresh) return {};
+    const current = restoreHoldOf(fresh);
+    // Past the refusals, a hold on the set is this restore's own or a stale one it may take over.
+    const held = heldAgainst(
+      fresh,
+      "restore",
+      current !== undefined && current !== "unreadable" ? current.uid : undefined,
+    );
+    if (held) return this.waitForHolder(r, held);
     // The hold is taken on the server's set, compare-and-swap: of two restores started together one
     // wins, and the other sees its hold.
-    const current = restoreHoldOf(fresh);
     let hold: RestoreHold;
     if (current !== undefined && current !== "unreadable" && current.uid === r.metadata.uid) {
       hold = current;
@@ -185,6 +267,16 @@ export class RestoreReconciler implements Reconciler {
     this.event(r, "Normal", EVENT_STARTED, started);
     this.setEvent(fresh, "Normal", EVENT_STARTED, `${started} (CocoonRestore ${r.metadata.name})`);
     return { requeue: true };
+  }
+
+  /** Pending while another holds the set (its branch not finished): the reason, an event, a look later. */
+  private async waitForHolder(r: CocoonRestore, held: Held): Promise<Result> {
+    const message = `waiting: ${held.message}`;
+    if (r.status?.reason !== held.reason || r.status?.message !== message) {
+      await this.writeStatus(r, { ...r.status, phase: "Pending", reason: held.reason, message });
+      this.event(r, "Normal", held.reason, message);
+    }
+    return { requeueAfterMs: HOLDER_WAIT_MS };
   }
 
   private async proceed(r: CocoonRestore, signal: AbortSignal): Promise<Result> {

@@ -4,13 +4,13 @@
 
 import type { CocoonSet } from "../apis/v1/types.ts";
 import type { CheckpointReader } from "../checkpoint/catalog.ts";
-import { restoreHoldOf } from "../checkpoint/usage.ts";
 import type { Clock } from "../clock.ts";
 import type { Client } from "../controller/client.ts";
 import { Controller } from "../controller/controller.ts";
 import type { EventRecorder } from "../controller/events.ts";
 import type { Manager } from "../controller/manager.ts";
 import type { Request } from "../controller/reconciler.ts";
+import { restoreHoldOf } from "../holds.ts";
 import type { OperatorInformers } from "../informers/informers.ts";
 import type { Logger } from "../log.ts";
 import type { CheckpointRegistry } from "../registry/index.ts";
@@ -19,8 +19,16 @@ import { RestoreReconciler } from "./reconciler.ts";
 
 export const RESTORE_CONTROLLER = "cocoonrestore";
 
+/**
+ * Restore workers unless configured (--restore-concurrency): each worker runs one restore's pass, whose
+ * copies can take minutes, so one slow restore does not hold up the others.
+ */
+export const DEFAULT_RESTORE_CONCURRENCY = 4;
+
 export interface RestoreControllerOptions {
   client: Client;
+  /** Restores reconciled at once; default DEFAULT_RESTORE_CONCURRENCY. */
+  concurrency?: number;
   catalog: RestoreCatalog;
   checkpoints: CheckpointReader;
   informers: OperatorInformers;
@@ -57,7 +65,12 @@ export function setupRestoreController(manager: Manager, options: RestoreControl
     clock: options.clock,
     log: options.log.child({ controller: RESTORE_CONTROLLER }),
   });
-  const controller = new Controller({ name: RESTORE_CONTROLLER, reconciler, clock: options.clock })
+  const controller = new Controller({
+    name: RESTORE_CONTROLLER,
+    reconciler,
+    clock: options.clock,
+    maxConcurrentReconciles: options.concurrency ?? DEFAULT_RESTORE_CONCURRENCY,
+  })
     .for(catalog.informer)
     .watches(informers.cocoonSets, (cs) => restoresOfSet(catalog, cs));
   manager.addInformer(catalog.informer);

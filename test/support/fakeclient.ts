@@ -101,6 +101,7 @@ export class FakeClient implements Client {
   private version = 1;
   private uidCounter = 0;
   private injected: { verb: string; resource: string; error: Error }[] = [];
+  private lostReplies: { verb: string; resource: string; error: Error }[] = [];
   now: () => string = () => "2026-01-01T00:00:00Z";
 
   /** Puts an object in the store directly (no call recorded), filling the metadata a server fills. */
@@ -159,6 +160,14 @@ export class FakeClient implements Client {
   /** The next call with this verb on this resource (plural, or "plural/status") fails with error. */
   failNext(verb: RecordedCall["verb"], resource: string, error: Error): void {
     this.injected.push({ verb, resource, error });
+  }
+
+  /**
+   * The next update or patch with this verb on this resource (plural, or "plural/status") is applied,
+   * and then fails with error: the server did the write, the client saw it fail (a lost reply).
+   */
+  failAfterNext(verb: "update" | "patch", resource: string, error: Error): void {
+    this.lostReplies.push({ verb, resource, error });
   }
 
   writes(): RecordedCall[] {
@@ -240,7 +249,9 @@ export class FakeClient implements Client {
     }
     // The main resource ignores status, as with a status subresource.
     incoming.status = current.status;
-    return this.store(rt, current, incoming) as T;
+    const stored = this.store(rt, current, incoming) as T;
+    this.loseReply("update", rt.plural);
+    return stored;
   }
 
   async patch<T>(
@@ -268,10 +279,14 @@ export class FakeClient implements Client {
     const patched = applyMergePatch(current, mergePatch) as StoredObject;
     if (opts?.dryRun) return { ...patched, status: current.status } as T;
     if (opts?.subresource === "status") {
-      return this.store(rt, current, { ...deepCopyJson(current), status: patched.status }) as T;
+      const stored = this.store(rt, current, { ...deepCopyJson(current), status: patched.status }) as T;
+      this.loseReply("patch", `${rt.plural}/status`);
+      return stored;
     }
     patched.status = current.status;
-    return this.store(rt, current, patched) as T;
+    const stored = this.store(rt, current, patched) as T;
+    this.loseReply("patch", rt.plural);
+    return stored;
   }
 
   async delete(rt: ResourceType, namespace: string, name: string, opts?: DeleteOptions): Promise<void> {
@@ -385,6 +400,14 @@ export class FakeClient implements Client {
       const [injected] = this.injected.splice(index, 1);
       throw injected?.error ?? new ApiError(500, "InternalError", "injected");
     }
+  }
+
+  /** Throws the lost reply queued for this verb and resource, if any (the write is already applied). */
+  private loseReply(verb: string, resource: string): void {
+    const index = this.lostReplies.findIndex((i) => i.verb === verb && i.resource === resource);
+    if (index < 0) return;
+    const [lost] = this.lostReplies.splice(index, 1);
+    throw lost?.error;
   }
 
   private key(rt: ResourceType, namespace: string, name: string): string {

@@ -41,6 +41,7 @@ describe("defaults", () => {
       hibernationConcurrency: 4,
       copyChunkBytes: 16 * 1024 * 1024,
       copyConcurrency: 4,
+      restoreConcurrency: 4,
       registryBase: "example.com/proj/repo",
       logLevel: "info",
       kubeconfig: "",
@@ -164,6 +165,13 @@ describe("blob copy settings", () => {
     assert.equal(load(["--copy-concurrency", "8"]).copyConcurrency, 8);
     const err = refused(["--copy-concurrency=0"]);
     assert.equal(err.message, "copy concurrency must be at least 1, got 0");
+  });
+
+  it("RESTORE_CONCURRENCY and --restore-concurrency set the restore workers; below 1 is refused", () => {
+    assert.equal(load([], { RESTORE_CONCURRENCY: "2" }).restoreConcurrency, 2);
+    assert.equal(load(["--restore-concurrency", "8"]).restoreConcurrency, 8);
+    const err = refused(["--restore-concurrency=0"]);
+    assert.equal(err.message, "restore concurrency must be at least 1, got 0");
   });
 });
 

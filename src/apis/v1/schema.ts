@@ -52,6 +52,8 @@ export const int32 = (extra: JSONSchemaProps = {}): JSONSchemaProps => ({
 });
 export const int64: JSONSchemaProps = { format: "int64", type: "integer" };
 export const str: JSONSchemaProps = { type: "string" };
+/** A Go duration (time.ParseDuration's syntax), as the v1alpha1 deadlines take. */
+export const GO_DURATION = "^([0-9]+(\\.[0-9]*)?(ns|us|\u00b5s|ms|s|m|h))+$";
 const port = (description?: string): JSONSchemaProps =>
   int32({ ...(description === undefined ? {} : { description }), maximum: 65535, minimum: 0 });
 

@@ -5,7 +5,7 @@
 
 import { conditionListSchema, typeMetaProperties } from "../v1/k8s-schemas.ts";
 import type { CustomResourceDefinition, JSONSchemaProps } from "../v1/openapi.ts";
-import { crd, int64, str } from "../v1/schema.ts";
+import { crd, GO_DURATION, int64, str } from "../v1/schema.ts";
 import { KIND_COCOONRESTORE, PLURAL_COCOONRESTORES, RESTORE_PHASES, VERSION_V1ALPHA1 } from "./types.ts";
 
 const DNS_SUBDOMAIN = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$";
@@ -30,6 +30,15 @@ const restoreSchema: JSONSchemaProps = {
           "The CocoonCheckpoint in the same namespace: of the set, or of the set it was branched from.",
         ),
         cocoonSetRef: objectRef("The CocoonSet in the same namespace whose state is replaced."),
+        failureDeadline: {
+          description:
+            "A duration (Go syntax, e.g. 30m) from the restore's creation, default 1h: a restore not Restored by then goes Failed (DeadlineExceeded) and lets go of its set.",
+          type: "string",
+          pattern: GO_DURATION,
+          "x-kubernetes-validations": [
+            { rule: "duration(self) > duration('0s')", message: "failureDeadline must be positive" },
+          ],
+        },
       },
       required: ["cocoonSetRef", "checkpointRef"],
       "x-kubernetes-validations": [

@@ -5,7 +5,7 @@
 
 import { conditionListSchema, typeMetaProperties } from "../v1/k8s-schemas.ts";
 import type { CustomResourceDefinition, JSONSchemaProps } from "../v1/openapi.ts";
-import { crd, int32, int64, str } from "../v1/schema.ts";
+import { crd, GO_DURATION, int32, int64, str } from "../v1/schema.ts";
 import { GROUP } from "../v1/types.ts";
 import { cocoonClaimCRD, cocoonPoolCRD } from "./poolschema.ts";
 import { cocoonRestoreCRD } from "./restoreschema.ts";
@@ -24,7 +24,6 @@ export const MAX_CHECKPOINT_NAME_LENGTH = 128 - "ckpt-".length;
 
 const DNS_SUBDOMAIN = "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$";
 /** Go's time.ParseDuration syntax without a sign: "90s", "1h30m", "1.5h". */
-const GO_DURATION = "^([0-9]+(\\.[0-9]*)?(ns|us|\u00b5s|ms|s|m|h))+$";
 
 export const checkpointRootRules = [
   {

@@ -177,7 +177,15 @@ export type RestorePhase = (typeof RESTORE_PHASES)[number];
 export interface CocoonRestoreSpec {
   cocoonSetRef: { name: string };
   checkpointRef: { name: string };
+  /**
+   * A Go duration from the restore's creation (default DEFAULT_RESTORE_DEADLINE): a restore not
+   * Restored by then is Failed (DeadlineExceeded) and lets go of its set.
+   */
+  failureDeadline?: string;
 }
+
+/** The failureDeadline of a CocoonRestore that sets none. */
+export const DEFAULT_RESTORE_DEADLINE = "1h";
 
 /** One VM whose `:hibernate` the restore replaced, and the checkpoint member it came from. */
 export interface RestoredMember {

@@ -19,6 +19,7 @@ import { collisionsWithEarlierSets, parseDeleteVMNames } from "../../pass/setvms
 import { keepOwnVMNames, setEvent } from "../../pass/writes.ts";
 import { LABEL_CLAIMED_FROM, LABEL_POOL } from "../../pool/keys.ts";
 import { deleteAfterStash, stashVMNames } from "../deletepods.ts";
+import { waitForHolder } from "../teardownhold.ts";
 import { collisionMessage, REASON_VM_NAME_COLLISION } from "./collision.ts";
 
 /** One registry tag the teardown probes and deletes when present. */
@@ -76,6 +77,8 @@ export async function teardown(cs: CocoonSet, deps: PassDeps, signal: AbortSigna
   );
   // vk-cocoon pushes snapshots during a pod's grace period: no tag is collected while a pod remains.
   if (ownedPods().length > 0) return { requeueAfterMs: REQUEUE_POLL_MS };
+  const held = await waitForHolder(pass);
+  if (held) return held;
 
   const logger = deps.log.child({ cocoonset: `${namespace}/${name}` });
   if (!deps.registry) {

@@ -14,6 +14,7 @@ import {
 import { CocoonSetReconciler } from "../../../src/cocoonset/reconciler.ts";
 import { ANN_HIBERNATE_RECLAIM, ANN_RESTORE_FROM_HIBERNATE, TRUE } from "../../../src/contract/keys.ts";
 import { COCOONCHECKPOINTS, COCOONSETS, PODS } from "../../../src/controller/resources.ts";
+import { ANN_RESTORE_HOLD, encodeRestoreHold, REASON_SET_HELD } from "../../../src/holds.ts";
 import { ANN_EXPIRE_AT } from "../../../src/idle/policy.ts";
 import { checkpointBranchFailuresTotal } from "../../../src/metrics/checkpoint.ts";
 import { readReclaim } from "../../../src/pass/reclaimrecord.ts";
@@ -404,6 +405,35 @@ describe("branchFromCheckpoint", () => {
     const condition = branched(storedSet(f.client));
     assert.deepEqual([condition?.status, condition?.reason], ["False", "WaitingForCheckpoint"]);
     assert.match(condition?.message ?? "", /CocoonCheckpoint ck is being deleted/);
+  });
+
+  it("waits with reason SetHeld, copying nothing, while a restore holds the set, even one the cache does not show yet", async () => {
+    const hold = encodeRestoreHold({ restore: "undo", uid: "undo-uid", checkpoint: "other", suspend: true });
+    for (const cacheShowsIt of [true, false]) {
+      const f = fixture((r) => readyCheckpoint(r), {}, cacheShowsIt ? { [ANN_RESTORE_HOLD]: hold } : {});
+      if (!cacheShowsIt) {
+        await f.client.patch(COCOONSETS, NS, SET, {
+          metadata: { annotations: { [ANN_RESTORE_HOLD]: hold } },
+        });
+        f.view.lag = 1;
+      }
+      f.registry.log.length = 0;
+      assert.deepEqual(await f.run(), { requeueAfterMs: 30_000 });
+      assert.deepEqual(
+        f.registry.log.filter((l) => l.startsWith("put") || l.startsWith("mount")),
+        [],
+        "nothing copied",
+      );
+      assert.deepEqual(pods(f), []);
+      const condition = branched(storedSet(f.client));
+      assert.deepEqual([condition?.status, condition?.reason], ["False", REASON_SET_HELD]);
+      assert.match(condition?.message ?? "", /held by CocoonRestore undo/);
+      assert.equal(recordSummary(storedSet(f.client)), "recorded=0 owed=0");
+      f.view.lag = 0;
+      f.client.clearCalls();
+      await f.run();
+      assert.deepEqual(f.client.writes(), [], "a pass while the hold stays writes nothing");
+    }
   });
 
   it("an annotation removed while the branch waits turns its condition final, releasing the checkpoint", async () => {

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
 import type { CocoonSet } from "../../../src/apis/v1/types.ts";
-import type { CocoonCheckpoint } from "../../../src/apis/v1alpha1/types.ts";
+import type { CocoonCheckpoint, CocoonRestore } from "../../../src/apis/v1alpha1/types.ts";
 import {
   ANN_FROM_CHECKPOINT,
   ANN_PINNED,
@@ -12,16 +12,23 @@ import {
   MANIFEST_ANN_CHECKPOINT,
 } from "../../../src/checkpoint/keys.ts";
 import { CheckpointReconciler, type CheckpointView } from "../../../src/checkpoint/reconciler.ts";
-import { encodeRestoreHold } from "../../../src/checkpoint/usage.ts";
 import { FakeClock } from "../../../src/clock.ts";
 import { LABEL_COCOONSET } from "../../../src/contract/keys.ts";
-import { COCOONCHECKPOINTS, COCOONSETS, PODS } from "../../../src/controller/resources.ts";
+import {
+  COCOONCHECKPOINTS,
+  COCOONPOOLS,
+  COCOONRESTORES,
+  COCOONSETS,
+  PODS,
+} from "../../../src/controller/resources.ts";
+import { encodeRestoreHold } from "../../../src/holds.ts";
 import { checkpointBytesTotal, checkpointsTotal } from "../../../src/metrics/checkpoint.ts";
 import { FakeCheckpointRegistry } from "../../support/checkpointregistry.ts";
 import { cocoonSet, NS, SET } from "../../support/cocoonset.ts";
 import { RecordingEvents } from "../../support/events.ts";
 import { FakeClient } from "../../support/fakeclient.ts";
 import { silentLogger } from "../../support/log.ts";
+import { cocoonPool } from "../../support/pool.ts";
 
 const IMAGE = "ubuntu";
 const VMS = [`vk-${NS}-${SET}-0`, `vk-${NS}-${SET}-1`, `vk-${NS}-${SET}-tb`];
@@ -493,7 +500,10 @@ describe("CheckpointReconciler", () => {
     assert.deepEqual(f.registry.log, [], "no tag is touched");
     const deleting = f.stored()?.status?.conditions?.find((c) => c.type === "Deleting");
     assert.deepEqual([deleting?.status, deleting?.reason], ["True", "InUse"]);
-    assert.match(deleting?.message ?? "", /CocoonSet copying, retrying to finish/);
+    assert.match(
+      deleting?.message ?? "",
+      /waiting for CocoonSet copying, CocoonSet retrying, which still need its tags/,
+    );
     assert.equal(f.events.events.filter((e) => e.reason === "CheckpointDeleteWaiting").length, 1);
     await f.run();
     assert.equal(
@@ -555,7 +565,7 @@ describe("CheckpointReconciler", () => {
     assert.deepEqual(await f.run(), { requeueAfterMs: 30_000 });
     assert.deepEqual(f.registry.log, [], "no tag is touched");
     const deleting = f.stored()?.status?.conditions?.find((c) => c.type === "Deleting");
-    assert.match(deleting?.message ?? "", /branches or restores of CocoonSet rolling to finish/);
+    assert.match(deleting?.message ?? "", /waiting for CocoonSet rolling, which still need its tags/);
 
     await f.client.patch(COCOONSETS, NS, "rolling", {
       metadata: { annotations: { [ANN_RESTORE_HOLD]: null } },
@@ -658,4 +668,67 @@ describe("CheckpointReconciler", () => {
     await f.run();
     assert.deepEqual([f.registry.log, f.client.calls], [[], []], "measured once per generation");
   });
+
+  it("keep-checkpoints skips a checkpoint a pool's fromCheckpoint names, or a restore to it not finished names", async () => {
+    const f = fixture();
+    f.client.seed(COCOONSETS, suspendedSet({ "cocoonset.cocoonstack.io/keep-checkpoints": "1" }));
+    for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
+    f.client.seed(COCOONPOOLS, cocoonPool({ fromCheckpoint: "golden" }));
+    f.client.seed(COCOONRESTORES, pendingRestore("undo", "wanted"));
+    for (const [name, created] of [
+      ["golden", "2026-01-01T00:00:01Z"],
+      ["wanted", "2026-01-01T00:00:02Z"],
+      ["old", "2026-01-01T00:00:03Z"],
+      ["new", "2026-01-01T00:00:04Z"],
+    ] as const) {
+      f.client.seed(COCOONCHECKPOINTS, checkpoint(name, { creationTimestamp: created }));
+      await f.run(name);
+    }
+    assert.deepEqual(
+      f.events.events.filter((e) => e.reason === "CheckpointPruned").map((e) => e.object),
+      ["old"],
+      "golden is the pool's, wanted the restore's",
+    );
+    assert.equal(f.stored("golden")?.metadata.deletionTimestamp, undefined);
+    assert.equal(f.stored("wanted")?.metadata.deletionTimestamp, undefined);
+  });
+
+  it("a delete waits while a pool branches its members from it, naming the pool; then deletes the tags", async () => {
+    const f = await readyFixture();
+    f.client.seed(COCOONPOOLS, cocoonPool({ fromCheckpoint: "ck" }));
+    f.client.seed(COCOONRESTORES, pendingRestore("undo", "ck"));
+    await f.client.delete(COCOONCHECKPOINTS, NS, "ck");
+    f.registry.log.length = 0;
+
+    assert.deepEqual(await f.run(), { requeueAfterMs: 30_000 });
+    assert.deepEqual(f.registry.log, [], "no tag is touched");
+    const deleting = f.stored()?.status?.conditions?.find((c) => c.type === "Deleting");
+    assert.equal(deleting?.reason, "InUse");
+    assert.match(
+      deleting?.message ?? "",
+      /waiting for CocoonPool warm, CocoonRestore undo, which still need/,
+    );
+    assert.ok(f.events.reasons().includes("CheckpointDeleteWaiting"));
+
+    await f.client.patch(COCOONPOOLS, NS, "warm", { spec: { fromCheckpoint: null } });
+    await f.client.patch(
+      COCOONRESTORES,
+      NS,
+      "undo",
+      { status: { phase: "Failed" } },
+      { subresource: "status" },
+    );
+    assert.deepEqual(await f.run(), {});
+    assert.equal(f.stored(), undefined, "gone once nothing needs it");
+  });
 });
+
+function pendingRestore(name: string, checkpointName: string): CocoonRestore {
+  return {
+    apiVersion: "cocoonset.cocoonstack.io/v1alpha1",
+    kind: "CocoonRestore",
+    metadata: { name, namespace: NS },
+    spec: { cocoonSetRef: { name: "another" }, checkpointRef: { name: checkpointName } },
+    status: { phase: "Pending" },
+  };
+}

@@ -15,6 +15,7 @@ import {
 } from "../../../src/contract/keys.ts";
 import { REASON_FOREIGN_VM_NAME_IGNORED } from "../../../src/contract/vmname.ts";
 import { COCOONSETS, PODS } from "../../../src/controller/resources.ts";
+import { ANN_RESTORE_HOLD, encodeRestoreHold, REASON_SET_HELD } from "../../../src/holds.ts";
 import { LABEL_CLAIMED_FROM, LABEL_POOL } from "../../../src/pool/keys.ts";
 import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
 import {
@@ -377,5 +378,43 @@ describe("teardown touches only the set's own VMs", () => {
     assert.equal(h.registry.has(vm("x-0"), TAG_HIBERNATE), true);
     const warning = h.events.events.find((e) => e.reason === REASON_VM_NAME_COLLISION);
     assert.ok(warning?.message.includes(`${vm("x-0")} (CocoonSet ${NS}-${SET}/x)`), warning?.message);
+  });
+});
+
+describe("teardown under a restore's hold", () => {
+  it("keeps its finalizer and collects no tag while the API server's set has a restore hold, then collects the restore's copies", async () => {
+    const h = harness();
+    const cs = deletingSet();
+    cs.metadata.annotations = {
+      [ANN_RESTORE_HOLD]: encodeRestoreHold({
+        restore: "undo",
+        uid: "undo-uid",
+        checkpoint: "ck",
+        suspend: true,
+      }),
+      [ANN_DELETE_VM_NAMES]: vm("0"),
+    };
+    seedSet(h.client, cs);
+    h.registry.put(vm("0"), TAG_HIBERNATE);
+
+    assert.deepEqual(await reconcile(h), { requeueAfterMs: 5_000 });
+    assert.deepEqual(h.registry.calls, [], "no tag probed or deleted while the restore may still copy");
+    assert.deepEqual(storedSet(h.client)?.metadata.finalizers, [FINALIZER_COCOONSET]);
+    assert.ok(h.events.reasons().includes(REASON_SET_HELD));
+
+    // The restore saw the set being deleted, stopped, recorded its copy of VM 1, and let go.
+    h.registry.put(vm("1"), TAG_HIBERNATE);
+    await h.client.patch(COCOONSETS, NS, SET, {
+      metadata: {
+        annotations: {
+          [ANN_RESTORE_HOLD]: null,
+          [ANN_HIBERNATE_RECLAIM]: JSON.stringify({ vms: [vm("1")], restore: [vm("1")] }),
+        },
+      },
+    });
+    assert.deepEqual(await reconcile(h), {});
+    assert.equal(h.registry.has(vm("0"), TAG_HIBERNATE), false);
+    assert.equal(h.registry.has(vm("1"), TAG_HIBERNATE), false, "the restore's copy is collected");
+    assert.equal(storedSet(h.client), undefined);
   });
 });

@@ -7,12 +7,16 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { CocoonSet } from "../../../src/apis/v1/types.ts";
 import type { CocoonClaim } from "../../../src/apis/v1alpha1/types.ts";
+import { ApiError } from "../../../src/controller/errors.ts";
 import { COCOONCLAIMS, COCOONPOOLS, COCOONSETS } from "../../../src/controller/resources.ts";
+import { ANN_RESTORE_HOLD, encodeRestoreHold, REASON_SET_HELD } from "../../../src/holds.ts";
 import { ClaimReconciler } from "../../../src/pool/claimreconciler.ts";
+import { boundMember } from "../../../src/pool/decide.ts";
 import {
   FINALIZER_COCOONCLAIM,
   LABEL_CLAIM,
   LABEL_POOL,
+  REASON_BIND_REFUSED,
   REASON_NO_READY_MEMBER,
   REASON_POOL_NOT_FOUND,
 } from "../../../src/pool/keys.ts";
@@ -231,5 +235,138 @@ describe("ClaimReconciler", () => {
       [[boundName === "m0" ? "m1" : "m0", POOL]],
       "the unclaimed member stays in the pool",
     );
+  });
+});
+
+describe("ClaimReconciler: binds are idempotent and judged by uid", () => {
+  const holdOn = (cs: CocoonSet) => {
+    cs.metadata.annotations = {
+      ...cs.metadata.annotations,
+      [ANN_RESTORE_HOLD]: encodeRestoreHold({
+        restore: "undo",
+        uid: "undo-uid",
+        checkpoint: "ck",
+        suspend: false,
+      }),
+    };
+    return cs;
+  };
+  const boundTo = (h: ReturnType<typeof setup>, claim: string) =>
+    h.client.all<CocoonSet>(COCOONSETS, NS).filter((cs) => cs.metadata.labels?.[LABEL_CLAIM] === claim);
+
+  it("a bind the API server applied but whose reply was lost binds exactly one set, the one it applied", async () => {
+    const h = setup();
+    const pool = h.client.seed(COCOONPOOLS, cocoonPool());
+    h.client.seed(COCOONSETS, member(pool, "m0", "Running", { created: 0 }));
+    h.client.seed(COCOONSETS, member(pool, "m1", "Running", { created: 1 }));
+    h.client.seed(COCOONCLAIMS, cocoonClaim("c1", { finalizers: [FINALIZER_COCOONCLAIM] }));
+    h.client.failAfterNext("update", "cocoonsets", new ApiError(504, "Timeout", "the reply was lost"));
+    const before = h.client.storeChanges.length;
+    await assert.rejects(h.reconciler.reconcile({ namespace: NS, name: "c1" }), /reply was lost/);
+    const applied = boundTo(h, "c1");
+    assert.equal(applied.length, 1, "the server applied the bind");
+    // The cache has not seen the bind: it still shows both members unclaimed.
+    h.view.lag = h.client.storeChanges.length - before;
+    await h.reconciler.reconcile({ namespace: NS, name: "c1" });
+    const bound = boundTo(h, "c1");
+    assert.deepEqual(
+      bound.map((cs) => cs.metadata.name),
+      applied.map((cs) => cs.metadata.name),
+      "one claim, one set",
+    );
+    assert.equal(h.claimOf("c1")?.status?.cocoonSetRef?.name, applied[0]?.metadata.name);
+  });
+
+  it("after a lost bind reply, the next pass finds the set the server bound before it tries a member that turned ready since", async () => {
+    const h = setup();
+    const pool = h.client.seed(COCOONPOOLS, cocoonPool());
+    h.client.seed(COCOONSETS, member(pool, "m0", "Running", { created: 0 }));
+    h.client.seed(COCOONSETS, member(pool, "m1", "Pending", { created: 1 }));
+    h.client.seed(COCOONCLAIMS, cocoonClaim("c1", { finalizers: [FINALIZER_COCOONCLAIM] }));
+    await h.client.patch(COCOONSETS, NS, "m1", { status: { phase: "Running" } }, { subresource: "status" });
+    // The first pass's cache does not show m1 Running yet: m0 is the only candidate.
+    h.view.lag = 1;
+    h.client.failAfterNext("update", "cocoonsets", new ApiError(504, "Timeout", "the reply was lost"));
+    await assert.rejects(h.reconciler.reconcile({ namespace: NS, name: "c1" }), /reply was lost/);
+    // The next pass's cache shows m1 Running, and not the bind of m0; c1 tries m1 first.
+    await h.reconciler.reconcile({ namespace: NS, name: "c1" });
+    assert.deepEqual(
+      boundTo(h, "c1").map((cs) => cs.metadata.name),
+      ["m0"],
+    );
+    assert.equal(h.claimOf("c1")?.status?.cocoonSetRef?.name, "m0");
+  });
+
+  it("a claim created again under a deleted claim's name does not take that claim's dying set", async () => {
+    const h = setup();
+    const pool = h.client.seed(COCOONPOOLS, cocoonPool());
+    const oldClaim = cocoonClaim("c1", { uid: "old-uid" });
+    const dying = boundMember(member(pool, "old-set", "Running"), oldClaim, pool, 0);
+    dying.metadata.finalizers = ["cocoonset.cocoonstack.io/finalizer"];
+    dying.metadata.deletionTimestamp = "2026-01-01T00:00:00Z";
+    h.client.seed(COCOONSETS, dying);
+    h.client.seed(COCOONSETS, member(pool, "m0", "Running"));
+    h.client.seed(COCOONCLAIMS, cocoonClaim("c1", { uid: "new-uid", finalizers: [FINALIZER_COCOONCLAIM] }));
+    await h.reconciler.reconcile({ namespace: NS, name: "c1" });
+    const claim = h.claimOf("c1");
+    assert.equal(claim?.status?.phase, "Bound");
+    assert.equal(claim?.status?.cocoonSetRef?.name, "m0");
+    assert.equal(claim?.status?.conditions?.find((c) => c.type === "Ready")?.status, "True");
+    const m0 = h.client.peek<CocoonSet>(COCOONSETS, NS, "m0");
+    assert.equal(m0?.metadata.ownerReferences?.find((r) => r.controller)?.uid, "new-uid");
+  });
+
+  it("a claim does not bind a member a CocoonRestore holds: it waits Pending with the reason, then binds once the hold goes", async () => {
+    const h = setup();
+    const pool = h.client.seed(COCOONPOOLS, cocoonPool());
+    h.client.seed(COCOONSETS, holdOn(member(pool, "m0", "Running")));
+    h.client.seed(COCOONCLAIMS, cocoonClaim("c1", { finalizers: [FINALIZER_COCOONCLAIM] }));
+    await h.reconciler.reconcile({ namespace: NS, name: "c1" });
+    assert.equal(boundTo(h, "c1").length, 0);
+    assert.equal(h.client.calls.filter((c) => c.verb === "update" && c.resource === "cocoonsets").length, 0);
+    const claim = h.claimOf("c1");
+    assert.equal(claim?.status?.phase, "Pending");
+    assert.equal(claim?.status?.reason, REASON_SET_HELD);
+    assert.match(claim?.status?.message ?? "", /held by CocoonRestore undo/);
+    await h.client.patch(COCOONSETS, NS, "m0", { metadata: { annotations: { [ANN_RESTORE_HOLD]: null } } });
+    await h.reconciler.reconcile({ namespace: NS, name: "c1" });
+    assert.equal(h.claimOf("c1")?.status?.phase, "Bound");
+  });
+
+  it("a hold the API server has and the cache does not show yet stops the bind: the conflict's re-read judges it", async () => {
+    const h = setup();
+    const pool = h.client.seed(COCOONPOOLS, cocoonPool());
+    h.client.seed(COCOONSETS, member(pool, "m0", "Running"));
+    h.client.seed(COCOONCLAIMS, cocoonClaim("c1", { finalizers: [FINALIZER_COCOONCLAIM] }));
+    const held = holdOn(h.client.peek<CocoonSet>(COCOONSETS, NS, "m0") as CocoonSet);
+    await h.client.patch(COCOONSETS, NS, "m0", {
+      metadata: { annotations: { [ANN_RESTORE_HOLD]: held.metadata.annotations?.[ANN_RESTORE_HOLD] } },
+    });
+    h.view.lag = 1;
+    await h.reconciler.reconcile({ namespace: NS, name: "c1" });
+    assert.equal(boundTo(h, "c1").length, 0);
+    assert.equal(h.claimOf("c1")?.status?.phase, "Pending");
+  });
+
+  it("a bind the API server refuses (an admission policy) leaves the claim Pending with reason BindRefused and a Warning, tries no other member, and fails the pass to back off", async () => {
+    const h = setup();
+    const pool = h.client.seed(COCOONPOOLS, cocoonPool());
+    h.client.seed(COCOONSETS, member(pool, "m0", "Running", { created: 0 }));
+    h.client.seed(COCOONSETS, member(pool, "m1", "Running", { created: 1 }));
+    h.client.seed(COCOONCLAIMS, cocoonClaim("c1", { finalizers: [FINALIZER_COCOONCLAIM] }));
+    const denied =
+      "cocoonsets.cocoonset.cocoonstack.io \"m1\" is forbidden: ValidatingAdmissionPolicy 'cocoon-bookkeeping' denied request";
+    h.client.failNext("update", "cocoonsets", new ApiError(403, "Forbidden", denied));
+    await assert.rejects(h.reconciler.reconcile({ namespace: NS, name: "c1" }), /denied request/);
+    assert.equal(h.client.calls.filter((c) => c.verb === "update" && c.resource === "cocoonsets").length, 1);
+    const claim = h.claimOf("c1");
+    assert.equal(claim?.status?.phase, "Pending");
+    assert.equal(claim?.status?.reason, REASON_BIND_REFUSED);
+    assert.match(
+      claim?.status?.message ?? "",
+      /the API server refused the bind of CocoonSet m\d: .*denied request/,
+    );
+    assert.equal(claim?.status?.conditions?.find((c) => c.type === "Ready")?.reason, REASON_BIND_REFUSED);
+    assert.equal(h.events.events.find((e) => e.reason === REASON_BIND_REFUSED)?.type, "Warning");
   });
 });

@@ -7,6 +7,7 @@ import { describe, it } from "node:test";
 import type { CocoonSet } from "../../../src/apis/v1/types.ts";
 import type { CocoonPool } from "../../../src/apis/v1alpha1/types.ts";
 import { ANN_FROM_CHECKPOINT } from "../../../src/checkpoint/keys.ts";
+import { ANN_RESTORE_HOLD, encodeRestoreHold } from "../../../src/holds.ts";
 import { ANN_EXPIRE_AT, ANN_LAST_ACTIVITY, ANN_SUSPEND_AFTER_IDLE } from "../../../src/idle/policy.ts";
 import {
   boundMember,
@@ -29,11 +30,12 @@ const running = (pool: CocoonPool, count: number, from = 0) =>
 describe("planPool", () => {
   it("creates replicas members for an empty pool and nothing once they exist", () => {
     const pool = cocoonPool({ replicas: 3 });
-    assert.deepEqual(planPool(pool, []), { create: 3, delete: [], suspend: [] });
+    assert.deepEqual(planPool(pool, []), { create: 3, delete: [], suspend: [], held: [] });
     assert.deepEqual(planPool(pool, [member(pool, "a", undefined), ...running(pool, 2)]), {
       create: 0,
       delete: [],
       suspend: [],
+      held: [],
     });
   });
 
@@ -106,6 +108,35 @@ describe("planPool", () => {
     assert.equal(memberReady(asleep, "Suspended"), true);
     assert.equal(memberReady(booted, "Suspended"), false);
     assert.equal(memberReady(asleep, "Running"), false);
+  });
+
+  it("neither deletes nor hibernates a member a CocoonRestore holds, and says which it left alone", () => {
+    const held = (cs: CocoonSet) => {
+      cs.metadata.annotations = {
+        ...cs.metadata.annotations,
+        [ANN_RESTORE_HOLD]: encodeRestoreHold({
+          restore: "undo",
+          uid: "u",
+          checkpoint: "ck",
+          suspend: false,
+        }),
+      };
+      return cs;
+    };
+    const shrinking = cocoonPool({ replicas: 1 });
+    const plan = planPool(shrinking, [
+      held(member(shrinking, "newest", "Running", { created: 5 })),
+      ...running(shrinking, 1, 1),
+    ]);
+    assert.deepEqual(names(plan.delete), []);
+    assert.deepEqual(
+      plan.held.map((h) => [h.member.metadata.name, h.held.holder]),
+      [["newest", "restore"]],
+    );
+    const suspended = cocoonPool({ replicas: 1, warmth: "Suspended" });
+    const booted = planPool(suspended, [held(member(suspended, "b", "Running"))]);
+    assert.deepEqual(names(booted.suspend), []);
+    assert.equal(booted.held.length, 1);
   });
 
   it("a member whose status is behind its generation is not ready", () => {

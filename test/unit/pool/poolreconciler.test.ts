@@ -8,9 +8,15 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { CocoonSet } from "../../../src/apis/v1/types.ts";
 import type { CocoonPool } from "../../../src/apis/v1alpha1/types.ts";
+import { ApiError } from "../../../src/controller/errors.ts";
 import { COCOONPOOLS, COCOONSETS } from "../../../src/controller/resources.ts";
 import { boundMember, REFILL_HOLD_MS } from "../../../src/pool/decide.ts";
-import { FINALIZER_COCOONPOOL, LABEL_CLAIM, LABEL_POOL } from "../../../src/pool/keys.ts";
+import {
+  FINALIZER_COCOONPOOL,
+  LABEL_CLAIM,
+  LABEL_POOL,
+  REASON_CREATE_REFUSED,
+} from "../../../src/pool/keys.ts";
 import { PoolReconciler } from "../../../src/pool/poolreconciler.ts";
 import { cocoonClaim, cocoonPool, member, NS, POOL, poolHarness } from "../../support/pool.ts";
 
@@ -201,5 +207,25 @@ describe("PoolReconciler", () => {
       ["m1"],
     );
     assert.equal(h.client.peek(COCOONPOOLS, NS, POOL), undefined, "the finalizer went and the pool with it");
+  });
+});
+
+describe("PoolReconciler: an object that cannot move says why", () => {
+  it("a member create the API server refuses (a quota) sets Ready=False MemberCreateRefused with its answer, warns, and fails the pass to back off", async () => {
+    const h = setup();
+    h.client.seed(COCOONPOOLS, cocoonPool({ replicas: 1 }, { finalizers: [FINALIZER_COCOONPOOL] }));
+    const quota =
+      'cocoonsets.cocoonset.cocoonstack.io "warm-x" is forbidden: exceeded quota: sets, requested: count/cocoonsets.cocoonset.cocoonstack.io=1';
+    h.client.failNext("create", "cocoonsets", new ApiError(403, "Forbidden", quota));
+    await assert.rejects(h.reconcile(), /exceeded quota/);
+    const ready = h.poolNow().status?.conditions?.find((c) => c.type === "Ready");
+    assert.equal(ready?.status, "False");
+    assert.equal(ready?.reason, REASON_CREATE_REFUSED);
+    assert.match(
+      ready?.message ?? "",
+      /0 of 1 members ready to claim \(Running\); the API server refused to create a member CocoonSet: .*exceeded quota/,
+    );
+    const warning = h.events.events.find((e) => e.reason === REASON_CREATE_REFUSED);
+    assert.equal(warning?.type, "Warning");
   });
 });

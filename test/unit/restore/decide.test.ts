@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { CocoonSet } from "../../../src/apis/v1/types.ts";
 import { ANN_FROM_CHECKPOINT, ANN_RESTORE_HOLD } from "../../../src/checkpoint/keys.ts";
-import { encodeRestoreHold } from "../../../src/checkpoint/usage.ts";
+import { encodeRestoreHold } from "../../../src/holds.ts";
 import {
   heldByOther,
   notRestoredYet,

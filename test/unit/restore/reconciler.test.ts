@@ -5,12 +5,19 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { CocoonSet } from "../../../src/apis/v1/types.ts";
 import type { CocoonCheckpoint, CocoonRestore } from "../../../src/apis/v1alpha1/types.ts";
-import { ANN_RESTORE_HOLD } from "../../../src/checkpoint/keys.ts";
+import {
+  ANN_FROM_CHECKPOINT,
+  ANN_RESTORE_HOLD,
+  BRANCH_COPYING,
+  CONDITION_BRANCHED,
+} from "../../../src/checkpoint/keys.ts";
 import { manifestDigest, sameRepositoryBranchManifest } from "../../../src/checkpoint/manifest.ts";
-import { encodeRestoreHold, restoreHoldOf } from "../../../src/checkpoint/usage.ts";
 import { ANN_HIBERNATE_RECLAIM } from "../../../src/contract/keys.ts";
+import { ApiError } from "../../../src/controller/errors.ts";
 import { COCOONCHECKPOINTS, COCOONRESTORES, COCOONSETS } from "../../../src/controller/resources.ts";
+import { encodeRestoreHold, REASON_SET_HELD, restoreHoldBy, restoreHoldOf } from "../../../src/holds.ts";
 import { readReclaim } from "../../../src/pass/reclaimrecord.ts";
+import { REASON_DEADLINE_EXCEEDED, REASON_WRITE_REFUSED } from "../../../src/restore/keys.ts";
 import { NS, SET } from "../../support/cocoonset.ts";
 import { IMAGE, MAIN, readyCheckpoint, restoreFixture, restoreOf, SUB, setIn } from "./fixture.ts";
 
@@ -318,5 +325,150 @@ describe("RestoreReconciler", () => {
     await f.run();
     assert.equal(f.set().metadata.annotations?.[ANN_RESTORE_HOLD], undefined);
     assert.equal(f.set().spec.suspend, true, "a set it suspended stays suspended");
+  });
+});
+
+describe("RestoreReconciler: one holder at a time", () => {
+  it("waits Pending with reason SetHeld while the set's branch has not finished, takes no hold, then begins", async () => {
+    const cs = setIn("Suspended", true);
+    cs.metadata.annotations = { ...cs.metadata.annotations, [ANN_FROM_CHECKPOINT]: "ck" };
+    const f = seeded(cs);
+    await f.client.patch(
+      COCOONSETS,
+      NS,
+      SET,
+      {
+        status: {
+          conditions: [
+            {
+              type: CONDITION_BRANCHED,
+              status: "False",
+              reason: BRANCH_COPYING,
+              message: "copying",
+              lastTransitionTime: "2026-01-01T00:00:00Z",
+            },
+          ],
+        },
+      },
+      { subresource: "status" },
+    );
+    f.client.clearCalls();
+    const result = await f.run();
+    assert.ok((result.requeueAfterMs ?? 0) > 0, "it looks again later");
+    assert.equal(restoreHoldOf(f.set()), undefined, "no hold taken");
+    assert.deepEqual(setWrites(f), []);
+    assert.equal(f.restore()?.status?.phase, "Pending");
+    assert.equal(f.restore()?.status?.reason, REASON_SET_HELD);
+    assert.match(f.restore()?.status?.message ?? "", /has not finished its branch from CocoonCheckpoint ck/);
+    assert.ok(f.events.reasons().includes(REASON_SET_HELD));
+
+    await f.client.patch(
+      COCOONSETS,
+      NS,
+      SET,
+      {
+        status: {
+          conditions: [
+            {
+              type: CONDITION_BRANCHED,
+              status: "True",
+              reason: "FromCheckpoint",
+              message: "branched",
+              lastTransitionTime: "2026-01-01T00:00:00Z",
+            },
+          ],
+        },
+      },
+      { subresource: "status" },
+    );
+    await f.run();
+    assert.equal(f.restore()?.status?.phase, "Restoring");
+    assert.equal(restoreHoldBy(f.set(), "uid-r1")?.restore, "r1");
+  });
+
+  it("lets go of a set deleted while it holds it, so the teardown can collect what it copied", async () => {
+    const cs = setIn("Running", false);
+    cs.metadata.finalizers = ["cocoonset.cocoonstack.io/finalizer"];
+    const f = seeded(cs);
+    await f.run();
+    assert.equal(restoreHoldBy(f.set(), "uid-r1")?.restore, "r1");
+    await f.client.delete(COCOONSETS, NS, SET);
+    await f.run();
+    assert.equal(f.restore()?.status?.phase, "Failed");
+    assert.equal(f.restore()?.status?.reason, "SetDeletedDuringRestore");
+    await f.run();
+    assert.equal(restoreHoldOf(f.set()), undefined, "the hold is gone: the teardown may collect");
+  });
+});
+
+describe("RestoreReconciler: deadline", () => {
+  it("a restore whose set never suspends fails at its failureDeadline (DeadlineExceeded), puts the set back as it was and lets go", async () => {
+    const f = seeded(setIn("Running", false));
+    await f.client.patch(COCOONRESTORES, NS, "r1", { spec: { failureDeadline: "5m" } });
+    await f.run();
+    const waiting = await f.run();
+    assert.equal(f.set().spec.suspend, true, "the restore suspended the set");
+    assert.equal(waiting.requeueAfterMs, 5 * 60_000, "it looks again at its deadline");
+
+    f.clock.advance(5 * 60_000);
+    assert.deepEqual(await f.run(), {});
+    const r = f.restore();
+    assert.equal(r?.status?.phase, "Failed");
+    assert.equal(r?.status?.reason, REASON_DEADLINE_EXCEEDED);
+    assert.match(r?.status?.message ?? "", /not Restored within failureDeadline 5m: .*nothing was copied/);
+    assert.equal(f.set().spec.suspend, false, "the set goes back to running");
+    assert.equal(restoreHoldOf(f.set()), undefined, "the hold is gone");
+    assert.ok(f.events.events.some((e) => e.reason === "RestoreFailed" && e.type === "Warning"));
+  });
+
+  it("past its deadline after a refused write, the set it suspended stays suspended: copies may have landed", async () => {
+    const f = seeded(setIn("Running", false));
+    await f.run();
+    await f.run();
+    assert.equal(f.set().spec.suspend, true);
+    f.setStatus({ ...f.set().status, phase: "Suspended", observedGeneration: 2 } as CocoonSet["status"]);
+    f.client.failNext("patch", "cocoonsets", new ApiError(403, "Forbidden", "denied by a policy"));
+    await assert.rejects(f.run(), /denied by a policy/);
+    assert.equal(f.restore()?.status?.reason, REASON_WRITE_REFUSED);
+    f.clock.advance(60 * 60_000);
+    await f.run();
+    assert.equal(f.restore()?.status?.reason, REASON_DEADLINE_EXCEEDED);
+    assert.match(f.restore()?.status?.message ?? "", /stays suspended/);
+    assert.equal(f.set().spec.suspend, true);
+    assert.equal(restoreHoldOf(f.set()), undefined);
+  });
+
+  it("with no failureDeadline the default is one hour; a copy still failing then leaves the set suspended and held by no one", async () => {
+    const f = seeded(setIn("Suspended", true));
+    await f.run();
+    f.registry.failOn = (op) => (op === "put" ? new Error("registry down") : undefined);
+    await assert.rejects(f.run(), /registry down/);
+    assert.equal(f.restore()?.status?.reason, "CopyFailed");
+    f.clock.advance(60 * 60_000 - 1);
+    await assert.rejects(f.run(), /registry down/);
+    f.clock.advance(1);
+    assert.deepEqual(await f.run(), {});
+    assert.equal(f.restore()?.status?.reason, REASON_DEADLINE_EXCEEDED);
+    assert.match(f.restore()?.status?.message ?? "", /within failureDeadline 1h: .*stays suspended/);
+    assert.equal(f.set().spec.suspend, true);
+    assert.equal(restoreHoldOf(f.set()), undefined);
+  });
+
+  it("a write the API server refuses (an admission policy on the hold) is reported with reason WriteRefused and a Warning, and the pass fails to back off", async () => {
+    const f = seeded(setIn("Running", false));
+    const denied = 'cocoonsets "demo" is forbidden: ValidatingAdmissionPolicy denied request';
+    f.client.failNext("patch", "cocoonsets", new ApiError(403, "Forbidden", denied));
+    await assert.rejects(f.run(), /denied request/);
+    const r = f.restore();
+    assert.equal(r?.status?.reason, REASON_WRITE_REFUSED);
+    assert.match(
+      r?.status?.message ?? "",
+      /the API server refused a write: .*denied request; retrying with backoff/,
+    );
+    assert.equal(r?.status?.conditions?.find((c) => c.type === "Restored")?.reason, REASON_WRITE_REFUSED);
+    assert.equal(f.events.events.find((e) => e.reason === "RestoreWriteRefused")?.type, "Warning");
+    assert.equal(restoreHoldOf(f.set()), undefined);
+    await f.run();
+    assert.equal(f.restore()?.status?.phase, "Restoring", "the next pass takes the hold");
   });
 });
