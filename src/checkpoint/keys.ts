@@ -24,6 +24,14 @@ export const FINALIZER_COCOONCHECKPOINT = "cocooncheckpoint.cocoonset.cocoonstac
 export const MANIFEST_ANN_CHECKPOINT = "cocoonset.cocoonstack.io/checkpoint";
 /** Stamped on a branch's `:hibernate` written into the checkpoint's own repository (`<ns>/<set>`). */
 export const MANIFEST_ANN_BRANCH = "cocoonset.cocoonstack.io/branch";
+/**
+ * Stamped on every manifest the operator writes within a repository: the uid of the object the write
+ * is for (the CocoonCheckpoint of a `ckpt-` tag, the CocoonRestore or the branched CocoonSet of a
+ * `:hibernate`). Two writes for different objects then never share a digest, even when all else is
+ * equal (a restore from a checkpoint taken of an earlier restore), while a retry of one write puts
+ * the same bytes again and finds them in place.
+ */
+export const MANIFEST_ANN_WRITE = "cocoonset.cocoonstack.io/write";
 /** The CocoonSet condition saying which checkpoint the set came from, or why it has not branched. */
 export const CONDITION_BRANCHED = "Branched";
 // Its reasons while False. Copying and CopyFailed mark a branch under way: the checkpoint's delete

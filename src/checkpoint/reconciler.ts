@@ -268,7 +268,7 @@ export class CheckpointReconciler implements Reconciler {
     await showProgress();
     const copied: CheckpointMember[] = [];
     for (const [i, { slot, manifest }] of sources.entries()) {
-      const raw = checkpointManifest(manifest.raw, namespace, name);
+      const raw = checkpointManifest(manifest.raw, { namespace, name, uid: held.ck.metadata.uid ?? "" });
       const digest = await this.deps.registry.putManifest(slot.vmName, tag, raw, manifest.mediaType, signal);
       const annotations = manifest.manifest.annotations as Record<string, unknown> | undefined;
       const image = annotations?.[BASE_IMAGE_ANNOTATION];
