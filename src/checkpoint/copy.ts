@@ -6,8 +6,14 @@
 // suspended and confirmed (src/restore/).
 
 import { TAG_HIBERNATE } from "../contract/keys.ts";
-import type { BlobCopy, CheckpointRegistry } from "../registry/index.ts";
-import { type ManifestWrite, manifestDigest, sameRepositoryBranchManifest } from "./manifest.ts";
+import type { BlobCopy, CheckpointRegistry, Manifest } from "../registry/index.ts";
+import { checkpointTag } from "./keys.ts";
+import {
+  checkpointManifest,
+  type ManifestWrite,
+  manifestDigest,
+  sameRepositoryBranchManifest,
+} from "./manifest.ts";
 import type { BranchCopy } from "./members.ts";
 
 /**
@@ -53,4 +59,19 @@ export async function copyToHibernate(
     signal,
   );
   return { landed: true, blobs: result.blobs, bytesSent: result.bytesSent };
+}
+
+/**
+ * `vmName:ckpt-<checkpoint>` becomes `source` (the VM's `:hibernate` as read) stamped as the
+ * checkpoint's (checkpointManifest), a manifest PUT in the VM's own repository. Returns its digest.
+ */
+export function writeCheckpointTag(
+  registry: CheckpointRegistry,
+  vmName: string,
+  source: Manifest,
+  checkpoint: ManifestWrite,
+  signal: AbortSignal,
+): Promise<string> {
+  const raw = checkpointManifest(source.raw, checkpoint);
+  return registry.putManifest(vmName, checkpointTag(checkpoint.name), raw, source.mediaType, signal);
 }
