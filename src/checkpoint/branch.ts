@@ -163,7 +163,7 @@ async function branchFromCheckpoint(pass: Pass, branching: BranchingDeps | undef
       const { landed, blobs, bytesSent } = await copyToHibernate(
         registry,
         copy,
-        { namespace: pass.namespace, setName: pass.name },
+        { namespace: pass.namespace, name: pass.name, uid: pass.cs.metadata.uid ?? "" },
         pass.signal,
       );
       for (const method of blobs) checkpointBranchBlobsTotal.inc({ method });

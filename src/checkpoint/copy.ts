@@ -6,8 +6,14 @@
 // suspended and confirmed (src/restore/).
 
 import { TAG_HIBERNATE } from "../contract/keys.ts";
-import type { BlobCopy, CheckpointRegistry } from "../registry/index.ts";
-import { manifestDigest, sameRepositoryBranchManifest } from "./manifest.ts";
+import type { BlobCopy, CheckpointRegistry, Manifest } from "../registry/index.ts";
+import { checkpointTag } from "./keys.ts";
+import {
+  checkpointManifest,
+  type ManifestWrite,
+  manifestDigest,
+  sameRepositoryBranchManifest,
+} from "./manifest.ts";
 import type { BranchCopy } from "./members.ts";
 
 /**
@@ -23,19 +29,21 @@ export interface HibernateCopy {
 /**
  * `copy.targetVM:hibernate` becomes the checkpointed manifest of `copy.member` (by digest). Into the
  * checkpoint's own repository (a restore of the set itself, or a set re-created under its old name)
- * it is a manifest PUT alone, stamped with the set (`<namespace>/<setName>`) so that `:hibernate`
- * never shares the checkpoint tag's digest: dropping it after the wake would delete that tag too.
+ * it is a manifest PUT alone, stamped with the set and the write (`write`: the set, and the uid of
+ * the restore or of the branched set) so that `:hibernate` has a digest of its own: no other tag
+ * there names it, and a retry of the same write finds it in place. Across repositories the member's
+ * manifest goes as it is: its stamp names a checkpoint of another set, which writes no tag there.
  */
 export async function copyToHibernate(
   registry: CheckpointRegistry,
   copy: BranchCopy,
-  owner: { namespace: string; setName: string },
+  write: ManifestWrite,
   signal: AbortSignal,
 ): Promise<HibernateCopy> {
   const digest = copy.member.digest ?? "";
   if (copy.member.vmName === copy.targetVM) {
     const source = await registry.getManifest(copy.member.vmName, digest, signal);
-    const raw = sameRepositoryBranchManifest(source.raw, owner.namespace, owner.setName);
+    const raw = sameRepositoryBranchManifest(source.raw, write);
     const present = await registry.headManifest(copy.targetVM, TAG_HIBERNATE, signal);
     if (present?.digest === manifestDigest(raw)) return { landed: false, blobs: [], bytesSent: 0 };
     await registry.putManifest(copy.targetVM, TAG_HIBERNATE, raw, source.mediaType, signal);
@@ -51,4 +59,19 @@ export async function copyToHibernate(
     signal,
   );
   return { landed: true, blobs: result.blobs, bytesSent: result.bytesSent };
+}
+
+/**
+ * `vmName:ckpt-<checkpoint>` becomes `source` (the VM's `:hibernate` as read) stamped as the
+ * checkpoint's (checkpointManifest), a manifest PUT in the VM's own repository. Returns its digest.
+ */
+export function writeCheckpointTag(
+  registry: CheckpointRegistry,
+  vmName: string,
+  source: Manifest,
+  checkpoint: ManifestWrite,
+  signal: AbortSignal,
+): Promise<string> {
+  const raw = checkpointManifest(source.raw, checkpoint);
+  return registry.putManifest(vmName, checkpointTag(checkpoint.name), raw, source.mediaType, signal);
 }

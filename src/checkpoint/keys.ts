@@ -28,6 +28,14 @@ export const FINALIZER_COCOONCHECKPOINT = "cocooncheckpoint.cocoonset.cocoonstac
 export const MANIFEST_ANN_CHECKPOINT = "cocoonset.cocoonstack.io/checkpoint";
 /** Stamped on a branch's `:hibernate` written into the checkpoint's own repository (`<ns>/<set>`). */
 export const MANIFEST_ANN_BRANCH = "cocoonset.cocoonstack.io/branch";
+/**
+ * Stamped on every manifest the operator writes within a repository: the uid of the object the write
+ * is for (the CocoonCheckpoint of a `ckpt-` tag, the CocoonRestore or the branched CocoonSet of a
+ * `:hibernate`). Two writes for different objects then never share a digest, even when all else is
+ * equal (a restore from a checkpoint taken of an earlier restore), while a retry of one write puts
+ * the same bytes again and finds them in place.
+ */
+export const MANIFEST_ANN_WRITE = "cocoonset.cocoonstack.io/write";
 // Branched=False while the branch waits for its checkpoint. Copying and CopyFailed mark a branch under
 // way: the checkpoint's delete waits for it. NotApplied is final: the annotation came to a set that
 // already had state. Incompatible: a member cannot restore as the spec asks; nothing was copied.

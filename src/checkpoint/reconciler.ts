@@ -42,6 +42,7 @@ import {
   referencedBytes,
 } from "../registry/index.ts";
 import { formatRFC3339 } from "../rfc3339.ts";
+import { writeCheckpointTag } from "./copy.ts";
 import {
   ANN_KEEP_CHECKPOINTS,
   checkpointTag,
@@ -57,7 +58,6 @@ import {
   REASON_TAGS_DELETED,
   REASON_WAITING,
 } from "./keys.ts";
-import { checkpointManifest } from "./manifest.ts";
 import { memberRestoreDependencies, mergeMembers, setSlots, unconfirmedBySuspend } from "./members.ts";
 import { checkpointsToPrune, parseKeepCheckpoints } from "./prune.ts";
 import { bytesNotIn, settledSetGeneration } from "./size.ts";
@@ -276,8 +276,8 @@ export class CheckpointReconciler implements Reconciler {
     await showProgress();
     const copied: CheckpointMember[] = [];
     for (const [i, { slot, manifest }] of sources.entries()) {
-      const raw = checkpointManifest(manifest.raw, namespace, name);
-      const digest = await this.deps.registry.putManifest(slot.vmName, tag, raw, manifest.mediaType, signal);
+      const checkpoint = { namespace, name, uid: held.ck.metadata.uid ?? "" };
+      const digest = await writeCheckpointTag(this.deps.registry, slot.vmName, manifest, checkpoint, signal);
       const annotations = manifest.manifest.annotations as Record<string, unknown> | undefined;
       const image = annotations?.[BASE_IMAGE_ANNOTATION];
       const bytes = referencedBytes(manifest.manifest);

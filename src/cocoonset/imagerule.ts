@@ -96,8 +96,9 @@ export async function prepareSnapshotForCreate(
     },
     "dropping :hibernate tag vk-cocoon would refuse; the pod boots fresh",
   );
-  // The registry refuses DELETE by tag; the digest the GET returned names the same manifest.
-  await registry.deleteManifest(request.vmName, manifest?.digest || TAG_HIBERNATE, pass.signal);
+  // The tag the GET read, at the digest it returned: a registry that refuses DELETE by tag gets that
+  // digest, so a manifest pushed since stays, and the client keeps any other tag naming it.
+  if (manifest) await registry.deleteTagAt(request.vmName, TAG_HIBERNATE, manifest.digest, pass.signal);
   pass.snapshotReads?.set(request.vmName, null);
   await updateReclaim(pass, (record) => dropVM(record, request.vmName));
   return { restore: false, dropped: true };

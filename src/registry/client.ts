@@ -1,6 +1,7 @@
 // The registry operations the operator needs: probe, read and delete a manifest under
 // `<OCI_REGISTRY>/<repo>`, with the HTTP behaviour of go-containerregistry's remote.* calls,
-// plus a tag-delete fallback for registries that refuse DELETE by tag.
+// plus a tag-delete fallback for registries that refuse DELETE by tag. The delete rule of every
+// caller lives here: no delete removes a manifest another tag of the repository still names.
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { systemClock } from "../clock.ts";
@@ -94,7 +95,12 @@ export interface SnapshotRegistry {
   hasManifest(repo: string, tag: string, signal?: AbortSignal): Promise<boolean>;
   /** GET: the manifest's digest and base image, null on 404, RegistryError otherwise. */
   getSnapshot(repo: string, tag: string, signal?: AbortSignal): Promise<SnapshotManifest | null>;
-  /** DELETE by tag or digest; absent counts as deleted. */
+  /**
+   * DELETE by tag or digest; absent counts as deleted. No delete removes a manifest another tag of
+   * the repository still names: a tag goes alone (re-pointed first where the registry deletes only
+   * by digest and another tag shares its digest), and a digest some tag names is refused
+   * (RegistryError MANIFEST_TAGGED).
+   */
   deleteManifest(repo: string, ref: string, signal?: AbortSignal): Promise<void>;
   /** HEAD, then DELETE only what the HEAD saw; true when something was deleted. */
   deleteIfPresent(repo: string, tag: string, signal?: AbortSignal): Promise<boolean>;
@@ -104,6 +110,9 @@ export interface SnapshotRegistry {
    * DELETE of a tag a HEAD has just seen naming `digest`, without probing again: by tag, as the
    * contract's DeleteManifest does, or by that digest where the registry refuses tag deletes
    * (distribution 2.8), so there a manifest pushed under the tag since the HEAD survives. 404 is done.
+   * There the other tags of the repository are listed and probed first; when one names the same
+   * digest, this tag is re-pointed to a manifest of its own and that goes instead, so the other tag
+   * keeps its manifest.
    */
   deleteTagAt(repo: string, tag: string, digest: string, signal?: AbortSignal): Promise<void>;
 }
@@ -318,6 +327,33 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
     throw failure("DELETE", repo, ref, result);
   };
 
+  /** The tags of `repo` other than `except` that name `digest` now (a HEAD each). */
+  const tagsNaming = async (repo: string, digest: string, except: string | undefined, call: CallSignal) => {
+    const naming: string[] = [];
+    for (const tag of await listTags(repo, call)) {
+      if (tag !== except && (await head(repo, tag, call))?.digest === digest) naming.push(tag);
+    }
+    return naming;
+  };
+
+  /**
+   * Removes `tag` from a registry that deletes only by digest, where it named `digest`. A manifest
+   * deleted by digest takes every tag naming it, so no delete may go to a digest another tag still
+   * names: the tag is first re-pointed to a manifest of its own (the same config and layers, one
+   * annotation more), and that digest goes. Where no other tag names the digest it goes at once. A
+   * tag the re-point's HEAD finds naming another manifest (pushed since the caller's probe) is left.
+   */
+  const deleteTagByDigest = async (repo: string, tag: string, digest: string, call: CallSignal) => {
+    if ((await tagsNaming(repo, digest, tag, call)).length === 0) {
+      await deleteOnce(repo, digest, call);
+      return;
+    }
+    if ((await head(repo, tag, call))?.digest !== digest) return;
+    const shared = await get(repo, digest, call);
+    const own = await put(repo, tag, droppedTagManifest(shared.raw, tag), shared.mediaType, call);
+    await deleteOnce(repo, own, call);
+  };
+
   // A registry that refused one tag delete (distribution 2.8) refuses them all: once it has, a delete
   // whose digest the caller already saw goes straight to the digest, one request fewer per tag.
   let refusesTagDeletes = false;
@@ -339,7 +375,22 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
     }
     const target = digest ?? (await head(repo, tag, call))?.digest;
     if (target === undefined) return;
-    await deleteOnce(repo, target, call);
+    await deleteTagByDigest(repo, tag, target, call);
+  };
+
+  /** A manifest by digest goes only when no tag names it: it would take every such tag with it. */
+  const deleteUntagged = async (repo: string, digest: string, call: CallSignal) => {
+    const naming = await tagsNaming(repo, digest, undefined, call);
+    if (naming.length > 0) {
+      throw new RegistryError({
+        status: 0,
+        code: "MANIFEST_TAGGED",
+        message: `tags ${naming.join(", ")} still name this manifest; delete a tag instead`,
+        method: "DELETE",
+        url: `${parsedBase.host}${manifestPath(parsedBase, repo, digest)}`,
+      });
+    }
+    await deleteOnce(repo, digest, call);
   };
 
   const put = async (repo: string, tag: string, raw: Buffer, mediaType: string, call: CallSignal) => {
@@ -425,7 +476,7 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
     },
     async deleteManifest(repo, ref, signal) {
       const call = callSignal(signal);
-      if (isDigest(ref)) await counted(deleteOnce(repo, ref, call).then(() => undefined));
+      if (isDigest(ref)) await counted(deleteUntagged(repo, ref, call));
       else await deleteTag(repo, ref, undefined, call);
     },
     putManifest: (repo, tag, raw, mediaType, signal) => put(repo, tag, raw, mediaType, callSignal(signal)),
@@ -463,6 +514,21 @@ function nextPagePath(link: string | null): string | undefined {
   if (!match?.[1]) return undefined;
   const url = new URL(match[1], "http://registry.invalid");
   return url.pathname + url.search;
+}
+
+/**
+ * Written on the manifest a tag is re-pointed to just before its delete (the tag's name), so that
+ * manifest's digest is the tag's alone.
+ */
+export const DROPPED_TAG_ANNOTATION = "cocoonstack.registry.dropped-tag";
+
+/** `raw` with the dropped-tag annotation naming `tag`; every other field as it was. */
+function droppedTagManifest(raw: Buffer, tag: string): Buffer {
+  const manifest = JSON.parse(raw.toString("utf8")) as Record<string, unknown>;
+  const annotations = stringRecord(manifest.annotations);
+  return Buffer.from(
+    JSON.stringify({ ...manifest, annotations: { ...annotations, [DROPPED_TAG_ANNOTATION]: tag } }),
+  );
 }
 
 function sha256(bytes: Buffer): string {

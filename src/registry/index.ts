@@ -8,6 +8,7 @@ export {
   type CheckpointRegistry,
   createRegistryClient,
   DEFAULT_TIMEOUT_MS,
+  DROPPED_TAG_ANNOTATION,
   MANIFEST_ACCEPT,
   type Manifest,
   type ManifestCopy,

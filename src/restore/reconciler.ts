@@ -382,7 +382,8 @@ export class RestoreReconciler implements Reconciler {
     await this.writeStatus(r, { ...base, reason: REASON_COPYING, message: copying });
     try {
       for (const copy of plan) {
-        await copyToHibernate(this.deps.registry, copy, { namespace, setName }, signal);
+        const write = { namespace, name: setName, uid: r.metadata.uid ?? "" };
+        await copyToHibernate(this.deps.registry, copy, write, signal);
       }
     } catch (err) {
       if ((err as Error).name === "AbortError") throw err;

@@ -1,5 +1,6 @@
 // An in-memory SnapshotRegistry for reconciler unit tests: keyed `<repo>:<tag>`, records every
-// call in order, and can be told to fail.
+// call in order, and can be told to fail. Its deletes answer as the client does: no delete removes
+// a manifest another tag still names.
 import { createHash } from "node:crypto";
 import {
   type ManifestHead,
@@ -82,33 +83,50 @@ export class FakeSnapshotRegistry implements SnapshotRegistry {
     };
   }
 
+  /**
+   * As the client answers it: a tag goes alone; a digest goes only while no tag names it, else the
+   * delete is refused (MANIFEST_TAGGED), as it would take every tag naming it.
+   */
   async deleteManifest(repo: string, ref: string): Promise<void> {
     this.#record("deleteManifest", repo, ref);
-    this.#remove(repo, ref);
+    if (!ref.startsWith("sha256:")) {
+      this.#manifests.delete(`${repo}:${ref}`);
+      return;
+    }
+    if (this.#tagsNaming(repo, ref).length > 0) throw FakeSnapshotRegistry.error(0, "MANIFEST_TAGGED");
   }
 
   /**
-   * As the test registry (distribution 2.8) answers it: the tag delete is refused, so the digest goes,
-   * and a manifest pushed under the tag since (another digest) stays.
+   * As the client answers it on the test registry (distribution 2.8), which deletes only by digest:
+   * the tag goes if it still names `digest` (a manifest pushed under it since stays), and every other
+   * tag naming that digest stays (the client re-points the tag to a manifest of its own first).
    */
   async deleteTagAt(repo: string, tag: string, digest: string): Promise<void> {
     this.#record("deleteTagAt", repo, `${tag}@${digest}`);
-    this.#remove(repo, digest);
+    if (this.#manifests.get(`${repo}:${tag}`)?.digest === digest) this.#manifests.delete(`${repo}:${tag}`);
   }
 
   async deleteIfPresent(repo: string, tag: string): Promise<boolean> {
     this.#record("deleteIfPresent", repo, tag);
     if (!this.has(repo, tag)) return false;
-    this.#remove(repo, tag);
+    this.#manifests.delete(`${repo}:${tag}`);
     return true;
   }
 
-  /** A digest removes every tag of the repository that points at it, as on a real registry. */
-  #remove(repo: string, ref: string): void {
-    for (const [key, entry] of this.#manifests) {
-      if (key === `${repo}:${ref}` || (key.startsWith(`${repo}:`) && entry.digest === ref)) {
-        this.#manifests.delete(key);
-      }
-    }
+  /**
+   * Tags `<repo>:<tag>` under the manifest `<repo>:<from>` names (the same digest), as a copy of
+   * identical bytes would; returns that digest.
+   */
+  alias(repo: string, from: string, tag: string): string {
+    const entry = this.#manifests.get(`${repo}:${from}`);
+    if (!entry) throw new Error(`${repo}:${from} is not stored`);
+    this.#manifests.set(`${repo}:${tag}`, entry);
+    return entry.digest;
+  }
+
+  #tagsNaming(repo: string, digest: string): string[] {
+    return [...this.#manifests]
+      .filter(([key, entry]) => key.startsWith(`${repo}:`) && entry.digest === digest)
+      .map(([key]) => key.slice(repo.length + 1));
   }
 }

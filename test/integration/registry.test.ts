@@ -109,6 +109,7 @@ describe("anonymous registry", () => {
       [
         { method: "DELETE", path: "/v2/proj/vk-ns-d-0/manifests/hibernate", status: 400 },
         { method: "HEAD", path: "/v2/proj/vk-ns-d-0/manifests/hibernate", status: 200 },
+        { method: "GET", path: "/v2/proj/vk-ns-d-0/tags/list", status: 200 },
         { method: "DELETE", path: `/v2/proj/vk-ns-d-0/manifests/${pushed.digest}`, status: 202 },
       ],
     );
@@ -120,11 +121,46 @@ describe("anonymous registry", () => {
     const { calls, opts } = recording({ dockerConfigPath: noConfig });
     const client = createRegistryClient(`${reg.host}/proj`, opts);
     await client.deleteManifest("vk-ns-e-0", "hibernate");
-    await client.deleteManifest("vk-ns-e-0", pushed.digest);
+    await client.deleteTagAt("vk-ns-e-0", "latest", pushed.digest);
     await client.deleteManifest("vk-ns-e-0", pushed.digest);
     assert.deepEqual(
       calls.filter((c) => c.path !== "/v2/").map((c) => `${c.method} ${c.status}`),
-      ["DELETE 400", "HEAD 404", "DELETE 202", "DELETE 404"],
+      ["DELETE 400", "HEAD 404", "GET 200", "DELETE 202", "GET 200", "DELETE 404"],
+    );
+  });
+
+  it("deletes one of two tags naming one digest and leaves the manifest to the other", async () => {
+    const pushed = await pushTestManifest(reg, "proj/vk-ns-s-0", "ckpt-c2");
+    const setup = createRegistryClient(`${reg.host}/proj`, { dockerConfigPath: noConfig });
+    const source = await setup.getManifest("vk-ns-s-0", "ckpt-c2");
+    await setup.putManifest("vk-ns-s-0", "hibernate", source.raw, source.mediaType);
+    assert.equal((await setup.headManifest("vk-ns-s-0", "hibernate"))?.digest, pushed.digest);
+
+    const { calls, opts } = recording({ dockerConfigPath: noConfig });
+    const client = createRegistryClient(`${reg.host}/proj`, opts);
+    await client.deleteIfPresent("vk-ns-s-0", "hibernate");
+    assert.equal(await client.headManifest("vk-ns-s-0", "hibernate"), null);
+    assert.equal((await client.headManifest("vk-ns-s-0", "ckpt-c2"))?.digest, pushed.digest);
+    assert.equal((await client.getManifest("vk-ns-s-0", pushed.digest)).digest, pushed.digest);
+    assert.deepEqual(await client.listTags("vk-ns-s-0"), ["ckpt-c2"]);
+    assert.deepEqual(
+      calls
+        .filter((c) => c.path !== "/v2/")
+        .slice(0, 8)
+        .map(
+          (c) =>
+            `${c.method} ${c.path.replace(pushed.digest, "<shared>").replace(/sha256:\w+/, "<own>")} ${c.status}`,
+        ),
+      [
+        "HEAD /v2/proj/vk-ns-s-0/manifests/hibernate 200",
+        "DELETE /v2/proj/vk-ns-s-0/manifests/hibernate 400",
+        "GET /v2/proj/vk-ns-s-0/tags/list 200",
+        "HEAD /v2/proj/vk-ns-s-0/manifests/ckpt-c2 200",
+        "HEAD /v2/proj/vk-ns-s-0/manifests/hibernate 200",
+        "GET /v2/proj/vk-ns-s-0/manifests/<shared> 200",
+        "PUT /v2/proj/vk-ns-s-0/manifests/hibernate 201",
+        "DELETE /v2/proj/vk-ns-s-0/manifests/<own> 202",
+      ],
     );
   });
 

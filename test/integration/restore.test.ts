@@ -73,11 +73,21 @@ async function reasons(object: string): Promise<string[]> {
   return (await objectEvents(env, ns, object)).map((e) => e.reason).sort();
 }
 
-/** The `:hibernate` digest a restore of `set` writes from `vm:ckpt-<checkpoint>` (its own repository). */
-async function restoredDigest(set: string, vm: string, checkpoint: string): Promise<string> {
+/**
+ * The `:hibernate` digest the restore `restoreUid` of `set` writes from `vm:ckpt-<checkpoint>` (its
+ * own repository).
+ */
+async function restoredDigest(
+  set: string,
+  vm: string,
+  checkpoint: string,
+  restoreUid: string,
+): Promise<string> {
   const source = await oci.getManifest(oci.repository(vm), `ckpt-${checkpoint}`);
   assert.ok(source, `${vm}:ckpt-${checkpoint} exists`);
-  return manifestDigest(sameRepositoryBranchManifest(source.raw, ns, set));
+  return manifestDigest(
+    sameRepositoryBranchManifest(source.raw, { namespace: ns, name: set, uid: restoreUid }),
+  );
 }
 
 describe("restore in place", () => {
@@ -94,16 +104,14 @@ describe("restore in place", () => {
     // The set runs on from the checkpoint: a wake, and later the restore's own suspend, are new state.
     await patchSetSpec(env, ns, "live", { suspend: false });
     await waitRunning(env, ns, "live", 2, 1);
-    const expected = new Map<string, string>();
-    for (const slot of GROUP_SLOTS) {
-      const vm = vmName("live", slot);
-      expected.set(vm, await restoredDigest("live", vm, "lk"));
-    }
+    const vms = GROUP_SLOTS.map((slot) => vmName("live", slot));
     const hibernatesBefore = new Map(
-      [...expected.keys()].map((vm) => [vm, sim.record.events({ kind: "hibernate", vmName: vm }).length]),
+      vms.map((vm) => [vm, sim.record.events({ kind: "hibernate", vmName: vm }).length]),
     );
 
     const done = await restore("lr", "live", "lk");
+    const expected = new Map<string, string>();
+    for (const vm of vms) expected.set(vm, await restoredDigest("live", vm, "lk", done.metadata.uid ?? ""));
     assert.equal(done.status?.phase, "Restored", JSON.stringify(done.status));
     assert.equal(done.status?.suspendedBefore, false);
     assert.equal(done.status?.resumed, true);
@@ -170,10 +178,10 @@ describe("restore in place", () => {
     const suspended = await setPhase("parked", "Suspended");
     const vm = vmName("parked", 0);
     const own = await tagDigest(oci, vm, TAG_HIBERNATE);
-    const expected = await restoredDigest("parked", vm, "pk");
-    assert.notEqual(own, expected);
 
     const done = await restore("pr", "parked", "pk");
+    const expected = await restoredDigest("parked", vm, "pk", done.metadata.uid ?? "");
+    assert.notEqual(own, expected);
     assert.equal(done.status?.phase, "Restored", JSON.stringify(done.status));
     assert.equal(done.status?.suspendedBefore, true);
     const cs = await getSet(env, ns, "parked");

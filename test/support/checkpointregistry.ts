@@ -1,7 +1,8 @@
 // An in-memory CheckpointRegistry for checkpoint and branch unit tests: repositories of tags naming
-// manifests by digest, blobs per repository, and distribution's delete semantics (deleting a manifest
-// by digest removes every tag naming it). Every call is recorded in order, into a log the test can
-// share with the API client's calls to check the order across both.
+// manifests by digest, blobs per repository, and the client's delete rule over distribution (a tag
+// goes alone; removeByDigest is the registry's own digest delete, which takes every tag naming it).
+// Every call is recorded in order, into a log the test can share with the API client's calls to
+// check the order across both.
 import { createHash } from "node:crypto";
 import {
   type BlobCopy,
@@ -163,26 +164,54 @@ export class FakeCheckpointRegistry implements CheckpointRegistry {
     return { digest, mediaType: OCI_MANIFEST, blobs, bytesSent: 0 };
   }
 
-  /** By digest: the manifest and every tag naming it go, as in distribution. */
-  async deleteManifest(repo: string, ref: string): Promise<void> {
-    this.#call("delete", repo, ref);
-    const digest = this.#resolve(repo, ref);
-    if (!digest) return;
+  /**
+   * The registry's own DELETE by digest, as distribution answers it: the manifest and every tag
+   * naming it go. The client's calls below never send one that another tag still names.
+   */
+  removeByDigest(repo: string, digest: string): void {
     this.#manifests.delete(`${repo}@${digest}`);
     for (const [key, value] of this.#tags)
       if (key.startsWith(`${repo}:`) && value === digest) this.#tags.delete(key);
   }
 
+  /** The tags of `repo` naming `digest`. */
+  tagsNaming(repo: string, digest: string): string[] {
+    return [...this.#tags]
+      .filter(([key, value]) => key.startsWith(`${repo}:`) && value === digest)
+      .map(([key]) => key.slice(repo.length + 1));
+  }
+
+  /**
+   * As the client behaves against distribution: a tag goes alone (the manifest too once no tag names
+   * it); a digest goes only while no tag names it, else the delete is refused.
+   */
+  async deleteManifest(repo: string, ref: string): Promise<void> {
+    this.#call("delete", repo, ref);
+    if (!ref.includes(":")) {
+      this.#dropTag(repo, ref, this.#tags.get(`${repo}:${ref}`));
+      return;
+    }
+    if (this.tagsNaming(repo, ref).length > 0) throw FakeCheckpointRegistry.error(409);
+    this.#manifests.delete(`${repo}@${ref}`);
+  }
+
   async deleteTagAt(repo: string, tag: string, digest: string): Promise<void> {
     this.#call("deleteTagAt", repo, `${tag}@${digest}`);
-    await this.deleteManifest(repo, digest);
+    this.#dropTag(repo, tag, digest);
   }
 
   async deleteIfPresent(repo: string, tag: string): Promise<boolean> {
     this.#call("deleteIfPresent", repo, tag);
     const digest = this.#resolve(repo, tag);
     if (!digest) return false;
-    await this.deleteManifest(repo, digest);
+    this.#dropTag(repo, tag, digest);
     return true;
+  }
+
+  /** `tag` goes if it still names `digest`; the manifest goes with it once no other tag names it. */
+  #dropTag(repo: string, tag: string, digest: string | undefined): void {
+    if (digest === undefined || this.#tags.get(`${repo}:${tag}`) !== digest) return;
+    this.#tags.delete(`${repo}:${tag}`);
+    if (this.tagsNaming(repo, digest).length === 0) this.#manifests.delete(`${repo}@${digest}`);
   }
 }

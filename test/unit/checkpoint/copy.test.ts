@@ -7,11 +7,13 @@ import { globSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { copyToHibernate } from "../../../src/checkpoint/copy.ts";
+import { MANIFEST_ANN_BRANCH, MANIFEST_ANN_WRITE } from "../../../src/checkpoint/keys.ts";
+import { checkpointManifest } from "../../../src/checkpoint/manifest.ts";
 import type { BranchCopy } from "../../../src/checkpoint/members.ts";
 import { FakeCheckpointRegistry } from "../../support/checkpointregistry.ts";
 
 const signal = new AbortController().signal;
-const owner = { namespace: "ns", setName: "demo" };
+const owner = { namespace: "ns", name: "demo", uid: "uid-restore-1" };
 
 function copyOf(registry: FakeCheckpointRegistry, from: string, to: string): BranchCopy {
   const digest = registry.push(from, "ckpt-ck", "ubuntu");
@@ -38,6 +40,46 @@ describe("copyToHibernate", () => {
       bytesSent: 0,
     });
     assert.ok(!registry.log.some((l) => l.startsWith("put")), "in place: nothing written");
+  });
+
+  it("a restore from a checkpoint taken of an earlier restore writes a digest no checkpoint tag has", async () => {
+    const registry = new FakeCheckpointRegistry();
+    const vm = "vk-ns-demo-0";
+    // Restore from c1 into the set's own repository, then checkpoint the result as c2, as the
+    // checkpoint reconciler writes it.
+    const c1 = copyOf(registry, vm, vm);
+    await copyToHibernate(registry, c1, { ...owner, uid: "uid-restore-1" }, signal);
+    const restored = await registry.getManifest(vm, "hibernate");
+    const c2 = checkpointManifest(restored.raw, { namespace: "ns", name: "c2", uid: "uid-c2" });
+    const c2Digest = await registry.putManifest(vm, "ckpt-c2", c2);
+
+    const second = { member: { ...c1.member, digest: c2Digest }, targetVM: vm };
+    assert.equal(
+      (await copyToHibernate(registry, second, { ...owner, uid: "uid-restore-2" }, signal)).landed,
+      true,
+    );
+    const hibernate = registry.digestOf(vm, "hibernate");
+    assert.notEqual(hibernate, c2Digest, "`:hibernate` and `ckpt-c2` are two manifests");
+    assert.deepEqual(registry.tagsNaming(vm, hibernate ?? ""), ["hibernate"]);
+    // A retry of the same restore finds its own write in place.
+    registry.log.length = 0;
+    assert.equal(
+      (await copyToHibernate(registry, second, { ...owner, uid: "uid-restore-2" }, signal)).landed,
+      false,
+    );
+    assert.ok(!registry.log.some((l) => l.startsWith("put")));
+  });
+
+  it("a checkpoint drops the stamps of the restore whose `:hibernate` it copies", async () => {
+    const registry = new FakeCheckpointRegistry();
+    const vm = "vk-ns-demo-0";
+    await copyToHibernate(registry, copyOf(registry, vm, vm), owner, signal);
+    const restored = await registry.getManifest(vm, "hibernate");
+    const checkpoint = JSON.parse(
+      checkpointManifest(restored.raw, { namespace: "ns", name: "c2", uid: "uid-c2" }).toString("utf8"),
+    );
+    assert.equal(checkpoint.annotations[MANIFEST_ANN_BRANCH], undefined);
+    assert.equal(checkpoint.annotations[MANIFEST_ANN_WRITE], "uid-c2");
   });
 
   it("across repositories copies the member's manifest under its digest, blobs first", async () => {

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { CheckpointMember, CocoonCheckpoint } from "../../../src/apis/v1alpha1/types.ts";
-import { MANIFEST_ANN_CHECKPOINT } from "../../../src/checkpoint/keys.ts";
+import { MANIFEST_ANN_CHECKPOINT, MANIFEST_ANN_WRITE } from "../../../src/checkpoint/keys.ts";
 import { checkpointManifest } from "../../../src/checkpoint/manifest.ts";
 import { incompatibleCopies, planBranch, setSlots } from "../../../src/checkpoint/members.ts";
 import { checkpointsToPrune, parseKeepCheckpoints } from "../../../src/checkpoint/prune.ts";
@@ -70,7 +70,7 @@ describe("planBranch", () => {
 });
 
 describe("checkpointManifest", () => {
-  it("keeps every field and adds the checkpoint annotation, so its digest is its own", () => {
+  it("keeps every field and adds the checkpoint's stamps, so its digest is its own", () => {
     const raw = Buffer.from(
       JSON.stringify({
         schemaVersion: 2,
@@ -78,13 +78,28 @@ describe("checkpointManifest", () => {
         annotations: { "cocoonstack.snapshot.baseimage": "img" },
       }),
     );
-    const copy = JSON.parse(checkpointManifest(raw, "ns", "ck").toString("utf8"));
+    const ck = { namespace: "ns", name: "ck", uid: "uid-ck" };
+    const copy = JSON.parse(checkpointManifest(raw, ck).toString("utf8"));
     assert.deepEqual(copy, {
       schemaVersion: 2,
       layers: [{ digest: "sha256:a" }],
-      annotations: { "cocoonstack.snapshot.baseimage": "img", [MANIFEST_ANN_CHECKPOINT]: "ns/ck" },
+      annotations: {
+        "cocoonstack.snapshot.baseimage": "img",
+        [MANIFEST_ANN_CHECKPOINT]: "ns/ck",
+        [MANIFEST_ANN_WRITE]: "uid-ck",
+      },
     });
-    assert.notDeepEqual(checkpointManifest(raw, "ns", "other"), checkpointManifest(raw, "ns", "ck"));
+    assert.notDeepEqual(checkpointManifest(raw, { ...ck, name: "other" }), checkpointManifest(raw, ck));
+    assert.notDeepEqual(
+      checkpointManifest(raw, { ...ck, uid: "uid-ck-recreated" }),
+      checkpointManifest(raw, ck),
+      "a checkpoint re-created under the same name writes other bytes",
+    );
+    assert.deepEqual(
+      checkpointManifest(raw, ck),
+      checkpointManifest(raw, ck),
+      "a retry writes the same bytes",
+    );
   });
 });
 

@@ -121,7 +121,7 @@ describe("prepareSnapshotForCreate", () => {
       dropped: false,
     });
     assert.deepEqual(h.registry.callsOf("getSnapshot"), [`${MAIN_VM}:hibernate`, `${MAIN_VM}:hibernate`]);
-    assert.deepEqual(h.registry.callsOf("deleteManifest"), []);
+    assert.deepEqual(h.registry.callsOf("deleteTagAt"), []);
   });
 
   it("a registry error fails the create: thrown, nothing deleted or written", async () => {
@@ -129,7 +129,7 @@ describe("prepareSnapshotForCreate", () => {
     h.registry.put(MAIN_VM, "hibernate", OTHER_IMAGE);
     h.registry.failOn = () => FakeSnapshotRegistry.error(503);
     await assert.rejects(prepareSnapshotForCreate(h.pass(), mainRequest), /injected failure/);
-    assert.deepEqual(h.registry.callsOf("deleteManifest"), []);
+    assert.deepEqual(h.registry.callsOf("deleteTagAt"), []);
     assert.deepEqual(h.client.writes(), []);
   });
 
@@ -165,7 +165,7 @@ describe("prepareSnapshotForCreate", () => {
     assert.deepEqual(result, { restore: false, dropped: true });
     assert.deepEqual(
       h.registry.calls.map((c) => `${c.op} ${c.repo}:${c.ref}`),
-      [`getSnapshot ${MAIN_VM}:hibernate`, `deleteManifest ${MAIN_VM}:${digest}`],
+      [`getSnapshot ${MAIN_VM}:hibernate`, `deleteTagAt ${MAIN_VM}:hibernate@${digest}`],
     );
     assert.equal(h.registry.has(MAIN_VM, "hibernate"), false);
     assert.deepEqual(recordOf(h), { generation: 1, vms: [SUB_VM], restore: [], suspended: [] });
@@ -174,8 +174,7 @@ describe("prepareSnapshotForCreate", () => {
   it("keeps the VM recorded when the registry refuses the tag delete", async () => {
     const h = scalingHarness(withRecord({ generation: 1, vms: [MAIN_VM] }));
     h.registry.put(MAIN_VM, "hibernate", OTHER_IMAGE);
-    h.registry.failOn = (call) =>
-      call.op === "deleteManifest" ? FakeSnapshotRegistry.error(500) : undefined;
+    h.registry.failOn = (call) => (call.op === "deleteTagAt" ? FakeSnapshotRegistry.error(500) : undefined);
     await assert.rejects(prepareSnapshotForCreate(h.pass(), mainRequest));
     assert.deepEqual(recordOf(h).vms, [MAIN_VM]);
     assert.deepEqual(h.client.writes(), []);
@@ -196,7 +195,7 @@ describe("prepareSnapshotForCreate", () => {
       restore: true,
       dropped: false,
     });
-    assert.deepEqual(owed.registry.callsOf("deleteManifest"), []);
+    assert.deepEqual(owed.registry.callsOf("deleteTagAt"), []);
 
     const byCR = scalingHarness(scalingSet());
     byCR.registry.put(SUB_VM, "hibernate", IMAGE);
@@ -205,7 +204,7 @@ describe("prepareSnapshotForCreate", () => {
       restore: true,
       dropped: false,
     });
-    assert.deepEqual(byCR.registry.callsOf("deleteManifest"), []);
+    assert.deepEqual(byCR.registry.callsOf("deleteTagAt"), []);
   });
 
   it("concurrent drops in one pass each leave the record (the writes are chained)", async () => {

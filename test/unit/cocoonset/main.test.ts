@@ -72,7 +72,7 @@ describe("step 11: main agent", () => {
     h.registry.put(MAIN_VM, "hibernate", IMAGE);
     await reconcileMain(h.pass());
     assert.equal(h.pod("demo-0")?.metadata.annotations?.[ANN_RESTORE_FROM_HIBERNATE], "true");
-    assert.deepEqual(h.registry.callsOf("deleteManifest"), []);
+    assert.deepEqual(h.registry.callsOf("deleteTagAt"), []);
   });
 
   it("restore-marks a main the reclaim record owes a restore", async () => {
@@ -91,7 +91,7 @@ describe("step 11: main agent", () => {
     h.client.seed(COCOONHIBERNATIONS, hibernated("demo-0"));
     const digest = h.registry.put(MAIN_VM, "hibernate", OTHER_IMAGE);
     await reconcileMain(h.pass());
-    assert.deepEqual(h.registry.callsOf("deleteManifest"), [`${MAIN_VM}:${digest}`]);
+    assert.deepEqual(h.registry.callsOf("deleteTagAt"), [`${MAIN_VM}:hibernate@${digest}`]);
     assert.deepEqual(h.created(), ["demo-0"]);
     assert.equal(h.pod("demo-0")?.metadata.annotations?.[ANN_RESTORE_FROM_HIBERNATE], undefined);
   });

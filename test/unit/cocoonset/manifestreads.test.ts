@@ -53,7 +53,7 @@ describe("one manifest read per create attempt", () => {
 
     await reconcile(h);
 
-    assert.deepEqual(registryCalls(h), [`getSnapshot ${TAG}`, `deleteManifest ${MAIN_VM}:${digest}`]);
+    assert.deepEqual(registryCalls(h), [`getSnapshot ${TAG}`, `deleteTagAt ${MAIN_VM}:hibernate@${digest}`]);
     assert.deepEqual(h.created(), ["demo-0"]);
     assert.equal(h.pod("demo-0")?.metadata.annotations?.[ANN_RESTORE_FROM_HIBERNATE], undefined);
   });
@@ -87,7 +87,7 @@ describe("one manifest read per create attempt", () => {
 
     await reconcile(h);
 
-    assert.deepEqual(registryCalls(h), [`getSnapshot ${TAG}`, `deleteManifest ${MAIN_VM}:${digest}`]);
+    assert.deepEqual(registryCalls(h), [`getSnapshot ${TAG}`, `deleteTagAt ${MAIN_VM}:hibernate@${digest}`]);
     assert.deepEqual(h.created(), ["demo-0"]);
     assert.equal(h.pod("demo-0")?.metadata.annotations?.[ANN_RESTORE_FROM_HIBERNATE], undefined);
   });

@@ -144,7 +144,7 @@ describe("step 6: suspend with hibernatePolicy release", () => {
     assert.equal(cs.metadata.annotations?.[ANN_HIBERNATED_ON_NODE], "node-a");
     assert.equal(cs.metadata.annotations?.[ANN_DELETE_VM_NAMES], VM0);
     assert.equal(await counterValue(slotReleasePodsDeletedTotal, LABELS), before + 1);
-    assert.deepEqual(h.registry.callsOf("deleteManifest"), []);
+    assert.deepEqual(h.registry.callsOf("deleteTagAt"), []);
     assert.deepEqual(h.registry.callsOf("deleteIfPresent"), []);
   });
 

@@ -176,7 +176,7 @@ describe("step 12: sub-agents", () => {
     h.registry.put("vk-ns-demo-1", "hibernate", IMAGE);
     await reconcileSubAgents(h.pass());
     assert.equal(h.pod("demo-1")?.metadata.annotations?.[ANN_RESTORE_FROM_HIBERNATE], "true");
-    assert.deepEqual(h.registry.callsOf("deleteManifest"), []);
+    assert.deepEqual(h.registry.callsOf("deleteTagAt"), []);
   });
 
   it("a slot nobody restores has its tag dropped (and leaves the record) before the create", async () => {
@@ -184,7 +184,7 @@ describe("step 12: sub-agents", () => {
     const h = withSubs(set(1, { [ANN_HIBERNATE_RECLAIM]: reclaim }), []);
     const digest = h.registry.put("vk-ns-demo-1", "hibernate", IMAGE);
     await reconcileSubAgents(h.pass());
-    assert.deepEqual(h.registry.callsOf("deleteManifest"), [`vk-ns-demo-1:${digest}`]);
+    assert.deepEqual(h.registry.callsOf("deleteTagAt"), [`vk-ns-demo-1:hibernate@${digest}`]);
     assert.equal(h.set().metadata.annotations?.[ANN_HIBERNATE_RECLAIM], undefined);
     assert.deepEqual(h.created(), ["demo-1"]);
     assert.equal(h.pod("demo-1")?.metadata.annotations?.[ANN_RESTORE_FROM_HIBERNATE], undefined);

@@ -100,7 +100,7 @@ describe("step 13: toolboxes", () => {
     const h = withPods(set([TB]));
     const digest = h.registry.put("vk-ns-demo-tb", "hibernate", OTHER_IMAGE);
     await reconcileToolboxes(h.pass());
-    assert.deepEqual(h.registry.callsOf("deleteManifest"), [`vk-ns-demo-tb:${digest}`]);
+    assert.deepEqual(h.registry.callsOf("deleteTagAt"), [`vk-ns-demo-tb:hibernate@${digest}`]);
     assert.equal(h.pod("demo-tb")?.metadata.annotations?.[ANN_RESTORE_FROM_HIBERNATE], undefined);
   });
 

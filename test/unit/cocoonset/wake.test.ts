@@ -94,7 +94,7 @@ describe("step 9: wake with no main", () => {
       },
     ]);
     assert.equal(h.set().status?.phase, "Waking");
-    assert.deepEqual(h.registry.callsOf("deleteManifest"), []);
+    assert.deepEqual(h.registry.callsOf("deleteTagAt"), []);
   });
 
   it("a spec.nodeName pin makes the hostname term required", async () => {
@@ -145,7 +145,7 @@ describe("step 9: wake with no main", () => {
     const h = scalingHarness(wakeSet("Suspended", HINT));
     const digest = h.registry.put(VM0, "hibernate", OTHER_IMAGE);
     assert.deepEqual(await run(h), HANDED_BACK);
-    assert.deepEqual(h.registry.callsOf("deleteManifest"), [`${VM0}:${digest}`]);
+    assert.deepEqual(h.registry.callsOf("deleteTagAt"), [`${VM0}:hibernate@${digest}`]);
     assert.equal(h.set().metadata.annotations?.[ANN_HIBERNATED_ON_NODE], undefined);
     assert.deepEqual(h.created(), []);
   });
@@ -315,7 +315,7 @@ describe("step 9: Waking", () => {
       `registry deleteIfPresent ${VM0}:hibernate`,
       "patch cocoonsets/demo hibernated-on-node-",
     ]);
-    assert.deepEqual(h.registry.callsOf("deleteManifest"), []);
+    assert.deepEqual(h.registry.callsOf("deleteTagAt"), []);
   });
 
   it("landing on the hint node scores hint-node once; a hint-less re-entry never scores again", async () => {

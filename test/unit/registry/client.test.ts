@@ -4,6 +4,7 @@ import { describe, it } from "node:test";
 import {
   type Credential,
   createRegistryClient,
+  DROPPED_TAG_ANNOTATION,
   type FetchInit,
   type FetchLike,
   MANIFEST_ACCEPT,
@@ -89,6 +90,82 @@ const refusesTagDelete = (tag: string): Route[] => [
     () => new Response(null, { status: 202 }),
   ),
 ];
+/** distribution's tag list of repository `vm`: these tags. */
+const tagList = (...tags: string[]): Route =>
+  on("GET", "https://reg.example.com/v2/vm/tags/list", () => Response.json({ name: "vm", tags }));
+const sha256Of = (bytes: Buffer): string => `sha256:${createHash("sha256").update(bytes).digest("hex")}`;
+
+/** A snapshot-shaped manifest; `id` makes its bytes (and digest) its own. */
+const snapshotManifest = (id: string): Buffer =>
+  Buffer.from(
+    JSON.stringify({
+      schemaVersion: 2,
+      mediaType: OCI,
+      config: { mediaType: "config", digest: sha256Of(Buffer.from(`config-${id}`)), size: 10 },
+      layers: [{ mediaType: "layer", digest: sha256Of(Buffer.from(`layer-${id}`)), size: 100 }],
+      annotations: { "cocoonstack.snapshot.baseimage": "img" },
+    }),
+  );
+
+/**
+ * Repository `vm` of distribution 2.8 in memory: manifests by digest, tags naming them, a tag list,
+ * PUT by tag, and DELETE by digest only (400 DIGEST_INVALID by tag), which takes every tag naming
+ * that digest with the manifest.
+ */
+function distribution() {
+  const manifests = new Map<string, Buffer>();
+  const tagged = new Map<string, string>();
+  const push = (tag: string, raw: Buffer): string => {
+    const digest = sha256Of(raw);
+    manifests.set(digest, raw);
+    tagged.set(tag, digest);
+    return digest;
+  };
+  const route: Route = (req) => {
+    const { pathname } = new URL(req.url);
+    if (pathname === "/v2/vm/tags/list" && req.method === "GET") {
+      return Response.json({ name: "vm", tags: [...tagged.keys()] });
+    }
+    if (!pathname.startsWith("/v2/vm/manifests/")) return undefined;
+    const ref = pathname.slice("/v2/vm/manifests/".length);
+    const byDigest = ref.startsWith("sha256:");
+    const digest = byDigest ? (manifests.has(ref) ? ref : undefined) : tagged.get(ref);
+    const raw = digest === undefined ? undefined : manifests.get(digest);
+    switch (req.method) {
+      case "HEAD":
+      case "GET":
+        if (digest === undefined || raw === undefined) return errorBody(404, "MANIFEST_UNKNOWN");
+        return new Response(req.method === "GET" ? raw : null, {
+          status: 200,
+          headers: {
+            "content-type": OCI,
+            "content-length": String(raw.length),
+            "docker-content-digest": digest,
+          },
+        });
+      case "PUT": {
+        const put = push(ref, Buffer.from(req.body ?? ""));
+        return new Response(null, { status: 201, headers: { "docker-content-digest": put } });
+      }
+      case "DELETE":
+        if (!byDigest) return errorBody(400, "DIGEST_INVALID");
+        if (digest === undefined) return errorBody(404, "MANIFEST_UNKNOWN");
+        manifests.delete(digest);
+        for (const [tag, named] of tagged) if (named === digest) tagged.delete(tag);
+        return new Response(null, { status: 202 });
+      default:
+        return undefined;
+    }
+  };
+  return {
+    route,
+    push,
+    tags: () => Object.fromEntries(tagged),
+    has: (digest: string) => manifests.has(digest),
+    body: (digest: string) => JSON.parse(manifests.get(digest)?.toString("utf8") ?? "null"),
+  };
+}
+
 /** The requests a fake fetch saw, as "METHOD path", without the /v2/ ping. */
 const requestLines = (seen: Seen[]) =>
   seen.filter((r) => !r.url.endsWith("/v2/")).map((r) => `${r.method} ${new URL(r.url).pathname}`);
@@ -236,6 +313,7 @@ describe("deleteManifest / deleteIfPresent", () => {
     const { fetch, seen } = fakeFetch(
       ping200,
       headPresent("/v2/vm/manifests/hibernate"),
+      tagList("hibernate"),
       on("DELETE", "https://reg.example.com/v2/vm/manifests/hibernate", () => errorBody(405, "UNSUPPORTED")),
       on(
         "DELETE",
@@ -248,6 +326,7 @@ describe("deleteManifest / deleteIfPresent", () => {
     assert.deepEqual(calls(seen), [
       "DELETE /v2/vm/manifests/hibernate",
       "HEAD /v2/vm/manifests/hibernate",
+      "GET /v2/vm/tags/list",
       `DELETE /v2/vm/manifests/${DIGEST}`,
     ]);
   });
@@ -256,6 +335,7 @@ describe("deleteManifest / deleteIfPresent", () => {
     const { fetch } = fakeFetch(
       ping200,
       headPresent("/v2/vm/manifests/hibernate"),
+      tagList("hibernate"),
       on("DELETE", "https://reg.example.com/v2/vm/manifests/*", () =>
         errorBody(405, "UNSUPPORTED", "disabled"),
       ),
@@ -277,28 +357,31 @@ describe("deleteManifest / deleteIfPresent", () => {
   });
 
   it("once the registry refused a tag delete, deleteIfPresent deletes what it saw by digest at once", async () => {
-    const { fetch, seen } = fakeFetch(
-      ping200,
-      headPresent("/v2/vm/manifests/hibernate"),
-      headPresent("/v2/vm/manifests/latest"),
-      ...refusesTagDelete("hibernate"),
-    );
+    const registry = distribution();
+    const hibernate = registry.push("hibernate", snapshotManifest("one"));
+    const latest = registry.push("latest", snapshotManifest("two"));
+    const { fetch, seen } = fakeFetch(ping200, registry.route);
     const client = createRegistryClient("reg.example.com", { fetch, keychain: anonymous });
     assert.equal(await client.deleteIfPresent("vm", "hibernate"), true);
     assert.equal(await client.deleteIfPresent("vm", "latest"), true);
     assert.deepEqual(calls(seen), [
       "HEAD /v2/vm/manifests/hibernate",
       "DELETE /v2/vm/manifests/hibernate",
-      `DELETE /v2/vm/manifests/${DIGEST}`,
+      "GET /v2/vm/tags/list",
       "HEAD /v2/vm/manifests/latest",
-      `DELETE /v2/vm/manifests/${DIGEST}`,
+      `DELETE /v2/vm/manifests/${hibernate}`,
+      "HEAD /v2/vm/manifests/latest",
+      "GET /v2/vm/tags/list",
+      `DELETE /v2/vm/manifests/${latest}`,
     ]);
+    assert.deepEqual(registry.tags(), {});
   });
 
   it("reports one outcome per delete asked for: a refused tag delete retried by digest is one deletion", async () => {
     const { fetch } = fakeFetch(
       ping200,
       headPresent("/v2/vm/manifests/hibernate"),
+      tagList(),
       ...refusesTagDelete("hibernate"),
       on("DELETE", "https://reg.example.com/v2/other/manifests/*", () => errorBody(500, "UNKNOWN")),
     );
@@ -347,6 +430,7 @@ describe("deleteManifest / deleteIfPresent", () => {
     const present = fakeFetch(
       ping200,
       headPresent("/v2/vm/manifests/latest"),
+      tagList("latest"),
       on("DELETE", "https://reg.example.com/v2/vm/manifests/latest", () => errorBody(400, "DIGEST_INVALID")),
       on(
         "DELETE",
@@ -362,6 +446,7 @@ describe("deleteManifest / deleteIfPresent", () => {
     assert.deepEqual(calls(present.seen), [
       "HEAD /v2/vm/manifests/latest",
       "DELETE /v2/vm/manifests/latest",
+      "GET /v2/vm/tags/list",
       `DELETE /v2/vm/manifests/${DIGEST}`,
     ]);
   });
@@ -374,6 +459,7 @@ describe("deleteTagAt", () => {
   it("deletes by tag without probing again; a registry refusing tag deletes gets the given digest, at once from then on", async () => {
     const { fetch, seen } = fakeFetch(
       ping200,
+      tagList("hibernate"),
       ...refusesTagDelete("hibernate"),
       on("DELETE", `https://reg.example.com/v2/vm/manifests/${OTHER}`, () =>
         errorBody(404, "MANIFEST_UNKNOWN"),
@@ -384,7 +470,9 @@ describe("deleteTagAt", () => {
     await client.deleteTagAt("vm", "hibernate", OTHER);
     assert.deepEqual(calls(seen), [
       "DELETE /v2/vm/manifests/hibernate",
+      "GET /v2/vm/tags/list",
       `DELETE /v2/vm/manifests/${DIGEST}`,
+      "GET /v2/vm/tags/list",
       `DELETE /v2/vm/manifests/${OTHER}`,
     ]);
   });
@@ -400,6 +488,101 @@ describe("deleteTagAt", () => {
     const refused = await registryError(client.deleteTagAt("vm", "latest", DIGEST));
     assert.equal(refused.status, 403);
     assert.deepEqual(calls(seen), ["DELETE /v2/vm/manifests/hibernate", "DELETE /v2/vm/manifests/latest"]);
+  });
+});
+
+describe("the delete rule: no delete removes a manifest another tag still names", () => {
+  const calls = requestLines;
+
+  it("a tag sharing its digest with another is re-pointed to a manifest of its own, and only that goes", async () => {
+    const registry = distribution();
+    const raw = snapshotManifest("c2");
+    const shared = registry.push("hibernate", raw);
+    assert.equal(registry.push("ckpt-c2", raw), shared, "two tags, one digest");
+    const { fetch, seen } = fakeFetch(ping200, registry.route);
+    const client = createRegistryClient("reg.example.com", { fetch, keychain: anonymous });
+
+    await client.deleteTagAt("vm", "hibernate", shared);
+    assert.deepEqual(registry.tags(), { "ckpt-c2": shared }, "the other tag keeps its manifest");
+    assert.ok(registry.has(shared));
+    const put = seen.find((r) => r.method === "PUT");
+    const own = sha256Of(Buffer.from(put?.body ?? ""));
+    assert.notEqual(own, shared);
+    assert.equal(registry.has(own), false, "the re-pointed manifest went in the tag's place");
+    const body = JSON.parse(put?.body ?? "{}");
+    const original = JSON.parse(raw.toString("utf8"));
+    assert.deepEqual(
+      [body.config, body.layers],
+      [original.config, original.layers],
+      "same config and layers",
+    );
+    assert.deepEqual(body.annotations, { ...original.annotations, [DROPPED_TAG_ANNOTATION]: "hibernate" });
+    assert.deepEqual(calls(seen), [
+      "DELETE /v2/vm/manifests/hibernate",
+      "GET /v2/vm/tags/list",
+      "HEAD /v2/vm/manifests/ckpt-c2",
+      "HEAD /v2/vm/manifests/hibernate",
+      `GET /v2/vm/manifests/${shared}`,
+      "PUT /v2/vm/manifests/hibernate",
+      `DELETE /v2/vm/manifests/${own}`,
+    ]);
+
+    // The last tag naming it goes by its digest, probe first.
+    seen.length = 0;
+    assert.equal(await client.deleteIfPresent("vm", "ckpt-c2"), true);
+    assert.deepEqual(registry.tags(), {});
+    assert.deepEqual(calls(seen), [
+      "HEAD /v2/vm/manifests/ckpt-c2",
+      "GET /v2/vm/tags/list",
+      `DELETE /v2/vm/manifests/${shared}`,
+    ]);
+  });
+
+  it("a digest no other tag names goes at once: one tag list and a HEAD per other tag more than before", async () => {
+    const registry = distribution();
+    const hibernate = registry.push("hibernate", snapshotManifest("h"));
+    const latest = registry.push("latest", snapshotManifest("l"));
+    const ckpt = registry.push("ckpt-a", snapshotManifest("a"));
+    const { fetch, seen } = fakeFetch(ping200, registry.route);
+    const client = createRegistryClient("reg.example.com", { fetch, keychain: anonymous });
+    await client.deleteTagAt("vm", "hibernate", hibernate);
+    assert.deepEqual(registry.tags(), { latest, "ckpt-a": ckpt });
+    assert.deepEqual(calls(seen), [
+      "DELETE /v2/vm/manifests/hibernate",
+      "GET /v2/vm/tags/list",
+      "HEAD /v2/vm/manifests/latest",
+      "HEAD /v2/vm/manifests/ckpt-a",
+      `DELETE /v2/vm/manifests/${hibernate}`,
+    ]);
+  });
+
+  it("a tag pushed over since the caller's probe is left, and the other tag with it", async () => {
+    const registry = distribution();
+    const raw = snapshotManifest("old");
+    const old = registry.push("ckpt-c2", raw);
+    const fresh = registry.push("hibernate", snapshotManifest("new"));
+    const { fetch, seen } = fakeFetch(ping200, registry.route);
+    const client = createRegistryClient("reg.example.com", { fetch, keychain: anonymous });
+    await client.deleteTagAt("vm", "hibernate", old);
+    assert.deepEqual(registry.tags(), { "ckpt-c2": old, hibernate: fresh });
+    assert.equal(seen.filter((r) => r.method === "PUT").length, 0);
+  });
+
+  it("a delete by digest that a tag still names is refused, touching nothing; an untagged one goes", async () => {
+    const registry = distribution();
+    const tagged = registry.push("ckpt-c2", snapshotManifest("c2"));
+    const loose = sha256Of(snapshotManifest("loose"));
+    registry.push("scratch", snapshotManifest("loose"));
+    const { fetch, seen } = fakeFetch(ping200, registry.route);
+    const client = createRegistryClient("reg.example.com", { fetch, keychain: anonymous });
+    const refused = await registryError(client.deleteManifest("vm", tagged));
+    assert.equal(refused.code, "MANIFEST_TAGGED");
+    assert.match(refused.message, /ckpt-c2/);
+    assert.deepEqual(registry.tags()["ckpt-c2"], tagged);
+    assert.equal(seen.filter((r) => r.method === "DELETE").length, 0);
+
+    await client.deleteTagAt("vm", "scratch", loose);
+    assert.deepEqual(registry.tags(), { "ckpt-c2": tagged });
   });
 });
 
@@ -507,7 +690,7 @@ describe("authentication", () => {
       ),
     );
     const client = createRegistryClient("reg.example.com", { fetch, keychain: basicCreds });
-    await client.deleteManifest("vm", DIGEST);
+    await client.deleteManifest("vm", "hibernate");
     const scopes = seen
       .filter((r) => r.url.startsWith("https://auth.example.com/"))
       .map((r) => new URL(r.url).searchParams.getAll("scope"));
@@ -516,7 +699,7 @@ describe("authentication", () => {
       ["repository:vm:push,pull", "repository:vm:delete"],
     ]);
     // The learned scope is requested up front next time, so the cached token serves it.
-    await client.deleteManifest("vm", DIGEST);
+    await client.deleteManifest("vm", "hibernate");
     assert.deepEqual(
       seen.filter((r) => r.method === "DELETE").map((r) => r.headers.authorization),
       ["Bearer tok-1", "Bearer tok-2", "Bearer tok-2"],

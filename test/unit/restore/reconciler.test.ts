@@ -96,7 +96,9 @@ describe("RestoreReconciler", () => {
     );
     for (const [i, vm] of [MAIN, SUB].entries()) {
       const source = await f.registry.getManifest(vm, i === 0 ? f.digests.main : f.digests.sub);
-      const expected = manifestDigest(sameRepositoryBranchManifest(source.raw, NS, SET));
+      const expected = manifestDigest(
+        sameRepositoryBranchManifest(source.raw, { namespace: NS, name: SET, uid: "uid-r1" }),
+      );
       assert.equal(f.registry.digestOf(vm, "hibernate"), expected, `${vm}:hibernate is the checkpoint's`);
       assert.notEqual(expected, live[i]);
       assert.notEqual(
