@@ -25,13 +25,7 @@ import type { Client } from "../controller/client.ts";
 import { isConflict, isForbidden, isNotFound, unlessNotFound } from "../controller/errors.ts";
 import type { EventRecorder, EventType } from "../controller/events.ts";
 import type { Reconciler, Request, Result } from "../controller/reconciler.ts";
-import {
-  COCOONCHECKPOINTS,
-  COCOONPOOLS,
-  COCOONRESTORES,
-  COCOONSETS,
-  type ResourceType,
-} from "../controller/resources.ts";
+import { COCOONCHECKPOINTS, COCOONPOOLS, COCOONRESTORES, COCOONSETS } from "../controller/resources.ts";
 import type { Logger } from "../log.ts";
 import { checkpointBytesTotal, checkpointDurationSeconds, checkpointsTotal } from "../metrics/checkpoint.ts";
 import {
@@ -510,8 +504,8 @@ export class CheckpointReconciler implements Reconciler {
     const { client } = this.deps;
     const [sets, pools, restores] = await Promise.all([
       client.list<CocoonSet>(COCOONSETS, namespace),
-      listOrNone<CocoonPool>(client, COCOONPOOLS, namespace),
-      listOrNone<CocoonRestore>(client, COCOONRESTORES, namespace),
+      itemsOrNone(() => client.list<CocoonPool>(COCOONPOOLS, namespace)),
+      itemsOrNone(() => client.list<CocoonRestore>(COCOONRESTORES, namespace)),
     ]);
     return { sets: sets.items, pools, restores };
   }
@@ -585,10 +579,10 @@ export class CheckpointReconciler implements Reconciler {
   }
 }
 
-/** The kind's objects in the namespace on the API server; none where the kind is not served or permitted. */
-async function listOrNone<T>(client: Client, rt: ResourceType, namespace: string): Promise<T[]> {
+/** The items a list returns; none where the kind is not served or permitted. */
+async function itemsOrNone<T>(list: () => Promise<{ items: T[] }>): Promise<T[]> {
   try {
-    return (await client.list<T>(rt, namespace)).items;
+    return (await list()).items;
   } catch (err) {
     if (isNotFound(err) || isForbidden(err)) return [];
     throw err;
