@@ -180,7 +180,8 @@ export function poolStatus(
     type: CONDITION_READY,
     status: enough ? "True" : "False",
     reason: enough ? REASON_ENOUGH_READY : (stuck?.reason ?? REASON_FILLING),
-    message: !enough && stuck ? `${counted}; ${stuck.message}` : counted,
+    // A refused write is named even when enough members are ready: the pool cannot reach its plan.
+    message: stuck ? `${counted}; ${stuck.message}` : counted,
     observedGeneration: pool.metadata.generation ?? 0,
   };
   return {

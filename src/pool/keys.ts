@@ -46,3 +46,6 @@ export const REASON_FILLING = "Filling";
  * Ready condition's reason and a Warning event, and the pool backs off.
  */
 export const REASON_CREATE_REFUSED = "MemberCreateRefused";
+/** Likewise for the delete of an outdated or surplus member, and the suspend of a booted one. */
+export const REASON_DELETE_REFUSED = "MemberDeleteRefused";
+export const REASON_SUSPEND_REFUSED = "MemberSuspendRefused";

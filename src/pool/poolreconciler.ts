@@ -26,15 +26,31 @@ import {
   CONDITION_READY,
   FINALIZER_COCOONPOOL,
   REASON_CREATE_REFUSED,
+  REASON_DELETE_REFUSED,
   REASON_FILLED,
   REASON_MEMBER_CREATED,
   REASON_MEMBER_DELETED,
   REASON_MEMBER_SUSPENDED,
+  REASON_SUSPEND_REFUSED,
 } from "./keys.ts";
 import { generatedName } from "./names.ts";
 
 /** A lost race (a bind took the member first) is looked at again after this. */
 const CONFLICT_RETRY_MS = 100;
+
+/**
+ * A member write the API server refused as sent (403 or 422: an admission policy, a ResourceQuota):
+ * the same write fails again until the template, the policy or the quota changes.
+ */
+interface Refusal {
+  reason: string;
+  message: string;
+  error: ApiError;
+}
+
+function refusal(reason: string, write: string, error: ApiError): Refusal {
+  return { reason, message: `the API server refused to ${write}: ${error.message}`, error };
+}
 
 export interface PoolDeps {
   client: Client;
@@ -91,20 +107,28 @@ export class PoolReconciler implements Reconciler {
       );
     }
     let lostRace = false;
-    for (const member of plan.delete) lostRace = !(await this.deleteMember(pool, member, key)) || lostRace;
-    for (const member of plan.suspend) lostRace = !(await this.suspendMember(pool, member)) || lostRace;
-    const refused = await this.createMembers(pool, hold.until === undefined ? plan.create : 0, key);
+    let refused: Refusal | undefined;
+    for (const member of plan.delete) {
+      const outcome = await this.deleteMember(pool, member, key);
+      lostRace = outcome === false || lostRace;
+      if (typeof outcome === "object") refused ??= outcome;
+    }
+    for (const member of plan.suspend) {
+      const outcome = await this.suspendMember(pool, member);
+      lostRace = outcome === false || lostRace;
+      if (typeof outcome === "object") refused ??= outcome;
+    }
+    const createRefused = await this.createMembers(pool, hold.until === undefined ? plan.create : 0, key);
+    refused ??= createRefused;
     if (refused) {
-      // The same create fails again until the template, the policy or the quota changes: the Ready
-      // condition and a Warning say why, and the failed pass makes the work queue back off.
-      const message = `the API server refused to create a member CocoonSet: ${refused.message}`;
+      // The Ready condition and a Warning say why, and the failed pass makes the work queue back off.
       const status = poolStatus(pool, members, claimed.length, now, {
-        reason: REASON_CREATE_REFUSED,
-        message,
+        reason: refused.reason,
+        message: refused.message,
       });
-      this.deps.events.event(pool, "Warning", REASON_CREATE_REFUSED, message);
+      this.deps.events.event(pool, "Warning", refused.reason, refused.message);
       await this.writeStatus(pool, status);
-      throw refused;
+      throw refused.error;
     }
 
     await this.writeStatus(pool, poolStatus(pool, members, claimed.length, now));
@@ -114,8 +138,8 @@ export class PoolReconciler implements Reconciler {
   }
 
   /** Creates `count` members; the API server's refusal of one, if it refused any. */
-  private async createMembers(pool: CocoonPool, count: number, key: string): Promise<ApiError | undefined> {
-    let refused: ApiError | undefined;
+  private async createMembers(pool: CocoonPool, count: number, key: string): Promise<Refusal | undefined> {
+    let refused: Refusal | undefined;
     const creates = Array.from({ length: count }, async () => {
       const member = newMember(pool, generatedName(pool.metadata.name ?? ""));
       try {
@@ -124,7 +148,7 @@ export class PoolReconciler implements Reconciler {
         // A name taken by chance: the next pass draws another.
         if (isAlreadyExists(err)) return;
         if (isRefused(err)) {
-          refused = err;
+          refused = refusal(REASON_CREATE_REFUSED, "create a member CocoonSet", err);
           return;
         }
         throw err;
@@ -141,8 +165,11 @@ export class PoolReconciler implements Reconciler {
     return refused;
   }
 
-  /** False when the member moved on since the cache saw it (bound, say): it is not deleted. */
-  private async deleteMember(pool: CocoonPool, member: CocoonSet, key: string): Promise<boolean> {
+  /**
+   * False when the member moved on since the cache saw it (bound, say): it is not deleted. The
+   * API server's refusal when it refused the delete.
+   */
+  private async deleteMember(pool: CocoonPool, member: CocoonSet, key: string): Promise<boolean | Refusal> {
     const name = member.metadata.name ?? "";
     try {
       await this.deps.client.delete(COCOONSETS, member.metadata.namespace ?? "", name, {
@@ -154,6 +181,7 @@ export class PoolReconciler implements Reconciler {
     } catch (err) {
       if (isNotFound(err)) return true;
       if (isConflict(err)) return false;
+      if (isRefused(err)) return refusal(REASON_DELETE_REFUSED, `delete member CocoonSet ${name}`, err);
       throw err;
     }
     this.deps.expectations.deleted(key, name);
@@ -166,7 +194,8 @@ export class PoolReconciler implements Reconciler {
     return true;
   }
 
-  private async suspendMember(pool: CocoonPool, member: CocoonSet): Promise<boolean> {
+  /** As deleteMember, for the suspend of a booted member of a Suspended pool. */
+  private async suspendMember(pool: CocoonPool, member: CocoonSet): Promise<boolean | Refusal> {
     const name = member.metadata.name ?? "";
     try {
       await this.deps.client.patch(COCOONSETS, member.metadata.namespace ?? "", name, {
@@ -175,6 +204,7 @@ export class PoolReconciler implements Reconciler {
       });
     } catch (err) {
       if (isNotFound(err) || isConflict(err)) return false;
+      if (isRefused(err)) return refusal(REASON_SUSPEND_REFUSED, `suspend member CocoonSet ${name}`, err);
       throw err;
     }
     this.deps.events.event(

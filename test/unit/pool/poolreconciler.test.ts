@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { CocoonSet } from "../../../src/apis/v1/types.ts";
 import type { CocoonPool } from "../../../src/apis/v1alpha1/types.ts";
-import { ApiError } from "../../../src/controller/errors.ts";
+import { ApiError, InvalidError } from "../../../src/controller/errors.ts";
 import { COCOONPOOLS, COCOONSETS } from "../../../src/controller/resources.ts";
 import { boundMember, REFILL_HOLD_MS } from "../../../src/pool/decide.ts";
 import {
@@ -16,6 +16,8 @@ import {
   LABEL_CLAIM,
   LABEL_POOL,
   REASON_CREATE_REFUSED,
+  REASON_DELETE_REFUSED,
+  REASON_SUSPEND_REFUSED,
 } from "../../../src/pool/keys.ts";
 import { PoolReconciler } from "../../../src/pool/poolreconciler.ts";
 import { cocoonClaim, cocoonPool, member, NS, POOL, poolHarness } from "../../support/pool.ts";
@@ -227,5 +229,42 @@ describe("PoolReconciler: an object that cannot move says why", () => {
     );
     const warning = h.events.events.find((e) => e.reason === REASON_CREATE_REFUSED);
     assert.equal(warning?.type, "Warning");
+  });
+  it("a member delete the API server refuses (a policy on deletes) says so in Ready's message and a Warning, keeps the member, and fails the pass", async () => {
+    const h = setup();
+    const pool = h.client.seed(
+      COCOONPOOLS,
+      cocoonPool({ replicas: 0 }, { finalizers: [FINALIZER_COCOONPOOL] }),
+    );
+    h.client.seed(COCOONSETS, member(pool, "m0", "Running"));
+    const denied = 'cocoonsets.cocoonset.cocoonstack.io "m0" is forbidden: deletes are frozen';
+    h.client.failNext("delete", "cocoonsets", new ApiError(403, "Forbidden", denied));
+    await assert.rejects(h.reconcile(), /deletes are frozen/);
+    const ready = h.poolNow().status?.conditions?.find((c) => c.type === "Ready");
+    // Claims are served (no member is wanted), so Ready stays True; its message says what is stuck.
+    assert.equal(ready?.status, "True");
+    assert.match(
+      ready?.message ?? "",
+      /; the API server refused to delete member CocoonSet m0: .*deletes are frozen/,
+    );
+    assert.equal(h.events.events.find((e) => e.reason === REASON_DELETE_REFUSED)?.type, "Warning");
+    assert.ok(h.client.peek(COCOONSETS, NS, "m0"), "the member stays");
+  });
+
+  it("a member suspend the API server refuses says so on Ready and in a Warning, and fails the pass", async () => {
+    const h = setup();
+    const pool = h.client.seed(
+      COCOONPOOLS,
+      cocoonPool({ replicas: 1, warmth: "Suspended" }, { finalizers: [FINALIZER_COCOONPOOL] }),
+    );
+    h.client.seed(COCOONSETS, member(pool, "m0", "Running"));
+    const invalid = 'CocoonSet.cocoonset.cocoonstack.io "m0" is invalid: spec: a policy refuses suspend';
+    h.client.failNext("patch", "cocoonsets", new InvalidError(422, "Invalid", invalid));
+    await assert.rejects(h.reconcile(), /a policy refuses suspend/);
+    const ready = h.poolNow().status?.conditions?.find((c) => c.type === "Ready");
+    assert.equal(ready?.reason, REASON_SUSPEND_REFUSED);
+    assert.match(ready?.message ?? "", /the API server refused to suspend member CocoonSet m0: /);
+    assert.equal(h.events.events.find((e) => e.reason === REASON_SUSPEND_REFUSED)?.type, "Warning");
+    assert.notEqual(h.client.peek<CocoonSet>(COCOONSETS, NS, "m0")?.spec.suspend, true);
   });
 });
