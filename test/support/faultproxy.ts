@@ -12,8 +12,9 @@
 // ApiProxy: TLS-terminating proxy in front of kube-apiserver (self-signed certificate from openssl).
 // It scopes a client to one namespace (cluster-wide lists and watches of namespaced resources are
 // rewritten to that namespace, writes elsewhere are refused), and injects 409 on PATCH/PUT of
-// cocoonsets and pods, 429 with Retry-After, dropped watch streams and 410 on watch resumes, each with
-// a seeded probability.
+// cocoonsets and pods, 429 with Retry-After, dropped watch streams and 410 on watch resumes, and
+// loses the answer to a PUT/PATCH of a cocoonset the API server applied (the connection is reset
+// once the server has answered), each with a seeded probability.
 
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
@@ -285,6 +286,11 @@ export interface ApiFaults {
   dropWatch: number;
   /** Probability that a watch resuming from a resourceVersion is answered 410 Gone. */
   goneOnResume: number;
+  /**
+   * Probability that a PUT/PATCH of a cocoonset is applied by the API server but its answer is lost:
+   * the client's connection is reset once the server has answered.
+   */
+  lostReply?: number;
 }
 
 export interface ApiProxyCounts {
@@ -293,6 +299,7 @@ export interface ApiProxyCounts {
   throttles: number;
   droppedWatches: number;
   gones: number;
+  lostReplies: number;
   refusedOutOfScope: number;
 }
 
@@ -373,6 +380,7 @@ export async function startApiProxy(
     throttles: 0,
     droppedWatches: 0,
     gones: 0,
+    lostReplies: 0,
     refusedOutOfScope: 0,
   };
   const upstreamUrl = new URL(upstream.server);
@@ -441,6 +449,11 @@ export async function startApiProxy(
         );
         return;
       }
+      const loseReply =
+        (method === "PATCH" || method === "PUT") &&
+        /\/cocoonsets\/[^/]+$/.test(url.pathname) &&
+        (f.lostReply ?? 0) > 0 &&
+        random() < (f.lostReply ?? 0);
       const headers = { ...req.headers, host: upstreamUrl.host, authorization: `Bearer ${upstream.token}` };
       const up = https.request(
         {
@@ -453,6 +466,12 @@ export async function startApiProxy(
           ca: readFileSync(upstream.caFile),
         },
         (upRes) => {
+          if (loseReply) {
+            counts.lostReplies++;
+            upRes.resume();
+            upRes.on("end", () => res.destroy());
+            return;
+          }
           res.writeHead(upRes.statusCode ?? 502, upRes.headers);
           upRes.pipe(res);
           if (

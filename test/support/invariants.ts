@@ -20,7 +20,8 @@
 // `:hibernate` digest is kept from the hibernate event or the operator's copy, and each checkpoint
 // tag's from the registry's answers: only a DELETE of that digest (or of the tag) removes the tag,
 // and its timeline line says so.
-// (d), convergence, is checked by the driver once the chaos stops.
+// (d), convergence, is checked by the driver once the chaos stops. Other checkers report into the same
+// timeline and list through `flag` (test/support/featureinvariants.ts: (f) to (i)).
 
 import { TAG_HIBERNATE } from "../../src/contract/keys.ts";
 import type { VmEvent, VmRecord } from "../env/simulator/index.ts";
@@ -295,6 +296,11 @@ export class InvariantChecker {
         `the operator deleted ${repo}:${m[2]} while no VM restored from it runs (live=${s.live}, started as ${s.liveKind ?? "-"})`,
       );
     }
+  }
+
+  /** A violation another checker found, with this timeline's history of the VM (or object) it names. */
+  flag(invariant: string, vmName: string, message: string): void {
+    this.violate(invariant, vmName, message);
   }
 
   private violate(invariant: string, vmName: string, message: string): void {
