@@ -28,7 +28,12 @@ import type {
 import { ANN_FROM_CHECKPOINT, ANN_KEEP_CHECKPOINTS, checkpointTag } from "../../src/checkpoint/keys.ts";
 import { ANN_DELETE_VM_NAMES, TAG_HIBERNATE } from "../../src/contract/keys.ts";
 import { KubeClient, kubeConfigFromFile } from "../../src/controller/client.ts";
-import { COCOONCLAIMS, COCOONSETS, type ResourceType } from "../../src/controller/resources.ts";
+import {
+  COCOONCHECKPOINTS,
+  COCOONCLAIMS,
+  COCOONSETS,
+  type ResourceType,
+} from "../../src/controller/resources.ts";
 import { LABEL_POOL } from "../../src/pool/keys.ts";
 import { OciClient, pushSnapshot, type Simulator, startSimulator } from "../env/simulator/index.ts";
 import { apiRequest, createNamespace, type TestEnvInfo } from "../env/testenv.ts";
@@ -77,8 +82,12 @@ export interface FeatureChaosResult {
   convergedAfterMs: number | undefined;
 }
 
-/** Whether a write's answer is one the schedule expects (refusals of a racing action included). */
-const accepted = (status: number) => status < 300 || [404, 409, 422].includes(status);
+/**
+ * Whether a write's answer is one the schedule expects: refusals of a racing action (404, 409), of
+ * the CRD's validation (422) and of an admission policy (403: a set copied with the operator's
+ * bookkeeping annotations).
+ */
+const accepted = (status: number) => status < 300 || [403, 404, 409, 422].includes(status);
 
 export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<FeatureChaosResult> {
   const { env, seed } = opts;
@@ -168,9 +177,18 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
         }
       }
     };
+    // A checkpoint being deleted, by the schedule or by a keep-checkpoints prune, may lose its tags.
+    const deletedCheckpoints = new Set<string>();
+    const onCheckpoint = (ck: CocoonCheckpoint) => {
+      const name = ck.metadata.name ?? "";
+      if (!ck.metadata.deletionTimestamp || deletedCheckpoints.has(name)) return;
+      deletedCheckpoints.add(name);
+      checker.checkpointDeleted(name);
+    };
     watching = Promise.all([
       follow<CocoonSet>(COCOONSETS, onSet),
       follow<CocoonClaim>(COCOONCLAIMS, (c) => features.observeClaim(c)),
+      follow<CocoonCheckpoint>(COCOONCHECKPOINTS, onCheckpoint),
     ]);
 
     // The neighbour's hibernated VM: a snapshot under its name that no operator here may ever touch.
@@ -409,6 +427,7 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
           const ck = pick(checkpoints);
           if (!ck) return false;
           checkpoints.splice(checkpoints.indexOf(ck), 1);
+          deletedCheckpoints.add(ck.name);
           checker.checkpointDeleted(ck.name);
           await write(`delete checkpoint ${ck.name}`, "DELETE", `${checkpointsPath(ns)}/${ck.name}`);
         },

@@ -2,7 +2,7 @@
 // and registry timeline of InvariantChecker, into whose violations and timeline they report:
 //  (f) no tag a live checkpoint or an unwoken VM needs is removed: every member tag of a Ready
 //      CocoonCheckpoint that is not being deleted exists, and so does the `:hibernate` of every VM a
-//      settled set still owes a wake (its reclaim record's suspended and restore lists) and of every
+//      suspended set has not woken (its reclaim record's suspended and restore lists) and of every
 //      hibernated VM of another namespace;
 //  (g) no manifest DELETE hits a repository outside a set's own VMs: every DELETE the operator sends
 //      names a repository `vk-<namespace>-<set>-<slot>` of a set of its namespace that the run has
@@ -200,8 +200,8 @@ export interface NeededTag {
 
 /**
  * The tags live objects need: each member tag of a Ready checkpoint not being deleted, and the
- * `:hibernate` of each VM a settled set (Suspended or Running at its generation, not being
- * deleted) still owes a wake: its reclaim record's `suspended` and `restore` lists.
+ * `:hibernate` of each VM a set Suspended at its generation (not being deleted) has not woken: its
+ * reclaim record's `suspended` and `restore` lists. A Running set's VMs run: their tags may go.
  */
 export function neededTags(objects: Pick<Objects, "sets" | "checkpoints">): NeededTag[] {
   const out: NeededTag[] = [];
@@ -218,7 +218,7 @@ export function neededTags(objects: Pick<Objects, "sets" | "checkpoints">): Need
     }
   }
   for (const cs of objects.sets) {
-    if (deleting(cs) || !setConverged(cs)) continue;
+    if (cs.spec.suspend !== true || !setConverged(cs)) continue;
     const raw = cs.metadata.annotations?.[ANN_HIBERNATE_RECLAIM];
     if (!raw) continue;
     let record: { suspended?: unknown; restore?: unknown };
