@@ -31,6 +31,7 @@ import { KubeClient, kubeConfigFromFile } from "../../src/controller/client.ts";
 import {
   COCOONCHECKPOINTS,
   COCOONCLAIMS,
+  COCOONRESTORES,
   COCOONSETS,
   type ResourceType,
 } from "../../src/controller/resources.ts";
@@ -46,7 +47,13 @@ import {
   startApiProxy,
   startRegistryProxy,
 } from "../support/faultproxy.ts";
-import { FeatureInvariants, neededTags, type Objects, unconverged } from "../support/featureinvariants.ts";
+import {
+  FeatureInvariants,
+  neededTags,
+  type Objects,
+  setConverged,
+  unconverged,
+} from "../support/featureinvariants.ts";
 import { InvariantChecker } from "../support/invariants.ts";
 import { claimsPath, poolsPath } from "../support/poolapi.ts";
 import { restoresPath } from "../support/restoreapi.ts";
@@ -73,6 +80,8 @@ export interface FeatureChaosResult {
   features: FeatureInvariants;
   /** Actions taken, by kind. */
   actions: Record<string, number>;
+  /** Milestones objects reached (a checkpoint Ready, a restore Restored or Failed with its reason, ...). */
+  outcomes: Record<string, number>;
   kills: number;
   unexpectedExits: number;
   registryFaults: number;
@@ -119,9 +128,10 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
     api = await startApiProxy(env, {
       namespace: ns,
       seed: seed ^ 0x5eed,
-      faults: { conflict: 0.05, throttle: 0.03, dropWatch: 0.3, goneOnResume: 0.2, lostReply: 0.1 },
+      faults: { conflict: 0.05, throttle: 0.01, dropWatch: 0.3, goneOnResume: 0.2, lostReply: 0.1 },
     });
-    const checker = new InvariantChecker({ record: sim.record, registry });
+    // The pool deletes members on its own (roll, scale-down): the run learns of it from its watch.
+    const checker = new InvariantChecker({ record: sim.record, registry, teardownGraceMs: 3000 });
     const features = new FeatureInvariants(checker, ns);
     registry.onRequest((r) => features.observeRegistry(r));
     const op = new OperatorProcess({ kubeconfigPath: api.kubeconfigPath, registry: registry.host });
@@ -152,13 +162,14 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
     // Every version of every set and claim, from watches straight to the API server (no faults). A
     // set seen being deleted is in teardown: its VMs may go.
     const tornDown = new Set<string>();
+    const declareTeardown = (name: string) => {
+      if (tornDown.has(name)) return;
+      tornDown.add(name);
+      checker.teardown(`vk-${ns}-${name}-`);
+    };
     const onSet = (cs: CocoonSet) => {
       features.observeSet(cs);
-      const name = cs.metadata.name ?? "";
-      if (cs.metadata.deletionTimestamp && !tornDown.has(name)) {
-        tornDown.add(name);
-        checker.teardown(`vk-${ns}-${name}-`);
-      }
+      if (cs.metadata.deletionTimestamp) declareTeardown(cs.metadata.name ?? "");
     };
     const follow = async <T>(rt: ResourceType, on: (obj: T) => void) => {
       while (!watchAbort.signal.aborted) {
@@ -177,18 +188,64 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
         }
       }
     };
+    // The operator sends a DELETE only after it saw the set or checkpoint being deleted; the watches
+    // above may not have shown that yet. Each DELETE waits until the API server has been asked: a
+    // set of the repository being deleted (or gone) is in teardown, and every checkpoint being
+    // deleted may lose its tags.
+    reg.gateDeletes(async (path) => {
+      const repo = /^\/v2\/(.+)\/manifests\//.exec(path)?.[1] ?? "";
+      const set = features.ownerOf(repo);
+      if (set !== undefined) {
+        const res = await apiRequest(env, "GET", `${setsPath(ns)}/${set}`);
+        if (res.status === 404) declareTeardown(set);
+        else if (res.status === 200) onSet(res.body as CocoonSet);
+      }
+      for (const ck of await list<CocoonCheckpoint>(checkpointsPath(ns))) onCheckpoint(ck);
+    });
     // A checkpoint being deleted, by the schedule or by a keep-checkpoints prune, may lose its tags.
+    // Milestones each object reached, once: what the run exercised.
+    const outcomes: Record<string, number> = {};
+    const reached = new Set<string>();
+    const milestone = (uid: string | undefined, what: string) => {
+      if (reached.has(`${uid}/${what}`)) return;
+      reached.add(`${uid}/${what}`);
+      outcomes[what] = (outcomes[what] ?? 0) + 1;
+    };
     const deletedCheckpoints = new Set<string>();
+    /** Checkpoints last seen Ready and not being deleted: what a user would branch or roll a pool to. */
+    const readyCheckpoints = new Set<string>();
     const onCheckpoint = (ck: CocoonCheckpoint) => {
       const name = ck.metadata.name ?? "";
+      if (ck.status?.phase === "Ready") {
+        milestone(ck.metadata.uid, "checkpoint Ready");
+        if (!ck.metadata.deletionTimestamp) readyCheckpoints.add(name);
+      }
+      if (ck.metadata.deletionTimestamp) readyCheckpoints.delete(name);
       if (!ck.metadata.deletionTimestamp || deletedCheckpoints.has(name)) return;
       deletedCheckpoints.add(name);
       checker.checkpointDeleted(name);
     };
+    const onClaim = (claim: CocoonClaim) => {
+      features.observeClaim(claim);
+      if (claim.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"))
+        milestone(claim.metadata.uid, "claim Ready");
+    };
+    const onRestore = (restore: CocoonRestore) => {
+      const phase = restore.status?.phase;
+      if (phase === "Restored") milestone(restore.metadata.uid, "restore Restored");
+      if (phase === "Failed") milestone(restore.metadata.uid, `restore Failed ${restore.status?.reason}`);
+    };
     watching = Promise.all([
-      follow<CocoonSet>(COCOONSETS, onSet),
-      follow<CocoonClaim>(COCOONCLAIMS, (c) => features.observeClaim(c)),
+      follow<CocoonSet>(COCOONSETS, (cs) => {
+        onSet(cs);
+        if (cs.status?.conditions?.some((c) => c.type === "Branched" && c.status === "True"))
+          milestone(cs.metadata.uid, "set Branched");
+        if (cs.metadata.ownerReferences?.some((o) => o.kind === "CocoonClaim"))
+          milestone(cs.metadata.uid, "set bound");
+      }),
+      follow<CocoonClaim>(COCOONCLAIMS, onClaim),
       follow<CocoonCheckpoint>(COCOONCHECKPOINTS, onCheckpoint),
+      follow<CocoonRestore>(COCOONRESTORES, onRestore),
     ]);
 
     // The neighbour's hibernated VM: a snapshot under its name that no operator here may ever touch.
@@ -212,6 +269,11 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
     const released: string[] = [];
     const checkpoints: { name: string; set: string }[] = [];
     const branchOf = new Map<string, string>();
+    /** Sets a checkpoint flow suspended and will resume: the schedule leaves their suspend alone. */
+    const busy = new Set<string>();
+    const flows: Promise<void>[] = [];
+    let flowError: Error | undefined;
+    let stopping = false;
     const actions: Record<string, number> = {};
     let counter = 0;
     const next = (prefix: string) => `${prefix}${counter++}`;
@@ -244,6 +306,11 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
       (await list<CocoonClaim>(claimsPath(ns)))
         .map((c) => c.status?.cocoonSetRef?.name)
         .filter((n): n is string => n !== undefined);
+    /** Mostly a Ready checkpoint, as a user would pick; now and then any, racing its copy or delete. */
+    const pickCheckpoint = () => {
+      const ready = checkpoints.filter((ck) => readyCheckpoints.has(ck.name));
+      return random() < 0.85 && ready.length > 0 ? pick(ready) : pick(checkpoints);
+    };
     const specOf = (set: string) => specs.get(set) ?? (set.startsWith(`${POOL}-`) ? MAIN_ONLY : undefined);
 
     const schedule: [string, number, () => Promise<boolean | undefined>][] = [
@@ -251,7 +318,7 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
         "suspend-or-resume",
         5,
         async () => {
-          const name = pick([...plain, ...branches]);
+          const name = pick([...plain, ...branches].filter((set) => !busy.has(set)));
           if (!name) return false;
           const res = await apiRequest(env, "GET", `${setsPath(ns)}/${name}`);
           const suspend = res.status === 200 ? res.body.spec.suspend !== true : true;
@@ -284,15 +351,29 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
             metadata: { name, namespace: ns },
             spec: { cocoonSetRef: { name: set } },
           });
-          // A plain set or branch is usually suspended for it (a pool member already is).
+          // A plain set or branch is usually suspended for it, and resumed once the checkpoint is
+          // Ready, as `kubectl cocoon checkpoint --wait` does, while the schedule goes on (a pool
+          // member already is suspended).
           if ((plain.includes(set) || branches.includes(set)) && random() < 0.7) {
-            await write(
-              `set ${set} suspend=true`,
-              "PATCH",
-              `${setsPath(ns)}/${set}`,
-              { spec: { suspend: true } },
-              MERGE,
-            );
+            busy.add(set);
+            const flow = (async () => {
+              await write(
+                `set ${set} suspend=true`,
+                "PATCH",
+                `${setsPath(ns)}/${set}`,
+                { spec: { suspend: true } },
+                MERGE,
+              );
+              await until(async () => readyCheckpoints.has(name) || stopping, 20_000);
+              await write(
+                `set ${set} suspend=false`,
+                "PATCH",
+                `${setsPath(ns)}/${set}`,
+                { spec: { suspend: false } },
+                MERGE,
+              );
+            })().finally(() => busy.delete(set));
+            flows.push(flow.catch((err: Error) => void (flowError ??= err)));
           }
         },
       ],
@@ -300,7 +381,7 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
         "restore",
         4,
         async () => {
-          const ck = pick(checkpoints);
+          const ck = pickCheckpoint();
           if (!ck) return false;
           const ownBranches = branches.filter((b) => branchOf.get(b) === ck.name);
           const target = pick([ck.set, ...ownBranches]) ?? ck.set;
@@ -317,7 +398,7 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
         "branch",
         3,
         async () => {
-          const ck = pick(checkpoints);
+          const ck = pickCheckpoint();
           const spec = ck && specOf(ck.set);
           if (!ck || !spec || branches.length >= 3) return false;
           const name = next("br");
@@ -351,6 +432,10 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
           if (!name) return false;
           claims.splice(claims.indexOf(name), 1);
           released.push(name);
+          const claim = await apiRequest(env, "GET", `${claimsPath(ns)}/${name}`);
+          const bound =
+            claim.status === 200 ? (claim.body as CocoonClaim).status?.cocoonSetRef?.name : undefined;
+          if (bound !== undefined) declareTeardown(bound);
           await write(`release claim ${name}`, "DELETE", `${claimsPath(ns)}/${name}`);
         },
       ],
@@ -373,7 +458,8 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
         2,
         async () => {
           const rev = next("rev");
-          const ck = random() < 0.4 ? pick(checkpoints) : undefined;
+          const ready = checkpoints.filter((c) => readyCheckpoints.has(c.name));
+          const ck = random() < 0.4 ? pick(ready) : undefined;
           const fromCheckpoint = ck === undefined ? null : ck.name;
           await write(
             `roll pool: template rev ${rev}, fromCheckpoint ${fromCheckpoint}`,
@@ -391,6 +477,7 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
           const name = pick([...(plain.length > 1 ? plain : []), ...branches]);
           if (!name) return false;
           for (const from of [plain, branches]) if (from.includes(name)) from.splice(from.indexOf(name), 1);
+          declareTeardown(name);
           await write(`delete set ${name}`, "DELETE", `${setsPath(ns)}/${name}`);
         },
       ],
@@ -406,7 +493,7 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
       ],
       [
         "prune",
-        2,
+        1,
         async () => {
           const set = pick([...plain, ...branches, ...(await claimedSets())]);
           if (!set) return false;
@@ -422,7 +509,7 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
       ],
       [
         "delete-checkpoint",
-        2,
+        1,
         async () => {
           const ck = pick(checkpoints);
           if (!ck) return false;
@@ -448,6 +535,7 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
           const name = next("cp");
           await createSet(name, { ...copied.spec, suspend: true }, annotations);
           await sleep(between(300, 2500));
+          declareTeardown(name);
           await write(`delete set ${name}`, "DELETE", `${setsPath(ns)}/${name}`);
         },
       ],
@@ -486,15 +574,60 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
       plain.push(name);
       await createSet(name, spec);
     }
-    await sleep(4000);
+    // Before the faults (bounded): the pool filled, both sets Running, and a first checkpoint Ready,
+    // so that the schedule's restores, branches and rolls have something to act on from the start.
+    const setPhase = async (name: string) => {
+      const res = await apiRequest(env, "GET", `${setsPath(ns)}/${name}`);
+      return res.status === 200 && setConverged(res.body as CocoonSet)
+        ? (res.body as CocoonSet).status?.phase
+        : undefined;
+    };
+    const poolReady = async () => {
+      const res = await apiRequest(env, "GET", `${poolsPath(ns)}/${POOL}`);
+      return res.status === 200 && res.body.status?.ready === 2;
+    };
+    const [mainOnly = "", withSub = ""] = plain;
+    const ready = await until(
+      async () =>
+        (await poolReady()) &&
+        (await setPhase(mainOnly)) === "Running" &&
+        (await setPhase(withSub)) === "Running",
+      SETUP_MS,
+    );
+    const k = next("k");
+    await write(
+      `set ${mainOnly} suspend=true`,
+      "PATCH",
+      `${setsPath(ns)}/${mainOnly}`,
+      { spec: { suspend: true } },
+      MERGE,
+    );
+    await until(async () => (await setPhase(mainOnly)) === "Suspended", SETUP_MS);
+    checkpoints.push({ name: k, set: mainOnly });
+    await write(`checkpoint ${k} of ${mainOnly}`, "POST", checkpointsPath(ns), {
+      apiVersion: "cocoonset.cocoonstack.io/v1alpha1",
+      kind: "CocoonCheckpoint",
+      metadata: { name: k, namespace: ns },
+      spec: { cocoonSetRef: { name: mainOnly } },
+    });
+    const first = await until(async () => readyCheckpoints.has(k), SETUP_MS);
+    await write(
+      `set ${mainOnly} suspend=false`,
+      "PATCH",
+      `${setsPath(ns)}/${mainOnly}`,
+      { spec: { suspend: false } },
+      MERGE,
+    );
+    log(
+      `features-chaos: set up (pool and sets ${ready ? "ready" : "NOT ready"}, ${k} ${first ? "Ready" : "NOT Ready"})`,
+    );
 
     // The faults, each on its own seeded stream so the schedule's choices do not depend on them.
-    let stopping = false;
     const faultRandom = seededRandom(seed ^ 0xfa17);
     const faultBetween = (lo: number, hi: number) => lo + Math.floor(faultRandom() * (hi - lo));
     const killer = (async () => {
       while (!stopping) {
-        await sleep(faultBetween(1500, 6000));
+        await sleep(faultBetween(4000, 10_000));
         if (stopping) break;
         await op.kill();
         note(`SIGKILL operator (kill ${op.kills})`);
@@ -505,7 +638,7 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
     const REGISTRY_FAULTS: RegistryFault[] = ["5xx", "401", "refused"];
     const registryFaulter = (async () => {
       while (!stopping) {
-        await sleep(faultBetween(2500, 7000));
+        await sleep(faultBetween(4000, 9000));
         if (stopping) break;
         const kind = REGISTRY_FAULTS[Math.floor(faultRandom() * REGISTRY_FAULTS.length)] ?? "5xx";
         note(`registry fault ${kind}`);
@@ -560,10 +693,11 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
         note(`step ${kind} failed: ${(err as Error).message}`);
         throw err;
       }
-      await sleep(between(150, 1200));
+      await sleep(between(300, 1800));
     }
     stopping = true;
-    await Promise.all([killer, registryFaulter, tagWatch]);
+    await Promise.all([killer, registryFaulter, tagWatch, ...flows]);
+    if (flowError !== undefined) throw flowError;
     apiProxy.faults = { conflict: 0, throttle: 0, dropWatch: 0, goneOnResume: 0, lostReply: 0 };
     await reg.setFault("none");
     if (!op.running) op.start();
@@ -586,6 +720,7 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
       if (calm >= 3) break;
       await sleep(1000);
     }
+    await checker.settled();
     const left = unconverged(objects);
     note(`after ${Date.now() - started} ms: ${left.length} not converged`);
     features.checkReasons(left);
@@ -607,6 +742,7 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
       checker,
       features,
       actions,
+      outcomes,
       kills: op.kills,
       unexpectedExits: op.unexpectedExits.length,
       registryFaults,
@@ -629,6 +765,18 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
 }
 
 const MERGE = "application/merge-patch+json";
+/** Each wait of the setup, before any fault. */
+const SETUP_MS = 30_000;
+
+/** Polls `probe` every 200 ms until it holds or `timeoutMs` passes; whether it held. */
+async function until(probe: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await probe()) return true;
+    await sleep(200);
+  }
+  return false;
+}
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));

@@ -6,7 +6,7 @@
 // timeline's b and e); no manifest DELETE leaves a set's own VMs (g); a claim is bound to at most
 // one set, ever (h); every object that has not converged once the chaos stops says why (i). Every
 // violation seen is reported, each with its history, with the command that replays the schedule
-// (CHAOS_SEED=<seed> ...).
+// (CHAOS_SEED=<seed> ...); CHAOS_TIMELINE=1 prints the run's whole timeline.
 
 import assert from "node:assert/strict";
 import { randomInt } from "node:crypto";
@@ -31,13 +31,15 @@ it("keeps every invariant while the features act on the same sets through kills 
     });
     const c = result.apiCounts;
     process.stderr.write(
-      `features-chaos.test: seed=${seed} actions=${JSON.stringify(result.actions)} kills=${result.kills} ` +
+      `features-chaos.test: seed=${seed} actions=${JSON.stringify(result.actions)} ` +
+        `outcomes=${JSON.stringify(result.outcomes)} kills=${result.kills} ` +
         `registryFaults=${result.registryFaults} conflicts=${c.conflicts} throttles=${c.throttles} ` +
         `droppedWatches=${c.droppedWatches} gones=${c.gones} lostReplies=${c.lostReplies} ` +
         `counts=${JSON.stringify({ ...result.checker.counts, ...result.features.counts })} ` +
         `converged=${result.convergedAfterMs === undefined ? "no" : `${result.convergedAfterMs} ms`}\n` +
         result.leftUnconverged.map((line) => `  not converged: ${line}\n`).join(""),
     );
+    if (process.env.CHAOS_TIMELINE) process.stderr.write(`${result.checker.history(undefined, 100_000)}\n`);
     if (result.checker.violations.length > 0) {
       process.stderr.write(
         `features-chaos.test: ${result.checker.violations.length} violations:\n` +

@@ -45,6 +45,7 @@ function fakeRegistry(): RegistryProxy & { emit(r: Partial<RegistryRequest>): vo
     setBodyLimit: () => {},
     cutUploadAfter: () => {},
     bufferBodies: () => {},
+    gateDeletes: () => {},
     stop: async () => {},
     emit(r) {
       for (const l of listeners)
@@ -563,4 +564,22 @@ it("the feature checker takes a pool that cannot fill as explained only when it 
     checkpoints: [],
   });
   assert.deepEqual(silent.find((u) => u.kind === "CocoonPool")?.reasons, []);
+});
+
+it("with a teardown grace, a loss counts only if its set is not declared in teardown within it", async () => {
+  const lossOf = (graceMs: number) => {
+    const record = new VmRecord();
+    const checker = new InvariantChecker({ record, registry: fakeRegistry(), teardownGraceMs: graceMs });
+    record.append(vmEvent("boot", "id1"));
+    record.append(vmEvent("destroy", "id1", "pod deleted"));
+    return checker;
+  };
+  const excused = lossOf(50);
+  excused.teardown("vk-ns-s-");
+  await excused.settled();
+  excused.check();
+  const lost = lossOf(50);
+  assert.doesNotThrow(() => lost.check(), "judged only once the grace has passed");
+  await lost.settled();
+  assert.throws(() => lost.check(), /invariant \(a\).*live VM vk-ns-s-0/s);
 });

@@ -75,6 +75,11 @@ export interface RegistryProxy {
    * (proxy_request_buffering), so a body cut short never reaches the registry. Off (the default): bodies stream.
    */
   bufferBodies(on: boolean): void;
+  /**
+   * Each DELETE waits for `gate` (resolved or not) before it is handled: a test brings its view of
+   * the API server up to date with what the operator saw when it sent the DELETE.
+   */
+  gateDeletes(gate: ((path: string) => Promise<void>) | undefined): void;
   stop(): Promise<void>;
 }
 
@@ -87,6 +92,7 @@ export async function startRegistryProxy(upstreamHost: string): Promise<Registry
   let bodyLimit: number | undefined;
   let cutAfter: number | undefined;
   let bufferBodies = false;
+  let deleteGate: ((path: string) => Promise<void>) | undefined;
   const agent = new http.Agent({ keepAlive: true });
 
   const record = (r: RegistryRequest): void => {
@@ -94,7 +100,7 @@ export async function startRegistryProxy(upstreamHost: string): Promise<Registry
     for (const l of listeners) l(r);
   };
 
-  const server = http.createServer((req, res) => {
+  const handle = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     const method = req.method ?? "GET";
     const path = req.url ?? "/";
     const current = fault;
@@ -206,6 +212,18 @@ export async function startRegistryProxy(upstreamHost: string): Promise<Registry
       req.on("end", () => {
         if (!stopped) forward().end(Buffer.concat(body));
       });
+  };
+  const server = http.createServer((req, res) => {
+    const gate = deleteGate;
+    if (gate === undefined || req.method !== "DELETE") {
+      handle(req, res);
+      return;
+    }
+    req.pause();
+    gate(req.url ?? "/").then(
+      () => handle(req, res),
+      () => handle(req, res),
+    );
   });
   server.on("connection", (s) => {
     sockets.add(s);
@@ -255,6 +273,9 @@ export async function startRegistryProxy(upstreamHost: string): Promise<Registry
     },
     bufferBodies(on) {
       bufferBodies = on;
+    },
+    gateDeletes(gate) {
+      deleteGate = gate;
     },
     async stop() {
       if (listening) await closeAll();

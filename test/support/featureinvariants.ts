@@ -255,6 +255,7 @@ export class FeatureInvariants {
   private readonly refsOfClaim = new Map<string, Set<string>>();
   /** The latest observed set of each name: its uid and the claim uid controlling it. */
   private readonly latestSet = new Map<string, { uid: string; claimUid?: string }>();
+  private readonly flagged = new Set<string>();
   readonly counts = { deletes: 0, setEvents: 0, claimEvents: 0, bindings: 0 };
 
   constructor(checker: InvariantChecker, namespace: string) {
@@ -375,7 +376,10 @@ export class FeatureInvariants {
     }
   }
 
+  /** Each violation once: a watch shows the same state again and again. */
   private flag(vmName: string, message: string): void {
+    if (this.flagged.has(message)) return;
+    this.flagged.add(message);
     this.checker.flag("h", vmName, message);
   }
 }
