@@ -202,7 +202,6 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
       }
       for (const ck of await list<CocoonCheckpoint>(checkpointsPath(ns))) onCheckpoint(ck);
     });
-    // A checkpoint being deleted, by the schedule or by a keep-checkpoints prune, may lose its tags.
     // Milestones each object reached, once: what the run exercised.
     const outcomes: Record<string, number> = {};
     const reached = new Set<string>();
@@ -214,6 +213,7 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
     const deletedCheckpoints = new Set<string>();
     /** Checkpoints last seen Ready and not being deleted: what a user would branch or roll a pool to. */
     const readyCheckpoints = new Set<string>();
+    // A checkpoint being deleted, by the schedule or by a keep-checkpoints prune, may lose its tags.
     const onCheckpoint = (ck: CocoonCheckpoint) => {
       const name = ck.metadata.name ?? "";
       if (ck.status?.phase === "Ready") {
@@ -373,7 +373,11 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
                 MERGE,
               );
             })().finally(() => busy.delete(set));
-            flows.push(flow.catch((err: Error) => void (flowError ??= err)));
+            flows.push(
+              flow.catch((err: Error) => {
+                flowError ??= err;
+              }),
+            );
           }
         },
       ],
