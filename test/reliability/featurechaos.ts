@@ -385,7 +385,10 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
         "restore",
         4,
         async () => {
-          const ck = pickCheckpoint();
+          // Mostly a Ready checkpoint of a set that is still there, as a user would restore.
+          const live = new Set([...plain, ...branches, ...(await claimedSets()), ...(await poolMembers())]);
+          const usable = checkpoints.filter((c) => readyCheckpoints.has(c.name) && live.has(c.set));
+          const ck = random() < 0.85 && usable.length > 0 ? pick(usable) : pickCheckpoint();
           if (!ck) return false;
           const ownBranches = branches.filter((b) => branchOf.get(b) === ck.name);
           const target = pick([ck.set, ...ownBranches]) ?? ck.set;

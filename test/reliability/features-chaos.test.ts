@@ -25,8 +25,8 @@ it("keeps every invariant while the features act on the same sets through kills 
     const result = await runFeatureChaos({
       env: testEnv(),
       seed,
-      chaosMs: 60_000,
-      convergeMs: 60_000,
+      chaosMs: 50_000,
+      convergeMs: 50_000,
       log: (line) => process.stderr.write(`${line}\n`),
     });
     const c = result.apiCounts;
@@ -41,9 +41,14 @@ it("keeps every invariant while the features act on the same sets through kills 
     );
     if (process.env.CHAOS_TIMELINE) process.stderr.write(`${result.checker.history(undefined, 100_000)}\n`);
     if (result.checker.violations.length > 0) {
+      const seen = new Map<string, number>();
+      for (const v of result.checker.violations) {
+        const first = v.split("\n")[0] ?? "";
+        seen.set(first, (seen.get(first) ?? 0) + 1);
+      }
       process.stderr.write(
         `features-chaos.test: ${result.checker.violations.length} violations:\n` +
-          result.checker.violations.map((v) => `  - ${v.split("\n")[0]}\n`).join(""),
+          [...seen].map(([v, n]) => `  - ${n > 1 ? `(${n}×) ` : ""}${v}\n`).join(""),
       );
     }
     assert.deepEqual(result.checker.violations, [], replay);
