@@ -7,13 +7,17 @@
 //    bound to two sets, a set to two claims and a claim reporting a set another claim bound (h), a
 //    tag a Ready checkpoint or an owed wake needs gone or moved (f), and an object that did not
 //    converge giving no reason (i);
-//  - the namespace scoping of the API proxy;
+//  - the namespace scoping of the API proxy, and its lost reply (a set write applied, its answer lost);
 //  - finding: the API client surfaced a 429 at once instead of waiting Retry-After and retrying as
 //    client-go does; src/controller/client.ts now retries (up to 10 times).
 
 import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
+import https from "node:https";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { it } from "node:test";
 import type { CocoonSet, CocoonSetPhase, CocoonSetStatus } from "../../src/apis/v1/types.ts";
 import type {
@@ -29,8 +33,10 @@ import { isTooManyRequests } from "../../src/controller/errors.ts";
 import { kubeconfigFromDocument, restConfigFromKubeconfig } from "../../src/controller/kubeconfig.ts";
 import { COCOONSETS } from "../../src/controller/resources.ts";
 import { LABEL_POOL } from "../../src/pool/keys.ts";
+import { selfSignedCertificate } from "../env/certs.ts";
 import { type VmEvent, VmRecord } from "../env/simulator/index.ts";
-import { type RegistryProxy, type RegistryRequest, scopePath } from "../support/faultproxy.ts";
+import { apiRequest } from "../env/testenv.ts";
+import { type RegistryProxy, type RegistryRequest, scopePath, startApiProxy } from "../support/faultproxy.ts";
 import { FeatureInvariants, neededTags, unconverged } from "../support/featureinvariants.ts";
 import { InvariantChecker } from "../support/invariants.ts";
 
@@ -582,4 +588,49 @@ it("with a teardown grace, a loss counts only if its set is not declared in tear
   assert.doesNotThrow(() => lost.check(), "judged only once the grace has passed");
   await lost.settled();
   assert.throws(() => lost.check(), /invariant \(a\).*live VM vk-ns-s-0/s);
+});
+
+it("the API proxy's lost reply applies a set write upstream and resets the client's connection", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "cocoon-lostreply-"));
+  const { certFile, keyFile } = selfSignedCertificate(dir, "upstream", {
+    subject: "/CN=127.0.0.1",
+    altNames: "IP:127.0.0.1",
+  });
+  const applied: string[] = [];
+  const upstream = https.createServer(
+    { key: readFileSync(keyFile), cert: readFileSync(certFile) },
+    (req, res) => {
+      req.resume();
+      applied.push(`${req.method} ${req.url}`);
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end("{}");
+    },
+  );
+  await new Promise<void>((r) => upstream.listen(0, "127.0.0.1", () => r()));
+  const server = `https://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+  const proxy = await startApiProxy(
+    { server, token: "t", caFile: certFile },
+    { namespace: "ns", seed: 1, faults: { lostReply: 1 } },
+  );
+  try {
+    const path = "/apis/cocoonset.cocoonstack.io/v1/namespaces/ns/cocoonsets/s";
+    // The proxy's own certificate, as its kubeconfig carries it.
+    const kubeconfig = JSON.parse(readFileSync(proxy.kubeconfigPath, "utf8"));
+    const proxyCa = join(dir, "proxy-ca.crt");
+    writeFileSync(
+      proxyCa,
+      Buffer.from(kubeconfig.clusters[0].cluster["certificate-authority-data"], "base64"),
+    );
+    const proxied = { server: proxy.server, token: "t", caFile: proxyCa };
+    await assert.rejects(apiRequest(proxied, "PUT", path, {}), /socket hang up|ECONNRESET/);
+    assert.deepEqual(applied, [`PUT ${path}`]);
+    assert.equal(proxy.counts.lostReplies, 1);
+    // A read, and a status write, are answered.
+    assert.equal((await apiRequest(proxied, "GET", path)).status, 200);
+    assert.equal((await apiRequest(proxied, "PUT", `${path}/status`, {})).status, 200);
+  } finally {
+    await proxy.stop();
+    upstream.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
