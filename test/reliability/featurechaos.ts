@@ -269,6 +269,7 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
     const released: string[] = [];
     const checkpoints: { name: string; set: string }[] = [];
     const branchOf = new Map<string, string>();
+    const namedWhileDeleting = new Set<string>();
     /** Sets a checkpoint flow suspended and will resume: the schedule leaves their suspend alone. */
     const busy = new Set<string>();
     const flows: Promise<void>[] = [];
@@ -475,6 +476,11 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
             { spec: { fromCheckpoint, template: { metadata: { labels: { rev } } } } },
             MERGE,
           );
+          // Named after its delete began (a prune the watch had not shown yet): not the pool's to keep.
+          if (ck !== undefined) {
+            const res = await apiRequest(env, "GET", `${checkpointsPath(ns)}/${ck.name}`);
+            if (res.status !== 200 || res.body.metadata.deletionTimestamp) namedWhileDeleting.add(ck.name);
+          }
         },
       ],
       [
@@ -731,7 +737,7 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
     const left = unconverged(objects);
     note(`after ${Date.now() - started} ms: ${left.length} not converged`);
     features.checkReasons(left);
-    const needed = neededTags(objects);
+    const needed = neededTags(objects, namedWhileDeleting);
     needed.push({
       vmName: neighbourVm,
       tag: TAG_HIBERNATE,

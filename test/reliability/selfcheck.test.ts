@@ -449,7 +449,11 @@ it("the feature checker flags a tag a Ready checkpoint or a suspended set's owed
       }),
     },
   });
-  const needed = neededTags({ sets: [suspended], checkpoints: [checkpoint("k1"), checkpoint("k2", true)] });
+  const needed = neededTags({
+    sets: [suspended],
+    pools: [],
+    checkpoints: [checkpoint("k1"), checkpoint("k2", true)],
+  });
   assert.deepEqual(
     needed.map((t) => `${t.vmName}:${t.tag}`),
     ["vk-ns-p0-0:ckpt-k1", "vk-ns-p1-0:hibernate"],
@@ -633,4 +637,36 @@ it("the API proxy's lost reply applies a set write upstream and resets the clien
     upstream.close();
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+it("the feature checker keeps a pool's fromCheckpoint and its tags, even while it is being deleted (f)", async () => {
+  const pool = { metadata: { name: "warm" }, spec: { replicas: 1, fromCheckpoint: "golden" } } as CocoonPool;
+  const golden = {
+    metadata: { name: "golden", deletionTimestamp: "2026-01-01T00:00:00Z" },
+    spec: { cocoonSetRef: { name: "p0" } },
+    status: {
+      phase: "Ready",
+      members: [{ role: "main", slot: 0, vmName: "vk-ns-p0-0", digest: "sha256:g" }],
+    },
+  } as CocoonCheckpoint;
+  const deletingButThere = neededTags({ sets: [], pools: [pool], checkpoints: [golden] });
+  assert.deepEqual(
+    deletingButThere.map((t) => `${t.vmName}:${t.tag} for ${t.neededBy}`),
+    ["vk-ns-p0-0:ckpt-golden for CocoonPool warm (fromCheckpoint golden)"],
+  );
+  const kept = featureChecker();
+  await kept.features.checkTags(deletingButThere, async () => "sha256:g");
+  kept.checker.check();
+
+  const gone = featureChecker();
+  await gone.features.checkTags(
+    neededTags({ sets: [], pools: [pool], checkpoints: [] }),
+    async () => undefined,
+  );
+  assert.throws(
+    () => gone.checker.check(),
+    /invariant \(f\).*the checkpoint of ckpt-golden is gone, but CocoonPool warm/s,
+  );
+
+  assert.deepEqual(neededTags({ sets: [], pools: [pool], checkpoints: [] }, new Set(["golden"])), []);
 });

@@ -3,7 +3,8 @@
 //  (f) no tag a live checkpoint or an unwoken VM needs is removed: every member tag of a Ready
 //      CocoonCheckpoint that is not being deleted exists, and so does the `:hibernate` of every VM a
 //      suspended set has not woken (its reclaim record's suspended and restore lists) and of every
-//      hibernated VM of another namespace;
+//      hibernated VM of another namespace; the checkpoint a live pool's fromCheckpoint names is not
+//      gone, and its tags stay while it is being deleted;
 //  (g) no manifest DELETE hits a repository outside a set's own VMs: every DELETE the operator sends
 //      names a repository `vk-<namespace>-<set>-<slot>` of a set of its namespace that the run has
 //      seen, with a slot that set's specs have had (an agent slot up to its replicas, or a toolbox);
@@ -196,6 +197,8 @@ export interface NeededTag {
   /** The digest it must still name, when known. */
   digest?: string;
   neededBy: string;
+  /** The checkpoint whose tag this is is gone altogether: nothing to probe. */
+  checkpointGone?: boolean;
 }
 
 /**
@@ -203,18 +206,33 @@ export interface NeededTag {
  * `:hibernate` of each VM a set Suspended at its generation (not being deleted) has not woken: its
  * reclaim record's `suspended` and `restore` lists. A Running set's VMs run: their tags may go.
  */
-export function neededTags(objects: Pick<Objects, "sets" | "checkpoints">): NeededTag[] {
+export function neededTags(
+  objects: Pick<Objects, "sets" | "checkpoints" | "pools">,
+  /** Checkpoints a pool came to name only after their delete had begun: not the operator's to keep. */
+  namedWhileDeleting: ReadonlySet<string> = new Set(),
+): NeededTag[] {
   const out: NeededTag[] = [];
+  const memberTags = (ck: CocoonCheckpoint, neededBy: string) => {
+    for (const m of ck.status?.members ?? []) {
+      if (!m.digest) continue;
+      out.push({ vmName: m.vmName, tag: checkpointTag(ck.metadata.name ?? ""), digest: m.digest, neededBy });
+    }
+  };
   for (const ck of objects.checkpoints) {
     if (ck.status?.phase !== "Ready" || deleting(ck)) continue;
-    for (const m of ck.status.members ?? []) {
-      if (!m.digest) continue;
-      out.push({
-        vmName: m.vmName,
-        tag: checkpointTag(ck.metadata.name ?? ""),
-        digest: m.digest,
-        neededBy: `CocoonCheckpoint ${ck.metadata.name} (Ready)`,
-      });
+    memberTags(ck, `CocoonCheckpoint ${ck.metadata.name} (Ready)`);
+  }
+  // A pool's members keep branching from its fromCheckpoint: neither a delete nor a prune may take
+  // that checkpoint's tags while the pool names it.
+  for (const pool of objects.pools) {
+    const name = pool.spec.fromCheckpoint;
+    if (!name || deleting(pool) || namedWhileDeleting.has(name)) continue;
+    const neededBy = `CocoonPool ${pool.metadata.name} (fromCheckpoint ${name})`;
+    const ck = objects.checkpoints.find((c) => c.metadata.name === name);
+    if (ck === undefined) {
+      out.push({ vmName: "", tag: checkpointTag(name), neededBy, checkpointGone: true });
+    } else if (ck.status?.phase === "Ready" && deleting(ck)) {
+      memberTags(ck, neededBy);
     }
   }
   for (const cs of objects.sets) {
@@ -351,6 +369,10 @@ export class FeatureInvariants {
     exists: (vmName: string, tag: string) => Promise<string | undefined>,
   ): Promise<void> {
     for (const t of needed) {
+      if (t.checkpointGone) {
+        this.checker.flag("f", t.tag, `the checkpoint of ${t.tag} is gone, but ${t.neededBy} needs it`);
+        continue;
+      }
       const digest = await exists(t.vmName, t.tag);
       if (digest === undefined) {
         this.checker.flag("f", t.vmName, `${t.vmName}:${t.tag} is gone, but ${t.neededBy} needs it`);
