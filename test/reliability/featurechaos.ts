@@ -205,10 +205,11 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
     // Milestones each object reached, once: what the run exercised.
     const outcomes: Record<string, number> = {};
     const reached = new Set<string>();
-    const milestone = (uid: string | undefined, what: string) => {
+    const milestone = (uid: string | undefined, what: string, name?: string) => {
       if (reached.has(`${uid}/${what}`)) return;
       reached.add(`${uid}/${what}`);
       outcomes[what] = (outcomes[what] ?? 0) + 1;
+      if (name !== undefined) note(`${what}: ${name}`);
     };
     const deletedCheckpoints = new Set<string>();
     /** Checkpoints last seen Ready and not being deleted: what a user would branch or roll a pool to. */
@@ -217,7 +218,7 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
     const onCheckpoint = (ck: CocoonCheckpoint) => {
       const name = ck.metadata.name ?? "";
       if (ck.status?.phase === "Ready") {
-        milestone(ck.metadata.uid, "checkpoint Ready");
+        milestone(ck.metadata.uid, "checkpoint Ready", `${name} of ${ck.spec.cocoonSetRef.name}`);
         if (!ck.metadata.deletionTimestamp) readyCheckpoints.add(name);
       }
       if (ck.metadata.deletionTimestamp) readyCheckpoints.delete(name);
@@ -232,8 +233,14 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
     };
     const onRestore = (restore: CocoonRestore) => {
       const phase = restore.status?.phase;
-      if (phase === "Restored") milestone(restore.metadata.uid, "restore Restored");
-      if (phase === "Failed") milestone(restore.metadata.uid, `restore Failed ${restore.status?.reason}`);
+      const name = `${restore.metadata.name} of ${restore.spec.cocoonSetRef.name} to ${restore.spec.checkpointRef.name}`;
+      if (phase === "Restored") milestone(restore.metadata.uid, "restore Restored", name);
+      if (phase === "Failed")
+        milestone(
+          restore.metadata.uid,
+          `restore Failed ${restore.status?.reason}`,
+          `${name}: ${restore.status?.message}`,
+        );
     };
     watching = Promise.all([
       follow<CocoonSet>(COCOONSETS, (cs) => {
