@@ -396,7 +396,7 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
           // Mostly a Ready checkpoint of a set that is still there, as a user would restore.
           const live = new Set([...plain, ...branches, ...(await claimedSets()), ...(await poolMembers())]);
           const usable = checkpoints.filter((c) => readyCheckpoints.has(c.name) && live.has(c.set));
-          const ck = random() < 0.85 && usable.length > 0 ? pick(usable) : pickCheckpoint();
+          const ck = random() < 0.85 ? pick(usable) : pick(checkpoints);
           if (!ck) return false;
           const ownBranches = branches.filter((b) => branchOf.get(b) === ck.name);
           const target = pick([ck.set, ...ownBranches]) ?? ck.set;
@@ -786,7 +786,7 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
 
 const MERGE = "application/merge-patch+json";
 /** Each wait of the setup, before any fault. */
-const SETUP_MS = 30_000;
+const SETUP_MS = 20_000;
 
 /** Polls `probe` every 200 ms until it holds or `timeoutMs` passes; whether it held. */
 async function until(probe: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
