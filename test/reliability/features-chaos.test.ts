@@ -15,17 +15,19 @@ import { testEnv } from "../env/testenv.ts";
 import { runFeatureChaos } from "./featurechaos.ts";
 
 const seed = process.env.CHAOS_SEED ? Number(process.env.CHAOS_SEED) : randomInt(2 ** 31);
-const replay = `CHAOS_SEED=${seed} npx node test/run.ts test/reliability/features-chaos.test.ts`;
+/** How long the schedule acts; CHAOS_MS=<ms> runs it longer by hand (the test's timeout grows with it). */
+const chaosMs = process.env.CHAOS_MS ? Number(process.env.CHAOS_MS) : 50_000;
+const replay = `CHAOS_SEED=${seed}${process.env.CHAOS_MS ? ` CHAOS_MS=${chaosMs}` : ""} npx node test/run.ts test/reliability/features-chaos.test.ts`;
 
 it("keeps every invariant while the features act on the same sets through kills and faults", {
-  timeout: 240_000,
+  timeout: 190_000 + chaosMs,
 }, async () => {
   process.stderr.write(`features-chaos.test: CHAOS_SEED=${seed}\n`);
   try {
     const result = await runFeatureChaos({
       env: testEnv(),
       seed,
-      chaosMs: 50_000,
+      chaosMs,
       convergeMs: 50_000,
       log: (line) => process.stderr.write(`${line}\n`),
     });
