@@ -321,6 +321,48 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
     };
     const specOf = (set: string) => specs.get(set) ?? (set.startsWith(`${POOL}-`) ? MAIN_ONLY : undefined);
 
+    /** The phase of a set settled at its generation (Running with all ready, or Suspended as asked). */
+    const setPhase = async (name: string) => {
+      const res = await apiRequest(env, "GET", `${setsPath(ns)}/${name}`);
+      return res.status === 200 && setConverged(res.body as CocoonSet)
+        ? (res.body as CocoonSet).status?.phase
+        : undefined;
+    };
+    const restoreDone = async (name: string) => {
+      const res = await apiRequest(env, "GET", `${restoresPath(ns)}/${name}`);
+      const phase = res.status === 200 ? (res.body as CocoonRestore).status?.phase : "gone";
+      return phase === "Restored" || phase === "Failed" || phase === "gone";
+    };
+    const suspendSet = (set: string, suspend: boolean) =>
+      write(`set ${set} suspend=${suspend}`, "PATCH", `${setsPath(ns)}/${set}`, { spec: { suspend } }, MERGE);
+    const createCheckpoint = (name: string, set: string) => {
+      checkpoints.push({ name, set });
+      return write(`checkpoint ${name} of ${set}`, "POST", checkpointsPath(ns), {
+        apiVersion: "cocoonset.cocoonstack.io/v1alpha1",
+        kind: "CocoonCheckpoint",
+        metadata: { name, namespace: ns },
+        spec: { cocoonSetRef: { name: set } },
+      });
+    };
+    const createRestore = (name: string, set: string, checkpoint: string) =>
+      write(`restore ${name} of ${set} to ${checkpoint}`, "POST", restoresPath(ns), {
+        apiVersion: "cocoonset.cocoonstack.io/v1alpha1",
+        kind: "CocoonRestore",
+        metadata: { name, namespace: ns },
+        spec: { cocoonSetRef: { name: set }, checkpointRef: { name: checkpoint } },
+      });
+    /** Runs beside the schedule, holding the set's suspend for itself, as a user's script would. */
+    const flow = (set: string, steps: () => Promise<void>) => {
+      busy.add(set);
+      flows.push(
+        steps()
+          .catch((err: Error) => {
+            flowError ??= err;
+          })
+          .finally(() => busy.delete(set)),
+      );
+    };
+
     const schedule: [string, number, () => Promise<boolean | undefined>][] = [
       [
         "suspend-or-resume",
@@ -352,40 +394,16 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
           ]);
           if (!set) return false;
           const name = next("k");
-          checkpoints.push({ name, set });
-          await write(`checkpoint ${name} of ${set}`, "POST", checkpointsPath(ns), {
-            apiVersion: "cocoonset.cocoonstack.io/v1alpha1",
-            kind: "CocoonCheckpoint",
-            metadata: { name, namespace: ns },
-            spec: { cocoonSetRef: { name: set } },
-          });
+          await createCheckpoint(name, set);
           // A plain set or branch is usually suspended for it, and resumed once the checkpoint is
           // Ready, as `kubectl cocoon checkpoint --wait` does, while the schedule goes on (a pool
           // member already is suspended).
-          if ((plain.includes(set) || branches.includes(set)) && random() < 0.7) {
-            busy.add(set);
-            const flow = (async () => {
-              await write(
-                `set ${set} suspend=true`,
-                "PATCH",
-                `${setsPath(ns)}/${set}`,
-                { spec: { suspend: true } },
-                MERGE,
-              );
+          if ((plain.includes(set) || branches.includes(set)) && !busy.has(set) && random() < 0.7) {
+            flow(set, async () => {
+              await suspendSet(set, true);
               await until(async () => readyCheckpoints.has(name) || stopping, 20_000);
-              await write(
-                `set ${set} suspend=false`,
-                "PATCH",
-                `${setsPath(ns)}/${set}`,
-                { spec: { suspend: false } },
-                MERGE,
-              );
-            })().finally(() => busy.delete(set));
-            flows.push(
-              flow.catch((err: Error) => {
-                flowError ??= err;
-              }),
-            );
+              await suspendSet(set, false);
+            });
           }
         },
       ],
@@ -400,13 +418,7 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
           if (!ck) return false;
           const ownBranches = branches.filter((b) => branchOf.get(b) === ck.name);
           const target = pick([ck.set, ...ownBranches]) ?? ck.set;
-          const name = next("r");
-          await write(`restore ${name} of ${target} to ${ck.name}`, "POST", restoresPath(ns), {
-            apiVersion: "cocoonset.cocoonstack.io/v1alpha1",
-            kind: "CocoonRestore",
-            metadata: { name, namespace: ns },
-            spec: { cocoonSetRef: { name: target }, checkpointRef: { name: ck.name } },
-          });
+          await createRestore(next("r"), target, ck.name);
         },
       ],
       [
@@ -540,6 +552,29 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
         },
       ],
       [
+        // Restore a suspended set, checkpoint it, restore it to that new checkpoint, resume it: the
+        // second restore's copy may share the new checkpoint's manifest.
+        "restore-chain",
+        2,
+        async () => {
+          const set = pick(plain.filter((p) => !busy.has(p)));
+          const first = set && pick(checkpoints.filter((c) => c.set === set && readyCheckpoints.has(c.name)));
+          if (!set || !first) return false;
+          const [r1, k, r2] = [next("r"), next("k"), next("r")];
+          flow(set, async () => {
+            await suspendSet(set, true);
+            await until(async () => (await setPhase(set)) === "Suspended" || stopping, 15_000);
+            await createRestore(r1, set, first.name);
+            await until(async () => (await restoreDone(r1)) || stopping, 15_000);
+            await createCheckpoint(k, set);
+            await until(async () => readyCheckpoints.has(k) || stopping, 15_000);
+            await createRestore(r2, set, k);
+            await until(async () => (await restoreDone(r2)) || stopping, 15_000);
+            await suspendSet(set, false);
+          });
+        },
+      ],
+      [
         "copy-set",
         1,
         async () => {
@@ -596,12 +631,6 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
     }
     // Before the faults (bounded): the pool filled, both sets Running, and a first checkpoint Ready,
     // so that the schedule's restores, branches and rolls have something to act on from the start.
-    const setPhase = async (name: string) => {
-      const res = await apiRequest(env, "GET", `${setsPath(ns)}/${name}`);
-      return res.status === 200 && setConverged(res.body as CocoonSet)
-        ? (res.body as CocoonSet).status?.phase
-        : undefined;
-    };
     const poolReady = async () => {
       const res = await apiRequest(env, "GET", `${poolsPath(ns)}/${POOL}`);
       return res.status === 200 && res.body.status?.ready === 2;
@@ -615,29 +644,11 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
       SETUP_MS,
     );
     const k = next("k");
-    await write(
-      `set ${mainOnly} suspend=true`,
-      "PATCH",
-      `${setsPath(ns)}/${mainOnly}`,
-      { spec: { suspend: true } },
-      MERGE,
-    );
+    await suspendSet(mainOnly, true);
     await until(async () => (await setPhase(mainOnly)) === "Suspended", SETUP_MS);
-    checkpoints.push({ name: k, set: mainOnly });
-    await write(`checkpoint ${k} of ${mainOnly}`, "POST", checkpointsPath(ns), {
-      apiVersion: "cocoonset.cocoonstack.io/v1alpha1",
-      kind: "CocoonCheckpoint",
-      metadata: { name: k, namespace: ns },
-      spec: { cocoonSetRef: { name: mainOnly } },
-    });
+    await createCheckpoint(k, mainOnly);
     const first = await until(async () => readyCheckpoints.has(k), SETUP_MS);
-    await write(
-      `set ${mainOnly} suspend=false`,
-      "PATCH",
-      `${setsPath(ns)}/${mainOnly}`,
-      { spec: { suspend: false } },
-      MERGE,
-    );
+    await suspendSet(mainOnly, false);
     log(
       `features-chaos: set up (pool and sets ${ready ? "ready" : "NOT ready"}, ${k} ${first ? "Ready" : "NOT Ready"})`,
     );
