@@ -557,9 +557,13 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
         "restore-chain",
         2,
         async () => {
-          const set = pick(plain.filter((p) => !busy.has(p)));
-          const first = set && pick(checkpoints.filter((c) => c.set === set && readyCheckpoints.has(c.name)));
-          if (!set || !first) return false;
+          const first = pick(
+            checkpoints.filter(
+              (c) => plain.includes(c.set) && !busy.has(c.set) && readyCheckpoints.has(c.name),
+            ),
+          );
+          if (!first) return false;
+          const set = first.set;
           const [r1, k, r2] = [next("r"), next("k"), next("r")];
           flow(set, async () => {
             await suspendSet(set, true);
