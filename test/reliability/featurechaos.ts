@@ -506,7 +506,9 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
         "delete-set",
         2,
         async () => {
-          const name = pick([...(plain.length > 1 ? plain : []), ...branches]);
+          const name = pick(
+            [...(plain.length > 1 ? plain : []), ...branches].filter((set) => !busy.has(set)),
+          );
           if (!name) return false;
           for (const from of [plain, branches]) if (from.includes(name)) from.splice(from.indexOf(name), 1);
           declareTeardown(name);
