@@ -689,6 +689,8 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
     // (f) while the run goes on: a Ready checkpoint's tags exist as long as it is not being deleted.
     // Read before and after the probes: a checkpoint live (same uid, no deletion) at both was live
     // in between, so a tag missing then was removed from a live checkpoint.
+    /** Each live checkpoint's tag found missing, once. */
+    const lostTags = new Set<string>();
     const tagWatch = (async () => {
       while (!stopping) {
         await sleep(2000);
@@ -710,6 +712,8 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
         for (const { ck, vm, digest } of missing) {
           const still = after?.find((c) => c.metadata.uid === ck.metadata.uid);
           if (still === undefined || still.metadata.deletionTimestamp) continue;
+          if (lostTags.has(`${ck.metadata.uid}/${vm}`)) continue;
+          lostTags.add(`${ck.metadata.uid}/${vm}`);
           checker.flag(
             "f",
             vm,
