@@ -80,6 +80,7 @@ export class InvariantChecker {
   private readonly repoPrefix: string;
   private readonly teardownGraceMs: number;
   private graced = 0;
+  private readonly reported = new Set<string>();
   private rejectFailed: (err: Error) => void = () => {};
   /** Rejects on the first violation; race it against the driver's waits. */
   readonly failed: Promise<never>;
@@ -334,8 +335,11 @@ export class InvariantChecker {
     this.violate(invariant, vmName, message);
   }
 
+  /** Each violation once: a repeated read or probe would otherwise bury the others. */
   private violate(invariant: string, vmName: string, message: string): void {
     const text = `invariant (${invariant}) violated: ${message}`;
+    if (this.reported.has(text)) return;
+    this.reported.add(text);
     this.timeline.push({ time: Date.now(), source: "driver", text: `VIOLATION ${text}`, vmName });
     this.violations.push(`${text}\n${this.history(vmName)}`);
     if (this.violations.length === 1) this.rejectFailed(new InvariantViolation(this.violations[0]));
