@@ -3,21 +3,41 @@
 //    wake of a pod whose image changed (c), and allows an image change's drop of that snapshot; it
 //    flags a live checkpoint's tag deleted, a deleted checkpoint's manifest read by a copy, and a
 //    checkpoint's copy into :hibernate dropped before its VM woke from it (e);
-//  - the namespace scoping of the API proxy;
+//  - the checker of the chaos across features flags a DELETE outside a set's own VMs (g), a claim
+//    bound to two sets, a set to two claims and a claim reporting a set another claim bound (h), a
+//    tag a Ready checkpoint or an owed wake needs gone or moved (f), and an object that did not
+//    converge giving no reason (i);
+//  - the namespace scoping of the API proxy, and its lost reply (a set write applied, its answer lost);
 //  - finding: the API client surfaced a 429 at once instead of waiting Retry-After and retrying as
 //    client-go does; src/controller/client.ts now retries (up to 10 times).
 
 import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
+import https from "node:https";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { it } from "node:test";
+import type { CocoonSet, CocoonSetPhase, CocoonSetStatus } from "../../src/apis/v1/types.ts";
+import type {
+  CocoonCheckpoint,
+  CocoonClaim,
+  CocoonPool,
+  CocoonRestore,
+} from "../../src/apis/v1alpha1/types.ts";
 import type { Clock } from "../../src/clock.ts";
+import { ANN_HIBERNATE_RECLAIM } from "../../src/contract/keys.ts";
 import { KubeClient, MAX_RETRY_AFTER_RETRIES } from "../../src/controller/client.ts";
 import { isTooManyRequests } from "../../src/controller/errors.ts";
 import { kubeconfigFromDocument, restConfigFromKubeconfig } from "../../src/controller/kubeconfig.ts";
 import { COCOONSETS } from "../../src/controller/resources.ts";
+import { LABEL_POOL } from "../../src/pool/keys.ts";
+import { selfSignedCertificate } from "../env/certs.ts";
 import { type VmEvent, VmRecord } from "../env/simulator/index.ts";
-import { type RegistryProxy, type RegistryRequest, scopePath } from "../support/faultproxy.ts";
+import { apiRequest } from "../env/testenv.ts";
+import { type RegistryProxy, type RegistryRequest, scopePath, startApiProxy } from "../support/faultproxy.ts";
+import { FeatureInvariants, neededTags, unconverged } from "../support/featureinvariants.ts";
 import { InvariantChecker } from "../support/invariants.ts";
 
 function fakeRegistry(): RegistryProxy & { emit(r: Partial<RegistryRequest>): void } {
@@ -31,6 +51,7 @@ function fakeRegistry(): RegistryProxy & { emit(r: Partial<RegistryRequest>): vo
     setBodyLimit: () => {},
     cutUploadAfter: () => {},
     bufferBodies: () => {},
+    gateDeletes: () => {},
     stop: async () => {},
     emit(r) {
       for (const l of listeners)
@@ -290,4 +311,362 @@ it("the API client gives up after the retry budget and surfaces TooManyRequests"
     client.close();
     server.close();
   }
+});
+
+/** A checker of the chaos across features over a fake registry, and its own checker's violations. */
+function featureChecker(): {
+  registry: ReturnType<typeof fakeRegistry>;
+  checker: InvariantChecker;
+  features: FeatureInvariants;
+} {
+  const registry = fakeRegistry();
+  const checker = new InvariantChecker({ record: new VmRecord(), registry });
+  const features = new FeatureInvariants(checker, "ns");
+  registry.onRequest((r) => features.observeRegistry(r));
+  return { registry, checker, features };
+}
+
+function aSet(
+  name: string,
+  opts: {
+    uid?: string;
+    replicas?: number;
+    suspend?: boolean;
+    phase?: string;
+    generation?: number;
+    observed?: number;
+    owner?: { kind: string; name: string; uid: string };
+    annotations?: Record<string, string>;
+    labels?: Record<string, string>;
+    conditions?: { type: string; status: string; reason: string }[];
+  } = {},
+): CocoonSet {
+  const replicas = opts.replicas ?? 0;
+  return {
+    apiVersion: "cocoonset.cocoonstack.io/v1",
+    kind: "CocoonSet",
+    metadata: {
+      name,
+      namespace: "ns",
+      uid: opts.uid ?? `uid-${name}`,
+      generation: opts.generation ?? 1,
+      ...(opts.annotations ? { annotations: opts.annotations } : {}),
+      ...(opts.labels ? { labels: opts.labels } : {}),
+      ...(opts.owner ? { ownerReferences: [{ apiVersion: "x", controller: true, ...opts.owner }] } : {}),
+    },
+    spec: {
+      nodePool: "p",
+      agent: { image: "i", replicas, mode: "clone" },
+      ...(opts.suspend ? { suspend: true } : {}),
+    },
+    status: {
+      phase: (opts.phase ?? "Running") as CocoonSetPhase,
+      observedGeneration: opts.observed ?? opts.generation ?? 1,
+      readyAgents: opts.phase === undefined || opts.phase === "Running" ? replicas + 1 : 0,
+      desiredAgents: replicas + 1,
+      readyToolboxes: 0,
+      desiredToolboxes: 0,
+      ...(opts.conditions ? { conditions: opts.conditions as CocoonSetStatus["conditions"] } : {}),
+    },
+  } as CocoonSet;
+}
+
+it("the feature checker allows a DELETE in a set's own VM and flags one in another namespace's or a slot the set never had (g)", () => {
+  const { registry, checker, features } = featureChecker();
+  features.observeSet(aSet("p0", { replicas: 1 }));
+  registry.emit({ path: "/v2/vk-ns-p0-0/manifests/sha256:a" });
+  registry.emit({ path: "/v2/vk-ns-p0-1/manifests/sha256:b" });
+  checker.check();
+  assert.equal(features.counts.deletes, 2);
+  registry.emit({ path: "/v2/vk-other-prod-0/manifests/sha256:c" });
+  assert.throws(
+    () => checker.check(),
+    /invariant \(g\).*DELETE vk-other-prod-0@sha256:c .*not a VM of any set of namespace ns/s,
+  );
+
+  const slot = featureChecker();
+  slot.features.observeSet(aSet("p0", { replicas: 0 }));
+  slot.registry.emit({ path: "/v2/vk-ns-p0-3/manifests/sha256:d" });
+  assert.throws(() => slot.checker.check(), /invariant \(g\).*vk-ns-p0-3/s);
+});
+
+it("the feature checker flags a claim that controls two sets, a set bound to two claims, and a claim reporting another claim's set (h)", () => {
+  const pool = { kind: "CocoonPool", name: "warm", uid: "pool" };
+  const claimA = { kind: "CocoonClaim", name: "a", uid: "ca" };
+  const ok = featureChecker();
+  ok.features.observeSet(aSet("warm-1", { owner: pool }));
+  ok.features.observeClaim({
+    metadata: { name: "a", uid: "ca" },
+    status: { cocoonSetRef: { name: "warm-1" } },
+  } as CocoonClaim);
+  ok.features.observeSet(aSet("warm-1", { owner: claimA }));
+  ok.features.observeClaim({
+    metadata: { name: "a", uid: "ca" },
+    status: { cocoonSetRef: { name: "warm-1" } },
+  } as CocoonClaim);
+  ok.checker.check();
+
+  const twoSets = featureChecker();
+  twoSets.features.observeSet(aSet("warm-1", { owner: claimA }));
+  twoSets.features.observeSet(aSet("warm-2", { owner: claimA }));
+  assert.throws(() => twoSets.checker.check(), /invariant \(h\).*claim a \(uid ca\) controls a second set/s);
+
+  const twoClaims = featureChecker();
+  twoClaims.features.observeSet(aSet("warm-1", { owner: claimA }));
+  twoClaims.features.observeSet(aSet("warm-1", { owner: { ...claimA, uid: "cb" } }));
+  assert.throws(() => twoClaims.checker.check(), /invariant \(h\).*bound to a second claim/s);
+
+  const adopted = featureChecker();
+  adopted.features.observeSet(aSet("warm-1", { owner: claimA }));
+  adopted.features.observeClaim({
+    metadata: { name: "a", uid: "ca2" },
+    status: { cocoonSetRef: { name: "warm-1" } },
+  } as CocoonClaim);
+  assert.throws(
+    () => adopted.checker.check(),
+    /invariant \(h\).*uid ca2\) reports set warm-1, which claim uid ca bound/s,
+  );
+});
+
+it("the feature checker flags a tag a Ready checkpoint or a suspended set's owed wake needs, gone or moved (f)", async () => {
+  const checkpoint = (name: string, deleting = false) =>
+    ({
+      metadata: { name, ...(deleting ? { deletionTimestamp: "2026-01-01T00:00:00Z" } : {}) },
+      spec: { cocoonSetRef: { name: "p0" } },
+      status: {
+        phase: "Ready",
+        members: [{ role: "main", slot: 0, vmName: "vk-ns-p0-0", digest: "sha256:k" }],
+      },
+    }) as CocoonCheckpoint;
+  const suspended = aSet("p1", {
+    suspend: true,
+    phase: "Suspended",
+    annotations: {
+      [ANN_HIBERNATE_RECLAIM]: JSON.stringify({
+        generation: 1,
+        vms: ["vk-ns-p1-0"],
+        restore: ["vk-ns-p1-0"],
+      }),
+    },
+  });
+  const needed = neededTags({
+    sets: [suspended],
+    pools: [],
+    checkpoints: [checkpoint("k1"), checkpoint("k2", true)],
+  });
+  assert.deepEqual(
+    needed.map((t) => `${t.vmName}:${t.tag}`),
+    ["vk-ns-p0-0:ckpt-k1", "vk-ns-p1-0:hibernate"],
+  );
+  const tags = new Map([
+    ["vk-ns-p0-0:ckpt-k1", "sha256:k"],
+    ["vk-ns-p1-0:hibernate", "sha256:h"],
+  ]);
+  const all = featureChecker();
+  await all.features.checkTags(needed, async (vm, tag) => tags.get(`${vm}:${tag}`));
+  all.checker.check();
+
+  const gone = featureChecker();
+  tags.delete("vk-ns-p1-0:hibernate");
+  await gone.features.checkTags(needed, async (vm, tag) => tags.get(`${vm}:${tag}`));
+  assert.throws(
+    () => gone.checker.check(),
+    /invariant \(f\).*vk-ns-p1-0:hibernate is gone, but CocoonSet p1/s,
+  );
+
+  const moved = featureChecker();
+  tags.set("vk-ns-p1-0:hibernate", "sha256:h");
+  tags.set("vk-ns-p0-0:ckpt-k1", "sha256:other");
+  await moved.features.checkTags(needed, async (vm, tag) => tags.get(`${vm}:${tag}`));
+  assert.throws(() => moved.checker.check(), /invariant \(f\).*ckpt-k1 names sha256:other, not sha256:k/s);
+});
+
+it("the feature checker flags an object that did not converge and gives only a progress word, or a stale status (i)", () => {
+  const claim = (name: string, phase: string, reason: string, ready: string) =>
+    ({
+      metadata: { name },
+      status: { phase, reason, conditions: [{ type: "Ready", status: ready, reason }] },
+    }) as CocoonClaim;
+  const objects = {
+    sets: [
+      aSet("running"),
+      aSet("stale", { generation: 3, observed: 2 }),
+      aSet("waiting", {
+        phase: "Pending",
+        conditions: [{ type: "Branched", status: "False", reason: "WaitingForCheckpoint" }],
+      }),
+    ],
+    pools: [],
+    claims: [
+      claim("ok", "Bound", "SetRunning", "True"),
+      claim("waking", "Bound", "Waking", "False"),
+      claim("pending", "Pending", "NoReadyMember", "False"),
+    ],
+    restores: [
+      { metadata: { name: "copying" }, status: { phase: "Restoring", reason: "Copying" } },
+      { metadata: { name: "refused" }, status: { phase: "Restoring", reason: "CopyFailed" } },
+    ] as CocoonRestore[],
+    checkpoints: [
+      {
+        metadata: { name: "k-pending" },
+        spec: { cocoonSetRef: { name: "running" } },
+        status: { phase: "Pending" },
+      },
+    ] as CocoonCheckpoint[],
+  };
+  const left = unconverged(objects);
+  assert.deepEqual(
+    left.map((u) => `${u.kind} ${u.name}: ${u.reasons.join(",") || "-"}`),
+    [
+      "CocoonSet stale: -",
+      "CocoonSet waiting: Branched=WaitingForCheckpoint",
+      "CocoonClaim waking: -",
+      "CocoonClaim pending: Ready=NoReadyMember,NoReadyMember",
+      "CocoonRestore copying: -",
+      "CocoonRestore refused: CopyFailed",
+      "CocoonCheckpoint k-pending: Pending: its set is not Suspended",
+    ],
+  );
+  const { checker, features } = featureChecker();
+  features.checkReasons(left);
+  assert.equal(checker.violations.length, 3);
+  assert.throws(
+    () => checker.check(),
+    /invariant \(i\).*CocoonSet stale did not converge \(wanted Running, shows Running at generation 2 of 3\)/s,
+  );
+  assert.match(checker.violations[1] ?? "", /CocoonClaim waking did not converge/);
+  assert.match(checker.violations[2] ?? "", /CocoonRestore copying did not converge/);
+});
+
+it("the feature checker takes a pool that cannot fill as explained only when it or each member not ready says why (i)", () => {
+  const pool = {
+    metadata: { name: "warm", generation: 1 },
+    spec: { replicas: 2 },
+    status: {
+      observedGeneration: 1,
+      ready: 1,
+      replicas: 2,
+      conditions: [{ type: "Ready", status: "False", reason: "Filling" }],
+    },
+  } as CocoonPool;
+  const member = (reason: string) =>
+    aSet("warm-1", {
+      suspend: true,
+      phase: "Pending",
+      labels: { [LABEL_POOL]: "warm" },
+      conditions: [{ type: "Branched", status: "False", reason }],
+    });
+  const explained = unconverged({
+    sets: [member("WaitingForCheckpoint")],
+    pools: [pool],
+    claims: [],
+    restores: [],
+    checkpoints: [],
+  });
+  assert.deepEqual(explained.find((u) => u.kind === "CocoonPool")?.reasons, [
+    "warm-1: Branched=WaitingForCheckpoint",
+  ]);
+  const silent = unconverged({
+    sets: [member("Copying")],
+    pools: [pool],
+    claims: [],
+    restores: [],
+    checkpoints: [],
+  });
+  assert.deepEqual(silent.find((u) => u.kind === "CocoonPool")?.reasons, []);
+});
+
+it("with a teardown grace, a loss counts only if its set is not declared in teardown within it", async () => {
+  const lossOf = (graceMs: number) => {
+    const record = new VmRecord();
+    const checker = new InvariantChecker({ record, registry: fakeRegistry(), teardownGraceMs: graceMs });
+    record.append(vmEvent("boot", "id1"));
+    record.append(vmEvent("destroy", "id1", "pod deleted"));
+    return checker;
+  };
+  const excused = lossOf(50);
+  excused.teardown("vk-ns-s-");
+  await excused.settled();
+  excused.check();
+  const lost = lossOf(50);
+  assert.doesNotThrow(() => lost.check(), "judged only once the grace has passed");
+  await lost.settled();
+  assert.throws(() => lost.check(), /invariant \(a\).*live VM vk-ns-s-0/s);
+});
+
+it("the API proxy's lost reply applies a set write upstream and resets the client's connection", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "cocoon-lostreply-"));
+  const { certFile, keyFile } = selfSignedCertificate(dir, "upstream", {
+    subject: "/CN=127.0.0.1",
+    altNames: "IP:127.0.0.1",
+  });
+  const applied: string[] = [];
+  const upstream = https.createServer(
+    { key: readFileSync(keyFile), cert: readFileSync(certFile) },
+    (req, res) => {
+      req.resume();
+      applied.push(`${req.method} ${req.url}`);
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end("{}");
+    },
+  );
+  await new Promise<void>((r) => upstream.listen(0, "127.0.0.1", () => r()));
+  const server = `https://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+  const proxy = await startApiProxy(
+    { server, token: "t", caFile: certFile },
+    { namespace: "ns", seed: 1, faults: { lostReply: 1 } },
+  );
+  try {
+    const path = "/apis/cocoonset.cocoonstack.io/v1/namespaces/ns/cocoonsets/s";
+    // The proxy's own certificate, as its kubeconfig carries it.
+    const kubeconfig = JSON.parse(readFileSync(proxy.kubeconfigPath, "utf8"));
+    const proxyCa = join(dir, "proxy-ca.crt");
+    writeFileSync(
+      proxyCa,
+      Buffer.from(kubeconfig.clusters[0].cluster["certificate-authority-data"], "base64"),
+    );
+    const proxied = { server: proxy.server, token: "t", caFile: proxyCa };
+    await assert.rejects(apiRequest(proxied, "PUT", path, {}), /socket hang up|ECONNRESET/);
+    assert.deepEqual(applied, [`PUT ${path}`]);
+    assert.equal(proxy.counts.lostReplies, 1);
+    // A read, and a status write, are answered.
+    assert.equal((await apiRequest(proxied, "GET", path)).status, 200);
+    assert.equal((await apiRequest(proxied, "PUT", `${path}/status`, {})).status, 200);
+  } finally {
+    await proxy.stop();
+    upstream.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+it("the feature checker keeps a pool's fromCheckpoint and its tags, even while it is being deleted (f)", async () => {
+  const pool = { metadata: { name: "warm" }, spec: { replicas: 1, fromCheckpoint: "golden" } } as CocoonPool;
+  const golden = {
+    metadata: { name: "golden", deletionTimestamp: "2026-01-01T00:00:00Z" },
+    spec: { cocoonSetRef: { name: "p0" } },
+    status: {
+      phase: "Ready",
+      members: [{ role: "main", slot: 0, vmName: "vk-ns-p0-0", digest: "sha256:g" }],
+    },
+  } as CocoonCheckpoint;
+  const deletingButThere = neededTags({ sets: [], pools: [pool], checkpoints: [golden] });
+  assert.deepEqual(
+    deletingButThere.map((t) => `${t.vmName}:${t.tag} for ${t.neededBy}`),
+    ["vk-ns-p0-0:ckpt-golden for CocoonPool warm (fromCheckpoint golden)"],
+  );
+  const kept = featureChecker();
+  await kept.features.checkTags(deletingButThere, async () => "sha256:g");
+  kept.checker.check();
+
+  const gone = featureChecker();
+  await gone.features.checkTags(
+    neededTags({ sets: [], pools: [pool], checkpoints: [] }),
+    async () => undefined,
+  );
+  assert.throws(
+    () => gone.checker.check(),
+    /invariant \(f\).*the checkpoint of ckpt-golden is gone, but CocoonPool warm/s,
+  );
+
+  assert.deepEqual(neededTags({ sets: [], pools: [pool], checkpoints: [] }, new Set(["golden"])), []);
 });

@@ -12,8 +12,9 @@
 // ApiProxy: TLS-terminating proxy in front of kube-apiserver (self-signed certificate from openssl).
 // It scopes a client to one namespace (cluster-wide lists and watches of namespaced resources are
 // rewritten to that namespace, writes elsewhere are refused), and injects 409 on PATCH/PUT of
-// cocoonsets and pods, 429 with Retry-After, dropped watch streams and 410 on watch resumes, each with
-// a seeded probability.
+// cocoonsets and pods, 429 with Retry-After, dropped watch streams and 410 on watch resumes, and
+// loses the answer to a PUT/PATCH of a cocoonset the API server applied (the connection is reset
+// once the server has answered), each with a seeded probability.
 
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
@@ -74,6 +75,11 @@ export interface RegistryProxy {
    * (proxy_request_buffering), so a body cut short never reaches the registry. Off (the default): bodies stream.
    */
   bufferBodies(on: boolean): void;
+  /**
+   * Each DELETE waits for `gate` (resolved or not) before it is handled: a test brings its view of
+   * the API server up to date with what the operator saw when it sent the DELETE.
+   */
+  gateDeletes(gate: ((path: string) => Promise<void>) | undefined): void;
   stop(): Promise<void>;
 }
 
@@ -86,6 +92,7 @@ export async function startRegistryProxy(upstreamHost: string): Promise<Registry
   let bodyLimit: number | undefined;
   let cutAfter: number | undefined;
   let bufferBodies = false;
+  let deleteGate: ((path: string) => Promise<void>) | undefined;
   const agent = new http.Agent({ keepAlive: true });
 
   const record = (r: RegistryRequest): void => {
@@ -93,7 +100,7 @@ export async function startRegistryProxy(upstreamHost: string): Promise<Registry
     for (const l of listeners) l(r);
   };
 
-  const server = http.createServer((req, res) => {
+  const handle = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     const method = req.method ?? "GET";
     const path = req.url ?? "/";
     const current = fault;
@@ -205,6 +212,18 @@ export async function startRegistryProxy(upstreamHost: string): Promise<Registry
       req.on("end", () => {
         if (!stopped) forward().end(Buffer.concat(body));
       });
+  };
+  const server = http.createServer((req, res) => {
+    const gate = deleteGate;
+    if (gate === undefined || req.method !== "DELETE") {
+      handle(req, res);
+      return;
+    }
+    req.pause();
+    gate(req.url ?? "/").then(
+      () => handle(req, res),
+      () => handle(req, res),
+    );
   });
   server.on("connection", (s) => {
     sockets.add(s);
@@ -255,6 +274,9 @@ export async function startRegistryProxy(upstreamHost: string): Promise<Registry
     bufferBodies(on) {
       bufferBodies = on;
     },
+    gateDeletes(gate) {
+      deleteGate = gate;
+    },
     async stop() {
       if (listening) await closeAll();
       listening = false;
@@ -285,6 +307,11 @@ export interface ApiFaults {
   dropWatch: number;
   /** Probability that a watch resuming from a resourceVersion is answered 410 Gone. */
   goneOnResume: number;
+  /**
+   * Probability that a PUT/PATCH of a cocoonset is applied by the API server but its answer is lost:
+   * the client's connection is reset once the server has answered.
+   */
+  lostReply?: number;
 }
 
 export interface ApiProxyCounts {
@@ -293,6 +320,7 @@ export interface ApiProxyCounts {
   throttles: number;
   droppedWatches: number;
   gones: number;
+  lostReplies: number;
   refusedOutOfScope: number;
 }
 
@@ -373,6 +401,7 @@ export async function startApiProxy(
     throttles: 0,
     droppedWatches: 0,
     gones: 0,
+    lostReplies: 0,
     refusedOutOfScope: 0,
   };
   const upstreamUrl = new URL(upstream.server);
@@ -441,6 +470,11 @@ export async function startApiProxy(
         );
         return;
       }
+      const loseReply =
+        (method === "PATCH" || method === "PUT") &&
+        /\/cocoonsets\/[^/]+$/.test(url.pathname) &&
+        (f.lostReply ?? 0) > 0 &&
+        random() < (f.lostReply ?? 0);
       const headers = { ...req.headers, host: upstreamUrl.host, authorization: `Bearer ${upstream.token}` };
       const up = https.request(
         {
@@ -453,6 +487,12 @@ export async function startApiProxy(
           ca: readFileSync(upstream.caFile),
         },
         (upRes) => {
+          if (loseReply) {
+            counts.lostReplies++;
+            upRes.resume();
+            upRes.on("end", () => res.destroy());
+            return;
+          }
           res.writeHead(upRes.statusCode ?? 502, upRes.headers);
           upRes.pipe(res);
           if (

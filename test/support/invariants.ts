@@ -20,7 +20,8 @@
 // `:hibernate` digest is kept from the hibernate event or the operator's copy, and each checkpoint
 // tag's from the registry's answers: only a DELETE of that digest (or of the tag) removes the tag,
 // and its timeline line says so.
-// (d), convergence, is checked by the driver once the chaos stops.
+// (d), convergence, is checked by the driver once the chaos stops. Other checkers report into the same
+// timeline and list through `flag` (test/support/featureinvariants.ts: (f) to (i)).
 
 import { TAG_HIBERNATE } from "../../src/contract/keys.ts";
 import type { VmEvent, VmRecord } from "../env/simulator/index.ts";
@@ -77,12 +78,22 @@ export class InvariantChecker {
   private readonly teardownPrefixes: string[] = [];
   private readonly imageChanged = new Set<string>();
   private readonly repoPrefix: string;
+  private readonly teardownGraceMs: number;
+  private graced = 0;
+  private readonly reported = new Set<string>();
   private rejectFailed: (err: Error) => void = () => {};
   /** Rejects on the first violation; race it against the driver's waits. */
   readonly failed: Promise<never>;
 
-  constructor(opts: { record: VmRecord; registry: RegistryProxy; repoPrefix?: string }) {
+  constructor(opts: {
+    record: VmRecord;
+    registry: RegistryProxy;
+    repoPrefix?: string;
+    /** How long a loss waits for its set to be declared in teardown before it counts; default 0. */
+    teardownGraceMs?: number;
+  }) {
     this.repoPrefix = opts.repoPrefix ?? "";
+    this.teardownGraceMs = opts.teardownGraceMs ?? 0;
     this.failed = new Promise<never>((_, reject) => {
       this.rejectFailed = reject;
     });
@@ -180,7 +191,7 @@ export class InvariantChecker {
           this.counts.liveDestroys++;
           s.live = false;
           if (!this.inTeardown(e.vmName) && !this.imageChanged.has(e.vmName)) {
-            this.violate(
+            this.violateOutsideTeardown(
               "a",
               e.vmName,
               `live VM ${e.vmName} (${e.vmID}) of pod ${e.podName} destroyed without a hibernate: its state is lost`,
@@ -194,7 +205,7 @@ export class InvariantChecker {
             !s.tag &&
             s.lastHibernate !== undefined
           ) {
-            this.violate(
+            this.violateOutsideTeardown(
               "a",
               e.vmName,
               `pod ${e.podName} of hibernated VM ${e.vmName} deleted while its :hibernate manifest is gone`,
@@ -289,7 +300,7 @@ export class InvariantChecker {
     const ok = this.inTeardown(vmName) || this.imageChanged.has(vmName) || restoredSinceHibernate || !s.tag;
     s.tag = false;
     if (!ok) {
-      this.violate(
+      this.violateOutsideTeardown(
         "b",
         vmName,
         `the operator deleted ${repo}:${m[2]} while no VM restored from it runs (live=${s.live}, started as ${s.liveKind ?? "-"})`,
@@ -297,8 +308,38 @@ export class InvariantChecker {
     }
   }
 
+  /**
+   * A loss outside teardown. With a teardown grace, it counts only if the VM's set is still not
+   * declared in teardown that long after: a test that learns of deletions it did not make (a pool
+   * deleting a member) from a watch declares them a little after the operator acted on them.
+   */
+  private violateOutsideTeardown(invariant: string, vmName: string, message: string): void {
+    if (this.teardownGraceMs === 0) {
+      this.violate(invariant, vmName, message);
+      return;
+    }
+    this.graced++;
+    setTimeout(() => {
+      this.graced--;
+      if (!this.inTeardown(vmName)) this.violate(invariant, vmName, message);
+    }, this.teardownGraceMs);
+  }
+
+  /** Resolves once every loss held for the teardown grace has been judged. */
+  async settled(): Promise<void> {
+    while (this.graced > 0) await new Promise((r) => setTimeout(r, 100));
+  }
+
+  /** A violation another checker found, with this timeline's history of the VM (or object) it names. */
+  flag(invariant: string, vmName: string, message: string): void {
+    this.violate(invariant, vmName, message);
+  }
+
+  /** Each violation once: a repeated read or probe would otherwise bury the others. */
   private violate(invariant: string, vmName: string, message: string): void {
     const text = `invariant (${invariant}) violated: ${message}`;
+    if (this.reported.has(text)) return;
+    this.reported.add(text);
     this.timeline.push({ time: Date.now(), source: "driver", text: `VIOLATION ${text}`, vmName });
     this.violations.push(`${text}\n${this.history(vmName)}`);
     if (this.violations.length === 1) this.rejectFailed(new InvariantViolation(this.violations[0]));
