@@ -93,6 +93,10 @@ async function branchFromCheckpoint(pass: Pass, branching: BranchingDeps | undef
   // False condition of another reason is this step's own mark of a branch waiting or in progress,
   // written before any pod and before the reclaim record it wrote itself.
   if (!branched && hasHadPods(pass)) return notApplied(pass, name);
+  // No pod is created before the branch is done, so a set with pods has branched, whatever its cached
+  // condition says (the pods can reach the cache before that pass's Branched=True write). Copying now
+  // would write over VMs that run, or have since hibernated, their own state.
+  if (hasPods(pass)) return CONTINUE;
 
   const lookup = branching ? branching.checkpoints.getCheckpoint(pass.namespace, name) : "unavailable";
   if (!branching || lookup === "unavailable") {
@@ -218,15 +222,15 @@ function branchedMessage(checkpoint: CocoonCheckpoint, plan: readonly BranchCopy
   return `branched from CocoonCheckpoint ${checkpoint.metadata.name} of CocoonSet ${source}: ${plan.length} VMs restore from it`;
 }
 
-/** Pods now, pods in the status, or VMs in the reclaim record: the set has state of its own. */
-function hasHadPods(pass: Pass): boolean {
+/** Pods now or pods in the status. */
+function hasPods(pass: Pass): boolean {
   const status = pass.cs.status;
-  return (
-    pass.pods.all.size > 0 ||
-    (status?.agents?.length ?? 0) > 0 ||
-    (status?.toolboxes?.length ?? 0) > 0 ||
-    reclaimRecord(pass).vms.length > 0
-  );
+  return pass.pods.all.size > 0 || (status?.agents?.length ?? 0) > 0 || (status?.toolboxes?.length ?? 0) > 0;
+}
+
+/** Pods, or VMs in the reclaim record: the set has state of its own. */
+function hasHadPods(pass: Pass): boolean {
+  return hasPods(pass) || reclaimRecord(pass).vms.length > 0;
 }
 
 /**

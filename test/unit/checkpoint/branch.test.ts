@@ -448,6 +448,27 @@ describe("branchFromCheckpoint", () => {
     assert.equal(pods(f).length, 1, "the main is created from the set's own state");
   });
 
+  it("never copies into a set whose pods exist, even where its condition still reads as under way", async () => {
+    const f = fixture((r) => readyCheckpoint(r));
+    await f.run();
+    assert.ok(pods(f).length > 0);
+    // The cache can show the pods the branching pass created before that pass's Branched=True write.
+    const cs = storedSet(f.client) as CocoonSet;
+    const copying = (cs.status?.conditions ?? []).map((c) =>
+      c.type === CONDITION_BRANCHED ? { ...c, status: "False" as const, reason: "Copying" } : c,
+    );
+    await f.client.patch(COCOONSETS, NS, SET, { status: { conditions: copying } }, { subresource: "status" });
+    // Their VMs ran, and step 10 dropped the copies.
+    for (const slot of [0, "tb"]) await f.registry.deleteIfPresent(newVM(slot), "hibernate");
+    f.registry.log.length = 0;
+    await f.run();
+    assert.deepEqual(
+      f.registry.log.filter((l) => l.startsWith("put") || l.startsWith("mount")),
+      [],
+      "no snapshot is written over VMs that have pods",
+    );
+  });
+
   it("a branched set no longer reads the checkpoint or copies anything", async () => {
     const f = fixture((r) => readyCheckpoint(r));
     await f.run();
