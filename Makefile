@@ -1,6 +1,6 @@
 # The two commands a newcomer needs: `make run` and `make test`. Each does its own set-up.
 # `make help` lists every target (the text after `##`).
-.PHONY: all help deps lint build plugin testenv test run sandbox-up sandbox-down import-crds bench
+.PHONY: all help deps lint build plugin testenv test run sandbox-up sandbox-down import-crds bench mutation
 
 all: lint build test ## Lint (typecheck + biome), build dist/, then the full test suite
 
@@ -63,3 +63,10 @@ bench: deps testenv ## Run the five benchmarks (about 10 minutes; rewrites BENCH
 	npm run bench:scaleup -- $(BENCH_OPERATOR_ARGS)
 	npm run bench:memory -- $(BENCH_OPERATOR_ARGS)
 	npm run bench:suspend -- $(BENCH_OPERATOR_ARGS)
+
+# StrykerJS over the rooms that hold safety rules, each mutant against the room's unit tests; not part
+# of `make test` (hours on two cores). Scores and survivors: reports/mutation/summary.md.
+#   make mutation MUTATION_ROOMS="restore pool"
+MUTATION_ROOMS ?=
+mutation: deps ## Mutation testing of pass/, cocoonset/decide/, checkpoint/, restore/, pool/ (not in CI)
+	npm run mutation -- $(MUTATION_ROOMS)
