@@ -4,7 +4,8 @@
 // mutant runs the whole command). Writes reports/mutation/ROOM.json (Stryker's mutation-testing
 // report) and reports/mutation/summary.md: the score per room and every mutant that survived, by
 // file and line, for a test to kill.
-// Usage: npm run mutation -- [ROOM ...] [--concurrency N]   (rooms: see ROOMS; default all)
+// Usage: npm run mutation -- [ROOM ...] [--concurrency N] [--files GLOB]   (rooms: see ROOMS; default
+// all; --files mutates only those of the room's sources, to check the tests written for its survivors)
 
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, relative, resolve } from "node:path";
@@ -56,13 +57,13 @@ interface RoomScore {
   seconds: number;
 }
 
-async function runRoom(name: string, room: Room, concurrency: number): Promise<RoomScore> {
+async function runRoom(name: string, room: Room, concurrency: number, files?: string): Promise<RoomScore> {
   const started = Date.now();
   const quoted = room.tests.map((glob) => `'${glob}'`).join(" ");
   const results = await new Stryker({
     testRunner: "command",
     commandRunner: { command: `npx node --test --test-concurrency=1 ${quoted}` },
-    mutate: room.mutate,
+    mutate: files ? [files] : room.mutate,
     coverageAnalysis: "off",
     concurrency,
     reporters: ["progress", "json"],
@@ -100,7 +101,7 @@ function summary(scores: RoomScore[]): string {
     if (s.survivors.length === 0) continue;
     lines.push(`## ${s.room}: survivors`, "");
     for (const m of s.survivors) {
-      const at = `${m.fileName}:${m.location.start.line}`;
+      const at = `${relative(root, m.fileName)}:${m.location.start.line}`;
       lines.push(
         `- ${at} ${m.mutatorName} → \`${(m.replacement ?? "").replaceAll("\n", " ").slice(0, 80)}\``,
       );
@@ -112,7 +113,7 @@ function summary(scores: RoomScore[]): string {
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { concurrency: { type: "string", default: "2" } },
+  options: { concurrency: { type: "string", default: "2" }, files: { type: "string" } },
 });
 const unknown = positionals.filter((room) => !(room in ROOMS));
 if (unknown.length > 0) {
@@ -124,7 +125,7 @@ const scores: RoomScore[] = [];
 for (const name of positionals.length > 0 ? positionals : Object.keys(ROOMS)) {
   const room = ROOMS[name];
   if (!room) continue;
-  scores.push(await runRoom(name, room, Number(values.concurrency)));
+  scores.push(await runRoom(name, room, Number(values.concurrency), values.files));
   writeFileSync(resolve(out, "summary.md"), summary(scores));
 }
 process.stdout.write(summary(scores));

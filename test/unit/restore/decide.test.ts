@@ -5,12 +5,22 @@ import type { CocoonSet } from "../../../src/apis/v1/types.ts";
 import { ANN_FROM_CHECKPOINT, ANN_RESTORE_HOLD } from "../../../src/checkpoint/keys.ts";
 import { encodeRestoreHold } from "../../../src/holds.ts";
 import {
+  checkpointRefusal,
   heldByOther,
+  isFinal,
   notRestoredYet,
   notSuspendedForCopy,
   type RestoreStart,
   refuseStart,
+  restoreConditions,
+  restoreDeadlineMs,
 } from "../../../src/restore/decide.ts";
+import {
+  CONDITION_PROGRESSING,
+  CONDITION_RESTORED,
+  REASON_CHECKPOINT_NOT_READY,
+  REASON_RESTORED,
+} from "../../../src/restore/keys.ts";
 import { MAIN, readyCheckpoint, restoreOf, SUB, setIn } from "./fixture.ts";
 
 const DIGESTS = { main: "sha256:m", sub: "sha256:s" };
@@ -139,5 +149,70 @@ describe("the waits", () => {
     );
     assert.match(notRestoredYet(running, [SUB, "other"], [MAIN, SUB]) ?? "", new RegExp(`${SUB} to run`));
     assert.equal(notRestoredYet(running, ["other"], [MAIN, SUB]), undefined);
+  });
+});
+
+describe("a restore's end", () => {
+  it("is final once Restored or Failed, and only then", () => {
+    assert.equal(isFinal("Restored"), true);
+    assert.equal(isFinal("Failed"), true);
+    for (const phase of [undefined, "Pending", "Restoring"] as const)
+      assert.equal(isFinal(phase), false, phase);
+  });
+
+  it("has its deadline at creation plus failureDeadline; a duration the CRD would not admit counts as the default hour", () => {
+    const created = "2026-12-06T10:00:00Z";
+    const at = (failureDeadline?: string) =>
+      restoreDeadlineMs({
+        ...restoreOf(),
+        metadata: { ...restoreOf().metadata, creationTimestamp: created },
+        spec: { ...restoreOf().spec, ...(failureDeadline === undefined ? {} : { failureDeadline }) },
+      });
+    const hour = Date.parse(created) + 3_600_000;
+    assert.equal(at("10m"), Date.parse(created) + 600_000);
+    assert.equal(at(), hour);
+    for (const refused of ["0s", "-5m", "soon"]) assert.equal(at(refused), hour, refused);
+    assert.equal(restoreDeadlineMs(restoreOf()), undefined, "no creation time, no deadline");
+  });
+
+  it("is not Restored while the set's Running status is of an older generation (the resume not yet seen)", () => {
+    const current = setIn("Running", false, 3);
+    const lagging = { ...current, metadata: { ...current.metadata, generation: 4 } };
+    assert.match(notRestoredYet(lagging, [], [MAIN]) ?? "", /Running at generation 4/);
+  });
+
+  it("refuses a checkpoint with no status yet as not Ready", () => {
+    const { status: _none, ...fresh } = readyCheckpoint(DIGESTS);
+    assert.deepEqual(checkpointRefusal(fresh, "ck"), {
+      reason: REASON_CHECKPOINT_NOT_READY,
+      message: "CocoonCheckpoint ck is not Ready (phase none)",
+    });
+  });
+
+  it("reads a set with no status yet as neither suspended for the copy nor restored", () => {
+    const bare = { ...setIn("Running", true), status: undefined };
+    assert.match(notSuspendedForCopy(bare) ?? "", /phase unknown, observed 0/);
+    assert.match(notRestoredYet(bare, [], [MAIN]) ?? "", /phase unknown/);
+  });
+
+  it("Restored is True only in phase Restored; Progressing only while Restoring", () => {
+    const conditionsIn = (phase: "Pending" | "Restoring" | "Restored" | "Failed") =>
+      Object.fromEntries(
+        restoreConditions([], phase, "Why", "words", 1, 0).map((c) => [c.type, [c.status, c.reason]]),
+      );
+    assert.deepEqual(conditionsIn("Restored"), {
+      [CONDITION_RESTORED]: ["True", REASON_RESTORED],
+      [CONDITION_PROGRESSING]: ["False", "Why"],
+    });
+    assert.deepEqual(conditionsIn("Restoring"), {
+      [CONDITION_RESTORED]: ["False", "Why"],
+      [CONDITION_PROGRESSING]: ["True", "Why"],
+    });
+    for (const phase of ["Pending", "Failed"] as const) {
+      assert.deepEqual(conditionsIn(phase), {
+        [CONDITION_RESTORED]: ["False", "Why"],
+        [CONDITION_PROGRESSING]: ["False", "Why"],
+      });
+    }
   });
 });
