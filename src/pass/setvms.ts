@@ -37,12 +37,28 @@ export function setVMNames(cs: CocoonSet): string[] {
   return [...names].sort(byteOrder);
 }
 
-/** Whether `a` came first: the earlier creationTimestamp, then the smaller uid. */
-export function createdBefore(a: CocoonSet, b: CocoonSet): boolean {
+/**
+ * Whether `a` keeps a VM name it shares with `b`: a set that has VMs (its status lists them, or its
+ * reclaim record holds them) before one that has none, then the earlier creationTimestamp, then the
+ * smaller uid. A creationTimestamp has whole seconds, so two sets created within one second tie on
+ * it: the one already running must not then be refused for the one just created.
+ */
+export function keepsSharedNames(a: CocoonSet, b: CocoonSet): boolean {
+  const started = hasVMs(a);
+  if (started !== hasVMs(b)) return started;
   const at = createdAt(a);
   const bt = createdAt(b);
   if (at !== bt) return at < bt;
   return byteOrder(a.metadata.uid ?? "", b.metadata.uid ?? "") < 0;
+}
+
+function hasVMs(cs: CocoonSet): boolean {
+  const status = cs.status;
+  return (
+    (status?.agents ?? []).some((agent) => agent.vmName) ||
+    (status?.toolboxes ?? []).some((toolbox) => toolbox.vmName) ||
+    readReclaim(cs.metadata.annotations?.[ANN_HIBERNATE_RECLAIM]).value.vms.length > 0
+  );
 }
 
 /** A set without a readable creationTimestamp counts as the latest. */
@@ -51,17 +67,17 @@ function createdAt(cs: CocoonSet): number {
   return Number.isNaN(ms) ? Number.POSITIVE_INFINITY : ms;
 }
 
-/** A VM name the set shares with an earlier-created live set, which keeps it. */
+/** A VM name the set shares with another live set, which keeps it. */
 export interface VMNameCollision {
   readonly vm: string;
   readonly holder: CocoonSet;
 }
 
 /**
- * The names of `vms` an earlier-created other set also answers for, each with that set, in the order
- * of `vms`. `setsNaming` returns the live sets that answer for a name (this one among them or not).
+ * The names of `vms` another set also answers for and keeps (keepsSharedNames), each with that set,
+ * in the order of `vms`. `setsNaming` returns the live sets that answer for a name (this one among them or not).
  */
-export function collisionsWithEarlierSets(
+export function collisionsWithKeepers(
   cs: CocoonSet,
   vms: readonly string[],
   setsNaming: (vm: string) => readonly CocoonSet[],
@@ -70,8 +86,8 @@ export function collisionsWithEarlierSets(
   const out: VMNameCollision[] = [];
   for (const vm of vms) {
     const holder = setsNaming(vm)
-      .filter((other) => setKey(other) !== key && createdBefore(other, cs))
-      .sort((a, b) => (createdBefore(a, b) ? -1 : 1))[0];
+      .filter((other) => setKey(other) !== key && keepsSharedNames(other, cs))
+      .sort((a, b) => (keepsSharedNames(a, b) ? -1 : 1))[0];
     if (holder) out.push({ vm, holder });
   }
   return out;

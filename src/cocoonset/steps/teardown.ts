@@ -1,7 +1,7 @@
 // Step 2: a set being deleted loses its pods first, then its snapshot tags, then its finalizer.
 // The VM names to GC are stashed on the set before the first pod delete, so the cleanup survives a
 // restart mid-teardown and covers VMs the status never listed. Only the set's own VMs are collected:
-// a stashed name that is not the set's, or that an earlier-created live set also answers for, is
+// a stashed name that is not the set's, or that another live set keeps (pass/setvms.ts), is
 // left alone with a Warning.
 
 import type { Pod } from "../../apis/core.ts";
@@ -15,7 +15,7 @@ import type { Result } from "../../controller/reconciler.ts";
 import { COCOONSETS } from "../../controller/resources.ts";
 import { classifyPods } from "../../pass/classify.ts";
 import { Pass, type PassDeps, REQUEUE_POLL_MS } from "../../pass/pass.ts";
-import { collisionsWithEarlierSets, parseDeleteVMNames } from "../../pass/setvms.ts";
+import { collisionsWithKeepers, parseDeleteVMNames } from "../../pass/setvms.ts";
 import { keepOwnVMNames, setEvent } from "../../pass/writes.ts";
 import { LABEL_CLAIMED_FROM, LABEL_POOL } from "../../pool/keys.ts";
 import { deleteAfterStash, stashVMNames } from "../deletepods.ts";
@@ -113,13 +113,13 @@ export async function teardown(cs: CocoonSet, deps: PassDeps, signal: AbortSigna
 }
 
 /**
- * The stashed names teardown may collect: the set's own, less those an earlier-created live set also
- * answers for (this set was refused them). Each name left out is named in a Warning.
+ * The stashed names teardown may collect: the set's own, less those another live set keeps (this set
+ * was refused them). Each name left out is named in a Warning.
  */
 function ownVMNamesToCollect(pass: Pass): string[] {
   const stashed = parseDeleteVMNames(pass.cs.metadata.annotations?.[ANN_DELETE_VM_NAMES]);
   const own = keepOwnVMNames(pass, stashed, `teardown: ${ANN_DELETE_VM_NAMES}`);
-  const collisions = collisionsWithEarlierSets(pass.cs, own, (vm) => pass.deps.view.listSetsNamingVM(vm));
+  const collisions = collisionsWithKeepers(pass.cs, own, (vm) => pass.deps.view.listSetsNamingVM(vm));
   if (collisions.length === 0) return own;
   setEvent(
     pass,

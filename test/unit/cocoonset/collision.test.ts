@@ -1,4 +1,4 @@
-// A set whose VM names are also an earlier-created live set's is refused before it touches a pod or
+// A set whose VM names are also those another live set keeps is refused before it touches a pod or
 // a tag; the earlier set goes on (docs/cocoonset.md, "VM names are the set's own").
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";

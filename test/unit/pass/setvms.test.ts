@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { CocoonSet } from "../../../src/apis/v1/types.ts";
 import { ANN_DELETE_VM_NAMES, ANN_HIBERNATE_RECLAIM } from "../../../src/contract/keys.ts";
-import { collisionsWithEarlierSets, createdBefore, setVMNames } from "../../../src/pass/setvms.ts";
+import { collisionsWithKeepers, keepsSharedNames, setVMNames } from "../../../src/pass/setvms.ts";
 
 function set(
   namespace: string,
@@ -63,19 +63,49 @@ describe("setVMNames", () => {
   });
 });
 
-describe("createdBefore", () => {
-  it("orders by creationTimestamp, then by uid", () => {
+describe("keepsSharedNames", () => {
+  it("orders sets without VMs by creationTimestamp, then by uid", () => {
     const early = set("a", "x", { created: "2026-01-01T00:00:00Z", uid: "b" });
     const late = set("a", "y", { created: "2026-01-01T00:00:01Z", uid: "a" });
-    assert.equal(createdBefore(early, late), true);
-    assert.equal(createdBefore(late, early), false);
+    assert.equal(keepsSharedNames(early, late), true);
+    assert.equal(keepsSharedNames(late, early), false);
     const sameTimeSmallUid = set("a", "z", { created: "2026-01-01T00:00:00Z", uid: "a" });
-    assert.equal(createdBefore(sameTimeSmallUid, early), true);
-    assert.equal(createdBefore(early, sameTimeSmallUid), false);
+    assert.equal(keepsSharedNames(sameTimeSmallUid, early), true);
+    assert.equal(keepsSharedNames(early, sameTimeSmallUid), false);
   });
 });
 
-describe("collisionsWithEarlierSets", () => {
+describe("keepsSharedNames: a set with VMs", () => {
+  it("keeps its names over one that has none, even one created in the same second with a smaller uid", () => {
+    const status = {
+      readyAgents: 1,
+      desiredAgents: 1,
+      readyToolboxes: 1,
+      desiredToolboxes: 1,
+      toolboxes: [{ name: "2-0", vmName: "vk-ns-web-2-0" }],
+    };
+    const running = set("ns", "web", { toolboxes: ["2-0"], uid: "z", status });
+    const fresh = set("ns", "web-2", { uid: "a" });
+    assert.equal(keepsSharedNames(running, fresh), true);
+    assert.equal(keepsSharedNames(fresh, running), false);
+    const lookup = (vm: string) => [running, fresh].filter((cs) => setVMNames(cs).includes(vm));
+    assert.deepEqual(
+      collisionsWithKeepers(fresh, setVMNames(fresh), lookup).map((c) => c.vm),
+      ["vk-ns-web-2-0"],
+    );
+    assert.deepEqual(collisionsWithKeepers(running, setVMNames(running), lookup), []);
+  });
+
+  it("a reclaim record's VMs count as VMs: a suspended set with no pods keeps its names", () => {
+    const parked = set("ns", "web", {
+      uid: "z",
+      annotations: { [ANN_HIBERNATE_RECLAIM]: JSON.stringify({ generation: 1, vms: ["vk-ns-web-0"] }) },
+    });
+    assert.equal(keepsSharedNames(parked, set("ns", "web-x", { uid: "a" })), true);
+  });
+});
+
+describe("collisionsWithKeepers", () => {
   /** An index over `sets` as the informer keeps it. */
   function naming(sets: CocoonSet[]) {
     return (vm: string) => sets.filter((cs) => setVMNames(cs).includes(vm));
@@ -85,8 +115,8 @@ describe("collisionsWithEarlierSets", () => {
     const first = set("a-b", "c", { created: "2026-01-01T00:00:00Z" });
     const second = set("a", "b-c", { created: "2026-01-01T00:00:05Z" });
     const lookup = naming([first, second]);
-    assert.deepEqual(collisionsWithEarlierSets(first, setVMNames(first), lookup), []);
-    const refused = collisionsWithEarlierSets(second, setVMNames(second), lookup);
+    assert.deepEqual(collisionsWithKeepers(first, setVMNames(first), lookup), []);
+    const refused = collisionsWithKeepers(second, setVMNames(second), lookup);
     assert.deepEqual(
       refused.map((c) => [c.vm, c.holder.metadata.namespace, c.holder.metadata.name]),
       [["vk-a-b-c-0", "a-b", "c"]],
@@ -97,8 +127,8 @@ describe("collisionsWithEarlierSets", () => {
     const web = set("ns", "web", { replicas: 3, toolboxes: ["db"] });
     const web2 = set("ns", "web-2", { replicas: 1, created: "2026-01-01T00:01:00Z" });
     const lookup = naming([web, web2]);
-    assert.deepEqual(collisionsWithEarlierSets(web2, setVMNames(web2), lookup), []);
-    assert.deepEqual(collisionsWithEarlierSets(web, setVMNames(web), lookup), []);
+    assert.deepEqual(collisionsWithKeepers(web2, setVMNames(web2), lookup), []);
+    assert.deepEqual(collisionsWithKeepers(web, setVMNames(web), lookup), []);
   });
 
   it("refuses web-2 once web's toolbox 2-0 names web-2's main VM", () => {
@@ -106,9 +136,9 @@ describe("collisionsWithEarlierSets", () => {
     const web2 = set("ns", "web-2", { created: "2026-01-01T00:01:00Z" });
     const lookup = naming([web, web2]);
     assert.deepEqual(
-      collisionsWithEarlierSets(web2, setVMNames(web2), lookup).map((c) => c.vm),
+      collisionsWithKeepers(web2, setVMNames(web2), lookup).map((c) => c.vm),
       ["vk-ns-web-2-0"],
     );
-    assert.deepEqual(collisionsWithEarlierSets(web, setVMNames(web), lookup), []);
+    assert.deepEqual(collisionsWithKeepers(web, setVMNames(web), lookup), []);
   });
 });
