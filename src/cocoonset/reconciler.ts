@@ -77,6 +77,7 @@ export class CocoonSetReconciler implements Reconciler {
       // Nothing is left to vouch for or count: a set deleted while suspended leaves no confirmation
       // behind, and none of its metric series.
       this.deps.suspendConfirmations?.forget(`${req.namespace}/${req.name}`);
+      this.deps.failedMains?.forget(`${req.namespace}/${req.name}`);
       forgetSetSeries(req.namespace, req.name);
       return {};
     }

@@ -19,6 +19,7 @@ import { idlePolicyAnnotationsChanged } from "../idle/policy.ts";
 import { type OperatorInformers, POD_BY_COCOONSET_INDEX } from "../informers/informers.ts";
 import { type Logger, log } from "../log.ts";
 import { PodCreateExpectations } from "../pass/expectations.ts";
+import { FailedMains } from "../pass/failedmains.ts";
 import { SuspendConfirmations } from "../pass/suspendconfirmations.ts";
 import type { SnapshotRegistry } from "../registry/index.ts";
 import { queueRank } from "./decide/queuerank.ts";
@@ -67,6 +68,7 @@ export function setupCocoonSetController(manager: Manager, options: CocoonSetCon
     log: (options.log ?? log).child({ controller: COCOONSET_CONTROLLER }),
     expectations,
     suspendConfirmations: options.suspendConfirmations ?? new SuspendConfirmations(),
+    failedMains: new FailedMains(),
     ...(options.branching ? { branching: options.branching } : {}),
     ...(options.activity ? { activity: options.activity } : {}),
   });

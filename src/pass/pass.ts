@@ -15,6 +15,7 @@ import type { Logger } from "../log.ts";
 import type { SnapshotManifest, SnapshotRegistry } from "../registry/index.ts";
 import type { Classification } from "./classify.ts";
 import type { PodCreateExpectations } from "./expectations.ts";
+import type { FailedMains } from "./failedmains.ts";
 import type { SuspendConfirmations } from "./suspendconfirmations.ts";
 
 /** T with every property, nested object and array read-only. */
@@ -59,6 +60,11 @@ export interface PassDeps {
    * Suspended set is not probed again. Absent: every gate pass probes the registry.
    */
   suspendConfirmations?: SuspendConfirmations;
+  /**
+   * The mains step 7 put their set in Failed for (one per controller), so their recovery is reported
+   * even by a pass whose cache does not show that Failed yet. Absent: the cached phase alone.
+   */
+  failedMains?: FailedMains;
   /** Reports of the sets' use beside their last-activity annotation. Absent: the annotation only. */
   activity?: ActivitySource;
 }

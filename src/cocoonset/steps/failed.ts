@@ -22,12 +22,16 @@ export async function reconcileFailedMain(pass: Pass): Promise<StepOutcome> {
   const main = pass.pods.main;
   if (!main) return CONTINUE;
   const reason = podFailedReason(main);
+  const setKey = `${pass.namespace}/${pass.name}`;
+  const podUid = main.metadata.uid ?? "";
   if (reason === "") {
-    if (pass.cs.status?.phase === "Failed") {
+    // Failed as cached, or as this process wrote it for this main (the cache may not show it yet).
+    if (pass.cs.status?.phase === "Failed" || pass.deps.failedMains?.marked(setKey, podUid)) {
       // A main no longer failed but not Ready yet (vk-cocoon reports a lifted failure as creating,
       // then ready) keeps the set Failed: the set recovers when its main is Ready again, and says so.
       if (isPodReady(main)) {
         setEvent(pass, "Normal", EVENT_RECOVERED_FROM_FAILURE, `main pod ${podKey(main)} is Ready again`);
+        pass.deps.failedMains?.forget(setKey);
       } else {
         pass.phase = "Failed";
       }
@@ -52,6 +56,7 @@ export async function reconcileFailedMain(pass: Pass): Promise<StepOutcome> {
   reportFailedMain(pass, main, reason);
   pass.phase = "Failed";
   await writeStatus(pass, "Failed");
+  pass.deps.failedMains?.mark(setKey, podUid);
   return finish({});
 }
 

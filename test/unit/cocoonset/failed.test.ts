@@ -21,6 +21,7 @@ import { podFailedReason } from "../../../src/contract/pod.ts";
 import { COCOONHIBERNATIONS, COCOONSETS, PODS } from "../../../src/controller/resources.ts";
 import { lifecycleStateFailedObservedTotal } from "../../../src/metrics/cocoon.ts";
 import { classifyPods } from "../../../src/pass/classify.ts";
+import { FailedMains } from "../../../src/pass/failedmains.ts";
 import { Pass, type StepOutcome } from "../../../src/pass/pass.ts";
 import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
 import { FakeClient, FakeView } from "../../support/fakeclient.ts";
@@ -279,6 +280,38 @@ describe("step 7: recovery", () => {
     await recovered.reconcile();
     assert.equal(recovered.set()?.status?.phase, "Running");
     assert.deepEqual(recovered.events, ["Normal RecoveredFromFailure main pod ns/demo-0 is Ready again"]);
+  });
+
+  it("reports the recovery of a main it put in Failed even over a cache that does not show that Failed yet", async () => {
+    const h = new Harness(cocoonSet({ phase: "Running" }), [
+      mainPod({ lifecycleFailed: "HibernateUnsupported" }),
+    ]);
+    const deps = { ...h.deps, failedMains: new FailedMains() };
+    const before = h.set();
+    assert.ok(before);
+    // Each pass reads its own copy of the set as the cache held it before the Failed write.
+    const pass = (cs: CocoonSet) =>
+      reconcileFailedMain(
+        new Pass(
+          structuredClone(cs),
+          classifyPods(deps.view.listSetPods(NS, "demo"), OWNER),
+          deps,
+          new AbortController().signal,
+        ),
+      );
+    await pass(before);
+    assert.equal(h.set()?.status?.phase, "Failed");
+    // vk-cocoon lifts the failure and the main is Ready; the cached set is still the one from before.
+    const lifted = mainPod({ ready: true });
+    lifted.metadata.uid = h.pod()?.metadata.uid;
+    h.client.seed(PODS, lifted);
+    assert.deepEqual(await pass(before), HANDED_BACK);
+    assert.deepEqual(
+      h.events.filter((e) => e.includes("RecoveredFromFailure")),
+      ["Normal RecoveredFromFailure main pod ns/demo-0 is Ready again"],
+    );
+    await pass(before);
+    assert.equal(h.events.filter((e) => e.includes("RecoveredFromFailure")).length, 1, "said once");
   });
 
   it("a Ready main outside Failed, a Failed set whose main is not Ready yet, or no main → nothing", async () => {
