@@ -5,16 +5,8 @@
 
 import { createHash } from "node:crypto";
 import { MANIFEST_ANN_FROM_NODE } from "../contract/keys.ts";
+import { withManifestAnnotations } from "../registry/index.ts";
 import { MANIFEST_ANN_BRANCH, MANIFEST_ANN_CHECKPOINT, MANIFEST_ANN_WRITE } from "./keys.ts";
-
-function withAnnotations(raw: Buffer, stamps: Record<string, string>, drop: readonly string[] = []): Buffer {
-  const manifest = JSON.parse(raw.toString("utf8")) as Record<string, unknown>;
-  const current = manifest.annotations;
-  const annotations: Record<string, unknown> =
-    typeof current === "object" && current !== null && !Array.isArray(current) ? { ...current } : {};
-  for (const gone of drop) delete annotations[gone];
-  return Buffer.from(JSON.stringify({ ...manifest, annotations: { ...annotations, ...stamps } }));
-}
 
 /** The write a manifest is for: the uid of its checkpoint, restore or branched set. */
 export interface ManifestWrite {
@@ -33,7 +25,7 @@ export interface ManifestWrite {
  * its own.
  */
 export function checkpointManifest(raw: Buffer, checkpoint: ManifestWrite): Buffer {
-  return withAnnotations(
+  return withManifestAnnotations(
     raw,
     {
       [MANIFEST_ANN_CHECKPOINT]: `${checkpoint.namespace}/${checkpoint.name}`,
@@ -50,7 +42,7 @@ export function checkpointManifest(raw: Buffer, checkpoint: ManifestWrite): Buff
  * it came from, nor of any other checkpoint tag, nor of another restore's `:hibernate`.
  */
 export function sameRepositoryBranchManifest(raw: Buffer, write: ManifestWrite): Buffer {
-  return withAnnotations(raw, {
+  return withManifestAnnotations(raw, {
     [MANIFEST_ANN_BRANCH]: `${write.namespace}/${write.name}`,
     [MANIFEST_ANN_WRITE]: write.uid,
   });

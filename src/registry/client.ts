@@ -350,7 +350,13 @@ export function createRegistryClient(base: string, opts: RegistryClientOptions =
     }
     if ((await head(repo, tag, call))?.digest !== digest) return;
     const shared = await get(repo, digest, call);
-    const own = await put(repo, tag, droppedTagManifest(shared.raw, tag), shared.mediaType, call);
+    const own = await put(
+      repo,
+      tag,
+      withManifestAnnotations(shared.raw, { [DROPPED_TAG_ANNOTATION]: tag }),
+      shared.mediaType,
+      call,
+    );
     await deleteOnce(repo, own, call);
   };
 
@@ -522,13 +528,21 @@ function nextPagePath(link: string | null): string | undefined {
  */
 export const DROPPED_TAG_ANNOTATION = "cocoonstack.registry.dropped-tag";
 
-/** `raw` with the dropped-tag annotation naming `tag`; every other field as it was. */
-function droppedTagManifest(raw: Buffer, tag: string): Buffer {
+/**
+ * The manifest `raw` with `stamps` among its annotations and the keys `drop` removed from them; every
+ * other field as it was, so its config and layers (and no blob) are shared with the original.
+ */
+export function withManifestAnnotations(
+  raw: Buffer,
+  stamps: Record<string, string>,
+  drop: readonly string[] = [],
+): Buffer {
   const manifest = JSON.parse(raw.toString("utf8")) as Record<string, unknown>;
-  const annotations = stringRecord(manifest.annotations);
-  return Buffer.from(
-    JSON.stringify({ ...manifest, annotations: { ...annotations, [DROPPED_TAG_ANNOTATION]: tag } }),
-  );
+  const current = manifest.annotations;
+  const annotations: Record<string, unknown> =
+    typeof current === "object" && current !== null && !Array.isArray(current) ? { ...current } : {};
+  for (const gone of drop) delete annotations[gone];
+  return Buffer.from(JSON.stringify({ ...manifest, annotations: { ...annotations, ...stamps } }));
 }
 
 function sha256(bytes: Buffer): string {

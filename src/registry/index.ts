@@ -19,6 +19,7 @@ export {
   referencedBytes,
   type SnapshotManifest,
   type SnapshotRegistry,
+  withManifestAnnotations,
 } from "./client.ts";
 export {
   type AccessTokenSource,
