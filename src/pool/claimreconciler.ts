@@ -137,7 +137,7 @@ export class ClaimReconciler implements Reconciler {
       });
     }
     if (this.unsureBinds.get(claim)) {
-      const own = await this.serverBoundSet(claim);
+      const [own] = await this.serverBoundSets(claim);
       this.unsureBinds.forget(requestOf(claim));
       if (own) {
         this.recentBinds.set(claim, own.metadata.name ?? "");
@@ -197,12 +197,15 @@ export class ClaimReconciler implements Reconciler {
     throw err;
   }
 
-  /** The set on the API server that carries this claim's label and that this claim (by uid) controls. */
-  private async serverBoundSet(claim: CocoonClaim): Promise<CocoonSet | undefined> {
+  /**
+   * The sets on the API server (not the cache, which may not show a bind made just before) that carry
+   * this claim's label, that this claim (by uid) controls, and that are not being deleted.
+   */
+  private async serverBoundSets(claim: CocoonClaim): Promise<CocoonSet[]> {
     const { items } = await this.deps.client.list<CocoonSet>(COCOONSETS, claim.metadata.namespace ?? "", {
       labelSelector: `${LABEL_CLAIM}=${claim.metadata.name ?? ""}`,
     });
-    return items.find((cs) => isControlledBy(cs, claim.metadata) && !cs.metadata.deletionTimestamp);
+    return items.filter((cs) => isControlledBy(cs, claim.metadata) && !cs.metadata.deletionTimestamp);
   }
 
   /**
@@ -383,17 +386,8 @@ export class ClaimReconciler implements Reconciler {
    */
   private async release(claim: CocoonClaim): Promise<Result> {
     const namespace = claim.metadata.namespace ?? "";
-    const name = claim.metadata.name ?? "";
-    const uid = claim.metadata.uid ?? "";
     if (!(claim.metadata.finalizers ?? []).includes(FINALIZER_COCOONCLAIM)) return {};
-    const { items } = await this.deps.client.list<CocoonSet>(COCOONSETS, namespace, {
-      labelSelector: `${LABEL_CLAIM}=${name}`,
-    });
-    for (const cs of items) {
-      const owned = (cs.metadata.ownerReferences ?? []).some(
-        (ref) => ref.controller === true && ref.uid === uid,
-      );
-      if (!owned || cs.metadata.deletionTimestamp) continue;
+    for (const cs of await this.serverBoundSets(claim)) {
       try {
         await this.deps.client.delete(COCOONSETS, namespace, cs.metadata.name ?? "", {
           preconditions: { uid: cs.metadata.uid ?? "" },
