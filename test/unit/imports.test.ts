@@ -2,40 +2,13 @@
 // no cycle, so each room can be read, tested and changed knowing only the rooms below it; and the
 // plugin, a client tool, neither loads into the operator nor reaches a reconciler.
 import assert from "node:assert/strict";
-import { globSync, readFileSync } from "node:fs";
-import { dirname, relative, resolve } from "node:path";
+import { globSync } from "node:fs";
+import { relative, resolve } from "node:path";
 import { describe, it } from "node:test";
+import { importClosure, importsOf, valueImportsOf } from "../support/imports.ts";
 
 const repoRoot = resolve(import.meta.dirname, "../..");
 const srcRoot = resolve(repoRoot, "src");
-
-/** The files a source file imports through relative static and dynamic imports (type-only ones too). */
-function importsOf(file: string): string[] {
-  const text = readFileSync(file, "utf8");
-  return [...text.matchAll(/(?:from\s+|import\s*\(\s*)"(\.{1,2}\/[^"]+\.ts)"/g)].map((m) =>
-    resolve(dirname(file), m[1] as string),
-  );
-}
-
-/** The files a source file loads at run time: its imports less those of types only. */
-function valueImportsOf(file: string): string[] {
-  const text = readFileSync(file, "utf8");
-  return [
-    ...text.matchAll(/(?:^import\s+(?!type\b)[^;]*?from\s+|import\s*\(\s*)"(\.{1,2}\/[^"]+\.ts)"/gms),
-  ].map((m) => resolve(dirname(file), m[1] as string));
-}
-
-/** Every source file reachable from `entry` through `edges` (default: every import). */
-function importClosure(entry: string, edges: (file: string) => string[] = importsOf): Set<string> {
-  const seen = new Set<string>();
-  const pending = [entry];
-  for (let file = pending.pop(); file !== undefined; file = pending.pop()) {
-    if (seen.has(file)) continue;
-    seen.add(file);
-    pending.push(...edges(file));
-  }
-  return seen;
-}
 
 /** The room a file of src/ belongs to: its top-level folder ("cocoonset/") or, directly under src/, itself. */
 export function roomOf(file: string): string {
