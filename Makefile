@@ -64,8 +64,8 @@ bench: deps testenv ## Run the five benchmarks (about 10 minutes; rewrites BENCH
 	npm run bench:memory -- $(BENCH_OPERATOR_ARGS)
 	npm run bench:suspend -- $(BENCH_OPERATOR_ARGS)
 
-# StrykerJS over the rooms that hold safety rules, each mutant against the room's unit tests; not part
-# of `make test` (hours on two cores). Scores and survivors: reports/mutation/summary.md.
+# StrykerJS over the rooms that hold safety rules, each mutant against the unit tests that load its
+# file; not part of `make test` (about an hour on two cores). Scores and survivors: reports/mutation/summary.md.
 #   make mutation MUTATION_ROOMS="restore pool"
 MUTATION_ROOMS ?=
 mutation: deps ## Mutation testing of pass/, cocoonset/decide/, checkpoint/, restore/, pool/ (not in CI)
