@@ -1,0 +1,362 @@
+// Pod exec end to end: the real kube-apiserver proxying `kubectl exec` and our client's exec (WebSocket,
+// and SPDY when a proxy refuses the WebSocket upgrade) to the simulator's kubelet API, which runs the
+// command in the pod's simulated guest as vk-cocoon's RunInContainer does.
+
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { promisify } from "node:util";
+import type { Pod } from "../../src/apis/core.ts";
+import {
+  ANN_COCOONSET_GENERATION,
+  ANN_FORK_FROM,
+  ANN_HIBERNATE,
+  ANN_IMAGE,
+  ANN_LIFECYCLE_STATE,
+  ANN_MANAGED,
+  ANN_MODE,
+  ANN_OS,
+  ANN_VM_NAME,
+  LABEL_NODE_POOL,
+  TOLERATION_KEY,
+} from "../../src/contract/keys.ts";
+import { KubeClient, kubeConfigFromFile } from "../../src/controller/client.ts";
+import { NotFoundError } from "../../src/controller/errors.ts";
+import {
+  ExecFailedError,
+  ExecPodNotRunningError,
+  ExecTimeoutError,
+  KubeExecutor,
+} from "../../src/controller/exec.ts";
+import { controlPlaneBinDir } from "../env/controlplane.ts";
+import { type Simulator, startSimulator } from "../env/simulator/index.ts";
+import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
+import { startUpgradeRefusingProxy, type UpgradeRefusingProxy } from "../support/upgradeproxy.ts";
+
+const run = promisify(execFile);
+const env = testEnv();
+const nodeName = `exec-${randomBytes(3).toString("hex")}`;
+let sim: Simulator;
+let ns: string;
+let client: KubeClient;
+let executor: KubeExecutor;
+
+before(async () => {
+  ns = await createNamespace(env, "exec");
+  sim = await startSimulator({
+    ...env,
+    nodes: [{ name: nodeName, pool: nodeName }],
+    timings: { bootMs: 20, readyMs: 20, hibernateMs: 20, wakeMs: 20, deleteMs: 20, sshDialTimeoutMs: 50 },
+  });
+  client = new KubeClient(kubeConfigFromFile(env.kubeconfigPath));
+  executor = new KubeExecutor(client);
+});
+
+after(async () => {
+  client?.close();
+  await sim?.stop({ removeNodes: true });
+});
+
+function vmName(pod: string): string {
+  return `vk-${ns}-${pod}`;
+}
+
+async function createPod(name: string, annotations: Record<string, string> = {}): Promise<void> {
+  const res = await apiRequest(env, "POST", `/api/v1/namespaces/${ns}/pods`, {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: {
+      name,
+      namespace: ns,
+      annotations: {
+        [ANN_VM_NAME]: vmName(name),
+        [ANN_MANAGED]: "true",
+        [ANN_MODE]: "run",
+        [ANN_IMAGE]: "ubuntu-dev-base",
+        [ANN_COCOONSET_GENERATION]: "1",
+        ...annotations,
+      },
+    },
+    spec: {
+      nodeSelector: { [LABEL_NODE_POOL]: nodeName },
+      tolerations: [{ key: TOLERATION_KEY, operator: "Exists" }],
+      terminationGracePeriodSeconds: 1,
+      containers: [{ name: "agent", image: "ghcr.io/cocoonstack/placeholder:latest" }],
+    },
+  });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+}
+
+async function podWhere(name: string, what: string, match: (pod: Pod) => boolean): Promise<Pod> {
+  return waitFor(`${name}: ${what}`, async () => {
+    const res = await apiRequest(env, "GET", `/api/v1/namespaces/${ns}/pods/${name}`);
+    const pod = res.body as Pod;
+    return res.status === 200 && match(pod) ? pod : undefined;
+  });
+}
+
+const ready = (pod: Pod) => pod.metadata.annotations?.[ANN_LIFECYCLE_STATE] === "ready";
+
+async function runningPod(name: string, annotations: Record<string, string> = {}): Promise<void> {
+  await createPod(name, annotations);
+  await podWhere(name, "ready", ready);
+}
+
+async function kubectl(...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
+  try {
+    const { stdout, stderr } = await run(
+      join(controlPlaneBinDir(), "kubectl"),
+      ["--kubeconfig", env.kubeconfigPath, "-n", ns, ...args],
+      { encoding: "utf8" },
+    );
+    return { stdout, stderr, code: 0 };
+  } catch (err) {
+    const e = err as { stdout: string; stderr: string; code: number };
+    return { stdout: e.stdout, stderr: e.stderr, code: e.code };
+  }
+}
+
+describe("kubectl exec through the API server", () => {
+  test("answers cat /etc/machine-id and hostname from the pod's guest", async () => {
+    await runningPod("kubectl-a");
+    const guest = sim.guestOf(ns, "kubectl-a");
+    assert.ok(guest);
+    const machineId = await kubectl("exec", "kubectl-a", "--", "cat", "/etc/machine-id");
+    assert.equal(machineId.code, 0, machineId.stderr);
+    assert.equal(machineId.stdout, `${guest.machineId()}\n`);
+    assert.match(machineId.stdout, /^[0-9a-f]{32}\n$/);
+    const hostname = await kubectl("exec", "kubectl-a", "--", "hostname");
+    assert.equal(hostname.stdout, `${vmName("kubectl-a")}\n`);
+  });
+
+  test("a pod without a live VM answers vk-cocoon's error", async () => {
+    await runningPod("kubectl-hib");
+    await apiRequest(
+      env,
+      "PATCH",
+      `/api/v1/namespaces/${ns}/pods/kubectl-hib`,
+      { metadata: { annotations: { [ANN_HIBERNATE]: "true" } } },
+      "application/merge-patch+json",
+    );
+    await podWhere(
+      "kubectl-hib",
+      "hibernated",
+      (p) => p.metadata.annotations?.[ANN_LIFECYCLE_STATE] === "hibernated",
+    );
+    const res = await kubectl("exec", "kubectl-hib", "--", "true");
+    assert.notEqual(res.code, 0);
+    assert.match(res.stderr, new RegExp(`pod ${ns}/kubectl-hib has no live VM`));
+  });
+});
+
+describe("our client's exec", () => {
+  before(async () => {
+    await runningPod("client-a");
+  });
+
+  test("returns stdout, stderr and exit code 0 over the WebSocket", async () => {
+    const result = await executor.exec({
+      namespace: ns,
+      pod: "client-a",
+      command: ["sh", "-c", "echo to-out; echo to-err >&2"],
+    });
+    assert.equal(result.exitCode, 0);
+    assert.equal(result.stdout.toString(), "to-out\n");
+    assert.equal(result.stderr.toString(), "to-err\n");
+    assert.equal(result.transport, "websocket");
+    assert.equal(result.stdoutTruncated, false);
+  });
+
+  test("a failing command is vk-cocoon's wrapped SSH exit, not an exit code", async () => {
+    const failed = await executor
+      .exec({ namespace: ns, pod: "client-a", command: ["sh", "-c", "echo half; exit 3"] })
+      .then(
+        () => assert.fail("a non-zero exit must not look like success"),
+        (err: unknown) => err,
+      );
+    assert.ok(failed instanceof ExecFailedError, String(failed));
+    assert.equal(failed.reason, "InternalError");
+    assert.match(failed.message, /ssh exec sh on [0-9.]+: Process exited with status 3/);
+  });
+
+  test("stdin is written to a file and read back", async () => {
+    const content = randomBytes(50_000);
+    const write = await executor.exec({
+      namespace: ns,
+      pod: "client-a",
+      command: ["sh", "-c", "cat > /var/tmp/upload"],
+      stdin: content,
+    });
+    assert.equal(write.exitCode, 0);
+    const read = await executor.exec({ namespace: ns, pod: "client-a", command: ["cat", "/var/tmp/upload"] });
+    assert.deepEqual(read.stdout, content);
+  });
+
+  test("output past the bound is dropped and flagged", async () => {
+    const content = randomBytes(10_000);
+    await executor.exec({
+      namespace: ns,
+      pod: "client-a",
+      command: ["sh", "-c", "cat > /var/tmp/big"],
+      stdin: content,
+    });
+    const result = await executor.exec({
+      namespace: ns,
+      pod: "client-a",
+      command: ["cat", "/var/tmp/big"],
+      maxOutputBytes: 1000,
+    });
+    assert.equal(result.stdoutTruncated, true);
+    assert.deepEqual(result.stdout, content.subarray(0, 1000));
+    assert.equal(result.stderrTruncated, false);
+  });
+
+  test("a hanging command ends at the caller's deadline with a timeout error", async () => {
+    await runningPod("client-hang");
+    sim.faults.hangExec(vmName("client-hang"), true);
+    const abort = new AbortController();
+    // The deadline is the test's: it passes once the guest shows the command running.
+    const started = sim.record.waitFor((e) => e.kind === "exec" && e.podName === "client-hang");
+    void started.then(() => abort.abort());
+    const err = await executor
+      .exec({ namespace: ns, pod: "client-hang", command: ["sleep", "1"], signal: abort.signal })
+      .then(
+        () => assert.fail("a hung exec must not succeed"),
+        (e: unknown) => e,
+      );
+    assert.ok(err instanceof ExecTimeoutError, String(err));
+    await sim.record.waitFor(
+      (e) => e.kind === "exec" && e.podName === "client-hang" && e.detail?.endsWith("cancelled") === true,
+    );
+  });
+
+  test("a guest that does not answer SSH fails after vk-cocoon's dial timeout", async () => {
+    await runningPod("client-silent");
+    sim.faults.silenceGuest(vmName("client-silent"), true);
+    const err = await executor.exec({ namespace: ns, pod: "client-silent", command: ["true"] }).then(
+      () => assert.fail("a silent guest must not answer"),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof ExecFailedError, String(err));
+    assert.match(err.message, /dial [0-9.]+:22: i\/o timeout/);
+  });
+
+  test("a pod with no VM and a pod that is gone are typed errors", async () => {
+    await runningPod("client-hib");
+    await apiRequest(
+      env,
+      "PATCH",
+      `/api/v1/namespaces/${ns}/pods/client-hib`,
+      { metadata: { annotations: { [ANN_HIBERNATE]: "true" } } },
+      "application/merge-patch+json",
+    );
+    await podWhere("client-hib", "Pending", (p) => p.status?.phase === "Pending");
+    await assert.rejects(
+      executor.exec({ namespace: ns, pod: "client-hib", command: ["true"] }),
+      (err: unknown) => err instanceof ExecPodNotRunningError && err.phase === "Pending",
+    );
+    await assert.rejects(
+      executor.exec({ namespace: ns, pod: "no-such-pod", command: ["true"] }),
+      (err: unknown) => err instanceof NotFoundError,
+    );
+  });
+
+  test("a Windows guest answers that exec is not supported", async () => {
+    await runningPod("client-win", { [ANN_OS]: "windows" });
+    const result = await executor.exec({ namespace: ns, pod: "client-win", command: ["hostname"] });
+    assert.equal(result.exitCode, 0);
+    assert.match(
+      result.stdout.toString(),
+      /kubectl exec is not supported on Windows guests\. Connect via RDP to /,
+    );
+  });
+});
+
+describe("SPDY when the WebSocket upgrade is refused", () => {
+  let proxy: UpgradeRefusingProxy;
+  let viaProxy: KubeClient;
+
+  before(async () => {
+    await runningPod("spdy-a");
+    proxy = await startUpgradeRefusingProxy(env);
+    viaProxy = new KubeClient({ kubeConfig: proxy.restConfig });
+  });
+
+  after(async () => {
+    viaProxy?.close();
+    await proxy?.stop();
+  });
+
+  test("falls back to SPDY with stdout, stderr and stdin intact", async () => {
+    const spdy = new KubeExecutor(viaProxy);
+    const result = await spdy.exec({
+      namespace: ns,
+      pod: "spdy-a",
+      command: ["sh", "-c", "cat; echo to-err >&2"],
+      stdin: Buffer.from("from stdin\n"),
+    });
+    assert.equal(result.transport, "spdy");
+    assert.equal(result.stdout.toString(), "from stdin\n");
+    assert.equal(result.stderr.toString(), "to-err\n");
+    assert.equal(result.exitCode, 0);
+    assert.ok(proxy.refusedWebSockets() > 0, "the proxy saw and refused the WebSocket upgrade");
+  });
+
+  test("a failure comes back the same way over SPDY", async () => {
+    const spdy = new KubeExecutor(viaProxy);
+    await assert.rejects(
+      spdy.exec({ namespace: ns, pod: "spdy-a", command: ["false"] }),
+      (err: unknown) => err instanceof ExecFailedError && /Process exited with status 1/.test(err.message),
+    );
+  });
+});
+
+describe("guest state follows the VM", () => {
+  test("a fork is the same machine as its parent", async () => {
+    await runningPod("state-main");
+    await runningPod("state-fork", { [ANN_FORK_FROM]: vmName("state-main") });
+    const id = async (pod: string) =>
+      (await executor.exec({ namespace: ns, pod, command: ["cat", "/etc/machine-id"] })).stdout.toString();
+    assert.equal(await id("state-fork"), await id("state-main"));
+  });
+
+  test("a hibernate and wake bring back machine-id, hostname and files", async () => {
+    await runningPod("state-hib");
+    await executor.exec({
+      namespace: ns,
+      pod: "state-hib",
+      command: ["sh", "-c", "hostnamectl set-hostname renamed && echo kept > /var/tmp/note"],
+    });
+    const before = await executor.exec({
+      namespace: ns,
+      pod: "state-hib",
+      command: ["sh", "-c", "cat /etc/machine-id; hostname; cat /var/tmp/note"],
+    });
+    const path = `/api/v1/namespaces/${ns}/pods/state-hib`;
+    const patch = (value: string | null) =>
+      apiRequest(
+        env,
+        "PATCH",
+        path,
+        { metadata: { annotations: { [ANN_HIBERNATE]: value } } },
+        "application/merge-patch+json",
+      );
+    await patch("true");
+    await podWhere(
+      "state-hib",
+      "hibernated",
+      (p) => p.metadata.annotations?.[ANN_LIFECYCLE_STATE] === "hibernated",
+    );
+    await patch(null);
+    await podWhere("state-hib", "woken", (p) => ready(p) && p.status?.phase === "Running");
+    const after = await executor.exec({
+      namespace: ns,
+      pod: "state-hib",
+      command: ["sh", "-c", "cat /etc/machine-id; hostname; cat /var/tmp/note"],
+    });
+    assert.equal(after.stdout.toString(), before.stdout.toString());
+    assert.match(after.stdout.toString(), /\nrenamed\nkept\n$/);
+  });
+});
