@@ -23,21 +23,26 @@ import {
   TOLERATION_KEY,
 } from "../../src/contract/keys.ts";
 import { KubeClient, kubeConfigFromFile } from "../../src/controller/client.ts";
-import { NotFoundError } from "../../src/controller/errors.ts";
+import { isForbidden, NotFoundError } from "../../src/controller/errors.ts";
 import {
   ExecFailedError,
   ExecPodNotRunningError,
   ExecTimeoutError,
   KubeExecutor,
 } from "../../src/controller/exec.ts";
+import { kubeconfigFromDocument, restConfigFromKubeconfig } from "../../src/controller/kubeconfig.ts";
 import { controlPlaneBinDir } from "../env/controlplane.ts";
 import { type Simulator, startSimulator } from "../env/simulator/index.ts";
 import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
+import { repoRoot } from "../support/build.ts";
+import { serviceAccountToken } from "../support/serviceaccount.ts";
 import { startUpgradeRefusingProxy, type UpgradeRefusingProxy } from "../support/upgradeproxy.ts";
 
 const run = promisify(execFile);
 const env = testEnv();
 const nodeName = `exec-${randomBytes(3).toString("hex")}`;
+/** A second node, in a pool of its own, that holds no node-local snapshot of the first one's VMs. */
+const otherNode = `${nodeName}-b`;
 let sim: Simulator;
 let ns: string;
 let client: KubeClient;
@@ -47,7 +52,10 @@ before(async () => {
   ns = await createNamespace(env, "exec");
   sim = await startSimulator({
     ...env,
-    nodes: [{ name: nodeName, pool: nodeName }],
+    nodes: [
+      { name: nodeName, pool: nodeName },
+      { name: otherNode, pool: otherNode },
+    ],
     timings: { bootMs: 20, readyMs: 20, hibernateMs: 20, wakeMs: 20, deleteMs: 20, sshDialTimeoutMs: 50 },
   });
   client = new KubeClient(kubeConfigFromFile(env.kubeconfigPath));
@@ -63,7 +71,11 @@ function vmName(pod: string): string {
   return `vk-${ns}-${pod}`;
 }
 
-async function createPod(name: string, annotations: Record<string, string> = {}): Promise<void> {
+async function createPod(
+  name: string,
+  annotations: Record<string, string> = {},
+  pool = nodeName,
+): Promise<void> {
   const res = await apiRequest(env, "POST", `/api/v1/namespaces/${ns}/pods`, {
     apiVersion: "v1",
     kind: "Pod",
@@ -80,7 +92,7 @@ async function createPod(name: string, annotations: Record<string, string> = {})
       },
     },
     spec: {
-      nodeSelector: { [LABEL_NODE_POOL]: nodeName },
+      nodeSelector: { [LABEL_NODE_POOL]: pool },
       tolerations: [{ key: TOLERATION_KEY, operator: "Exists" }],
       terminationGracePeriodSeconds: 1,
       containers: [{ name: "agent", image: "ghcr.io/cocoonstack/placeholder:latest" }],
@@ -99,8 +111,12 @@ async function podWhere(name: string, what: string, match: (pod: Pod) => boolean
 
 const ready = (pod: Pod) => pod.metadata.annotations?.[ANN_LIFECYCLE_STATE] === "ready";
 
-async function runningPod(name: string, annotations: Record<string, string> = {}): Promise<void> {
-  await createPod(name, annotations);
+async function runningPod(
+  name: string,
+  annotations: Record<string, string> = {},
+  pool = nodeName,
+): Promise<void> {
+  await createPod(name, annotations, pool);
   await podWhere(name, "ready", ready);
 }
 
@@ -322,6 +338,66 @@ describe("guest state follows the VM", () => {
     assert.equal(await id("state-fork"), await id("state-main"));
   });
 
+  test("clones of one image start as the same machine", async () => {
+    await runningPod("state-clone-1", { [ANN_MODE]: "clone", [ANN_IMAGE]: "shared-image" });
+    await runningPod("state-clone-2", { [ANN_MODE]: "clone", [ANN_IMAGE]: "shared-image" });
+    const identity = async (pod: string) =>
+      (
+        await executor.exec({
+          namespace: ns,
+          pod,
+          command: ["sh", "-c", "cat /etc/machine-id; ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub"],
+        })
+      ).stdout.toString();
+    assert.equal(await identity("state-clone-2"), await identity("state-clone-1"));
+  });
+
+  test("a restore from the registry on another node brings the guest back", async () => {
+    await runningPod("state-move");
+    const path = `/api/v1/namespaces/${ns}/pods/state-move`;
+    await executor.exec({
+      namespace: ns,
+      pod: "state-move",
+      command: ["sh", "-c", "echo moved > /var/tmp/note"],
+    });
+    const before = (
+      await executor.exec({
+        namespace: ns,
+        pod: "state-move",
+        command: ["cat", "/etc/machine-id", "/var/tmp/note"],
+      })
+    ).stdout.toString();
+    await apiRequest(
+      env,
+      "PATCH",
+      path,
+      { metadata: { annotations: { [ANN_HIBERNATE]: "true" } } },
+      "application/merge-patch+json",
+    );
+    await podWhere(
+      "state-move",
+      "hibernated",
+      (p) => p.metadata.annotations?.[ANN_LIFECYCLE_STATE] === "hibernated",
+    );
+    await apiRequest(env, "DELETE", path);
+    await waitFor("state-move deleted", async () =>
+      (await apiRequest(env, "GET", path)).status === 404 ? true : undefined,
+    );
+    // The same VM name on the other node: its :hibernate tag is restored through a registry import.
+    await runningPod("state-move", {}, otherNode);
+    const restored = sim.record.events({ kind: "restore", podName: "state-move" }).at(-1);
+    assert.equal(restored?.node, otherNode);
+    assert.equal(restored?.snapshot?.imported, true);
+    const after = (
+      await executor.exec({
+        namespace: ns,
+        pod: "state-move",
+        command: ["cat", "/etc/machine-id", "/var/tmp/note"],
+      })
+    ).stdout.toString();
+    assert.equal(after, before);
+  });
+
   test("a hibernate and wake bring back machine-id, hostname and files", async () => {
     await runningPod("state-hib");
     await executor.exec({
@@ -358,5 +434,112 @@ describe("guest state follows the VM", () => {
     });
     assert.equal(after.stdout.toString(), before.stdout.toString());
     assert.match(after.stdout.toString(), /\nrenamed\nkept\n$/);
+  });
+});
+
+describe("RBAC: pods/exec", () => {
+  /** A client authenticated as the service account `namespace/name`. */
+  async function clientAs(namespace: string, name: string): Promise<KubeClient> {
+    const token = await serviceAccountToken(env, namespace, name);
+    const doc = {
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{ name: "env", cluster: { server: env.server, "certificate-authority": env.caFile } }],
+      users: [{ name, user: { token } }],
+      contexts: [{ name: "sa", context: { cluster: "env", user: name } }],
+      "current-context": "sa",
+    };
+    return new KubeClient({
+      kubeConfig: restConfigFromKubeconfig(kubeconfigFromDocument(doc, repoRoot), { env: {} }),
+    });
+  }
+
+  /** A service account in the test's namespace whose Role grants `rules`. */
+  async function accountWith(name: string, rules: object[]): Promise<void> {
+    const post = async (path: string, body: object) => {
+      const res = await apiRequest(env, "POST", path, body);
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+    };
+    await post(`/api/v1/namespaces/${ns}/serviceaccounts`, { metadata: { name } });
+    await post(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, { metadata: { name }, rules });
+    await post(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, {
+      metadata: { name },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
+      subjects: [{ kind: "ServiceAccount", name, namespace: ns }],
+    });
+  }
+
+  const readPods = { apiGroups: [""], resources: ["pods"], verbs: ["get"] };
+
+  before(async () => {
+    await runningPod("rbac-a");
+    const kubectlBin = join(controlPlaneBinDir(), "kubectl");
+    await run(kubectlBin, [
+      "--kubeconfig",
+      env.kubeconfigPath,
+      "apply",
+      "-f",
+      join(repoRoot, "config/default/namespace.yaml"),
+    ]);
+    await run(kubectlBin, ["--kubeconfig", env.kubeconfigPath, "apply", "-k", join(repoRoot, "config/rbac")]);
+  });
+
+  test("the operator's service account execs over the WebSocket", async () => {
+    const operator = await clientAs("cocoon-system", "cocoon-operator");
+    try {
+      const result = await new KubeExecutor(operator).exec({
+        namespace: ns,
+        pod: "rbac-a",
+        command: ["true"],
+      });
+      assert.equal(result.exitCode, 0);
+      assert.equal(result.transport, "websocket");
+    } finally {
+      operator.close();
+    }
+  });
+
+  test("without a pods/exec rule the exec is forbidden", async () => {
+    await accountWith("no-exec", [readPods]);
+    const denied = await clientAs(ns, "no-exec");
+    try {
+      await assert.rejects(
+        new KubeExecutor(denied).exec({ namespace: ns, pod: "rbac-a", command: ["true"] }),
+        (err: unknown) => isForbidden(err),
+      );
+    } finally {
+      denied.close();
+    }
+  });
+
+  test("create alone is refused over the WebSocket, which also needs get, and SPDY runs", async () => {
+    await accountWith("create-only", [
+      readPods,
+      { apiGroups: [""], resources: ["pods/exec"], verbs: ["create"] },
+    ]);
+    const createOnly = await clientAs(ns, "create-only");
+    try {
+      const result = await new KubeExecutor(createOnly).exec({
+        namespace: ns,
+        pod: "rbac-a",
+        command: ["true"],
+      });
+      assert.equal(result.transport, "spdy");
+    } finally {
+      createOnly.close();
+    }
+  });
+
+  test("get alone is refused: the API server checks create on a WebSocket exec too", async () => {
+    await accountWith("get-only", [readPods, { apiGroups: [""], resources: ["pods/exec"], verbs: ["get"] }]);
+    const getOnly = await clientAs(ns, "get-only");
+    try {
+      await assert.rejects(
+        new KubeExecutor(getOnly).exec({ namespace: ns, pod: "rbac-a", command: ["true"] }),
+        (err: unknown) => isForbidden(err),
+      );
+    } finally {
+      getOnly.close();
+    }
   });
 });
