@@ -31,7 +31,7 @@ export const RST_PROTOCOL_ERROR = 1;
 export const RST_CANCEL = 5;
 
 /** The SPDY/3 header compression dictionary (SPDY/3 section 2.6.10.1), base64. */
-const HEADER_DICTIONARY = Buffer.from(
+export const SPDY_HEADER_DICTIONARY = Buffer.from(
   [
     "AAAAB29wdGlvbnMAAAAEaGVhZAAAAARwb3N0AAAAA3B1dAAAAAZkZWxldGUAAAAFdHJhY2UAAAAGYWNjZXB0AAAADmFjY2VwdC1j",
     "aGFyc2V0AAAAD2FjY2VwdC1lbmNvZGluZwAAAA9hY2NlcHQtbGFuZ3VhZ2UAAAANYWNjZXB0LXJhbmdlcwAAAANhZ2UAAAAFYWxs",
@@ -132,7 +132,7 @@ export class HeaderCompressor {
       // multiple of 31; then the dictionary's Adler-32.
       const cmf = 0x78;
       const flg = 0x20 + (31 - ((cmf * 256 + 0x20) % 31));
-      parts.push(Buffer.from([cmf, flg]), u32(adler32(HEADER_DICTIONARY)));
+      parts.push(Buffer.from([cmf, flg]), u32(adler32(SPDY_HEADER_DICTIONARY)));
     }
     // A header block always has its 4-byte count, so there is at least one stored block.
     for (let at = 0; at < block.length; at += 0xffff) {
@@ -164,7 +164,7 @@ export class HeaderDecompressor {
     let all: Buffer;
     try {
       all = inflateSync(this.compressed, {
-        dictionary: HEADER_DICTIONARY,
+        dictionary: SPDY_HEADER_DICTIONARY,
         finishFlush: zlibConstants.Z_SYNC_FLUSH,
       });
     } catch (err) {

@@ -27,14 +27,18 @@ import { isForbidden, NotFoundError } from "../../src/controller/errors.ts";
 import {
   ExecFailedError,
   ExecPodNotRunningError,
+  type ExecResult,
   ExecTimeoutError,
   KubeExecutor,
+  type PodExecutor,
 } from "../../src/controller/exec.ts";
 import { kubeconfigFromDocument, restConfigFromKubeconfig } from "../../src/controller/kubeconfig.ts";
+import { PODS } from "../../src/controller/resources.ts";
 import { controlPlaneBinDir } from "../env/controlplane.ts";
 import { type Simulator, startSimulator } from "../env/simulator/index.ts";
 import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
 import { repoRoot } from "../support/build.ts";
+import { FakeClient } from "../support/fakeclient.ts";
 import { serviceAccountToken } from "../support/serviceaccount.ts";
 import { startUpgradeRefusingProxy, type UpgradeRefusingProxy } from "../support/upgradeproxy.ts";
 
@@ -542,4 +546,76 @@ describe("RBAC: pods/exec", () => {
       getOnly.close();
     }
   });
+});
+
+describe("FakeClient's exec answers as the API server in front of vk-cocoon does", () => {
+  const pods = ["parity-run", "parity-hib"];
+  let fake: FakeClient;
+
+  before(async () => {
+    await runningPod("parity-run");
+    await runningPod("parity-hib");
+    await apiRequest(
+      env,
+      "PATCH",
+      `/api/v1/namespaces/${ns}/pods/parity-hib`,
+      { metadata: { annotations: { [ANN_HIBERNATE]: "true" } } },
+      "application/merge-patch+json",
+    );
+    await podWhere("parity-hib", "Pending", (p) => p.status?.phase === "Pending");
+    fake = new FakeClient();
+    for (const name of pods) {
+      fake.seed(PODS, (await apiRequest(env, "GET", `/api/v1/namespaces/${ns}/pods/${name}`)).body as Pod);
+    }
+    // The fake's guest is the simulator's own, so only the answer's path differs.
+    fake.onExec(async (request) => {
+      const guest = sim.guestOf(request.namespace, request.pod);
+      assert.ok(guest);
+      let stdout = "";
+      let stderr = "";
+      const exitCode = await guest.run(request.command, {
+        stdin: async () => Buffer.from(request.stdin ?? []),
+        stdout: (d) => {
+          stdout += d.toString();
+        },
+        stderr: (d) => {
+          stderr += d.toString();
+        },
+        signal: new AbortController().signal,
+        clock: { now: Date.now, sleep: async () => undefined },
+      });
+      return { stdout, stderr, exitCode };
+    });
+  });
+
+  const outcome = (
+    executor: PodExecutor,
+    command: string[],
+    more: { pod?: string; maxOutputBytes?: number } = {},
+  ) =>
+    executor
+      .exec({ namespace: ns, pod: more.pod ?? "parity-run", command, maxOutputBytes: more.maxOutputBytes })
+      .then(
+        (r: ExecResult) => ({ ok: { ...r, stdout: r.stdout.toString(), stderr: r.stderr.toString() } }),
+        (e: Error) => ({ error: { type: e.constructor.name, message: e.message } }),
+      );
+
+  for (const [what, command, more] of [
+    ["output and success", ["sh", "-c", "echo out; echo err >&2"], {}],
+    ["a non-zero exit", ["sh", "-c", "echo half; exit 3"], {}],
+    ["output past the bound", ["sh", "-c", "echo 0123456789"], { maxOutputBytes: 4 }],
+    ["a pod that is not Running", ["true"], { pod: "parity-hib" }],
+    ["a pod that is gone", ["true"], { pod: "parity-gone" }],
+  ] as const) {
+    test(what, async () => {
+      const real = await outcome(executor, [...command], more);
+      const scripted = await outcome(fake, [...command], more);
+      if ("error" in real && real.error.type === "NotFoundError") {
+        // The messages of a missing pod differ (the fake names its store); the type is the contract.
+        assert.equal("error" in scripted && scripted.error.type, "NotFoundError");
+        return;
+      }
+      assert.deepEqual(scripted, real);
+    });
+  }
 });
