@@ -38,7 +38,7 @@ export function runInContainer(deps: ExecDeps): ExecHandler {
         vmName: target.vmName,
         namespace: session.namespace,
         podName: session.pod,
-        podUID: "",
+        podUID: target.podUID,
         node: deps.node.name,
         vmID: target.vmID,
         detail: `${session.command.join(" ")}: ${detail}`,

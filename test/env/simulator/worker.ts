@@ -64,6 +64,7 @@ export interface SimTimings {
 export interface ExecTarget {
   vmName: string;
   vmID: string;
+  podUID: string;
   ip: string;
   guest: Guest;
   /** vk-cocoon's meta.IsWindowsPod: the pod's os annotation is windows. */
@@ -778,6 +779,7 @@ export class PodWorker {
     this.deps.node.execTargets.set(podKey(this.latest), {
       vmName: this.vmName(),
       vmID: live.vmID,
+      podUID: this.uid,
       ip: live.ip,
       guest: live.guest,
       windows: annotation(this.latest, ANN_OS) === "windows",
