@@ -26,9 +26,8 @@ const FRAME_WINDOW_UPDATE = 9;
 
 const FLAG_FIN = 0x01;
 
-/** RST_STREAM status codes (SPDY/3 section 2.6.2). */
-export const RST_PROTOCOL_ERROR = 1;
-export const RST_CANCEL = 5;
+/** RST_STREAM's status for a stream id the sender may not open, or one already open (SPDY/3 2.6.2). */
+const RST_PROTOCOL_ERROR = 1;
 
 /** The SPDY/3 header compression dictionary (SPDY/3 section 2.6.10.1), base64. */
 export const SPDY_HEADER_DICTIONARY = Buffer.from(

@@ -8,9 +8,9 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { Clock } from "../../../src/clock.ts";
 
-export const MACHINE_ID_FILE = "/etc/machine-id";
-export const HOSTNAME_FILE = "/etc/hostname";
-export const HOST_KEY_TYPES = ["rsa", "ecdsa", "ed25519"] as const;
+const MACHINE_ID_FILE = "/etc/machine-id";
+const HOSTNAME_FILE = "/etc/hostname";
+const HOST_KEY_TYPES = ["rsa", "ecdsa", "ed25519"] as const;
 const RANDOM_UUID_FILE = "/proc/sys/kernel/random/uuid";
 const BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id";
 const URANDOM = "/dev/urandom";
