@@ -288,6 +288,20 @@ describe("our client's exec", () => {
     assert.match(err.message, /dial [0-9.]+:22: i\/o timeout/);
   });
 
+  test("a failing SSH handshake fails every exec before the command runs", async () => {
+    await runningPod("client-nossh");
+    sim.faults.failSshHandshake(vmName("client-nossh"), true);
+    await assert.rejects(
+      executor.exec({ namespace: ns, pod: "client-nossh", command: ["true"] }),
+      (err: unknown) =>
+        err instanceof ExecFailedError && /ssh handshake [0-9.]+:22: .*handshake failed/.test(err.message),
+    );
+    assert.equal(
+      sim.record.events({ kind: "exec", podName: "client-nossh" }).some((e) => e.detail?.endsWith("started")),
+      false,
+    );
+  });
+
   test("a pod with no VM and a pod that is gone are typed errors", async () => {
     await runningPod("client-hib");
     await apiRequest(
