@@ -40,6 +40,7 @@ import { type Simulator, startSimulator } from "../env/simulator/index.ts";
 import { apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
 import { repoRoot } from "../support/build.ts";
 import { FakeClient } from "../support/fakeclient.ts";
+import { startTinyproxy } from "../support/proxyenv.ts";
 import { serviceAccountToken } from "../support/serviceaccount.ts";
 import { startUpgradeRefusingProxy, type UpgradeRefusingProxy } from "../support/upgradeproxy.ts";
 
@@ -330,6 +331,50 @@ describe("our client's exec", () => {
       result.stdout.toString(),
       /kubectl exec is not supported on Windows guests\. Connect via RDP to /,
     );
+  });
+});
+
+describe("exec through a forward proxy", () => {
+  test("a kubeconfig proxy-url tunnels the exec's upgrade as it does every request", async () => {
+    await runningPod("proxied");
+    const proxy = await startTinyproxy();
+    const doc = {
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [
+        {
+          name: "c",
+          cluster: { server: env.server, "certificate-authority": env.caFile, "proxy-url": proxy.url },
+        },
+      ],
+      users: [{ name: "u", user: { token: env.token } }],
+      contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
+      "current-context": "x",
+    };
+    const proxied = new KubeClient({
+      kubeConfig: restConfigFromKubeconfig(kubeconfigFromDocument(doc, repoRoot), { env: {} }),
+    });
+    try {
+      const before = proxy.requests().length;
+      const result = await new KubeExecutor(proxied).exec({
+        namespace: ns,
+        pod: "proxied",
+        command: ["hostname"],
+      });
+      assert.equal(result.stdout.toString(), `${vmName("proxied")}\n`);
+      assert.equal(result.transport, "websocket");
+      const port = new URL(env.server).port;
+      assert.ok(
+        proxy
+          .requests()
+          .slice(before)
+          .some((line) => line.startsWith("CONNECT") && line.includes(`:${port}`)),
+        "the exec went through the proxy",
+      );
+    } finally {
+      proxied.close();
+      await proxy.stop();
+    }
   });
 });
 
