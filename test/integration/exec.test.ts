@@ -3,11 +3,10 @@
 // command in the pod's simulated guest as vk-cocoon's RunInContainer does.
 
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { promisify } from "node:util";
 import type { Pod } from "../../src/apis/core.ts";
 import { FakeClock } from "../../src/clock.ts";
 import {
@@ -44,7 +43,6 @@ import { startTinyproxy } from "../support/proxyenv.ts";
 import { serviceAccountToken } from "../support/serviceaccount.ts";
 import { startUpgradeRefusingProxy, type UpgradeRefusingProxy } from "../support/upgradeproxy.ts";
 
-const run = promisify(execFile);
 const env = testEnv();
 const nodeName = `exec-${randomBytes(3).toString("hex")}`;
 /** A second node, in a pool of its own, that holds no node-local snapshot of the first one's VMs. */
@@ -126,18 +124,30 @@ async function runningPod(
   await podWhere(name, "ready", ready);
 }
 
-async function kubectl(...args: string[]): Promise<{ stdout: string; stderr: string; code: number }> {
-  try {
-    const { stdout, stderr } = await run(
-      join(controlPlaneBinDir(), "kubectl"),
-      ["--kubeconfig", env.kubeconfigPath, "-n", ns, ...args],
-      { encoding: "utf8" },
-    );
-    return { stdout, stderr, code: 0 };
-  } catch (err) {
-    const e = err as { stdout: string; stderr: string; code: number };
-    return { stdout: e.stdout, stderr: e.stderr, code: e.code };
-  }
+/** Runs the testenv's kubectl in the test's namespace, with `stdin` as its input (closed after). */
+function kubectl(
+  args: string[],
+  opts: { stdin?: string; env?: Record<string, string> } = {},
+): Promise<{ stdout: string; stderr: string; code: number }> {
+  const child = spawn(
+    join(controlPlaneBinDir(), "kubectl"),
+    ["--kubeconfig", env.kubeconfigPath, "-n", ns, ...args],
+    {
+      env: { ...process.env, ...opts.env },
+    },
+  );
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (d: Buffer) => {
+    stdout += d.toString();
+  });
+  child.stderr.on("data", (d: Buffer) => {
+    stderr += d.toString();
+  });
+  child.stdin.end(opts.stdin ?? "");
+  return new Promise((resolve) =>
+    child.once("close", (code) => resolve({ stdout, stderr, code: code ?? 1 })),
+  );
 }
 
 describe("kubectl exec through the API server", () => {
@@ -145,12 +155,22 @@ describe("kubectl exec through the API server", () => {
     await runningPod("kubectl-a");
     const guest = sim.guestOf(ns, "kubectl-a");
     assert.ok(guest);
-    const machineId = await kubectl("exec", "kubectl-a", "--", "cat", "/etc/machine-id");
+    const machineId = await kubectl(["exec", "kubectl-a", "--", "cat", "/etc/machine-id"]);
     assert.equal(machineId.code, 0, machineId.stderr);
     assert.equal(machineId.stdout, `${guest.machineId()}\n`);
     assert.match(machineId.stdout, /^[0-9a-f]{32}\n$/);
-    const hostname = await kubectl("exec", "kubectl-a", "--", "hostname");
+    const hostname = await kubectl(["exec", "kubectl-a", "--", "hostname"]);
     assert.equal(hostname.stdout, `${vmName("kubectl-a")}\n`);
+  });
+
+  test("kubectl's own SPDY client, WebSockets turned off, reaches the guest through the upgrade proxy", async () => {
+    const res = await kubectl(["exec", "-i", "kubectl-a", "--", "sh", "-c", "cat; hostname >&2"], {
+      stdin: "through spdy\n",
+      env: { KUBECTL_REMOTE_COMMAND_WEBSOCKETS: "false" },
+    });
+    assert.equal(res.code, 0, res.stderr);
+    assert.equal(res.stdout, "through spdy\n");
+    assert.equal(res.stderr, `${vmName("kubectl-a")}\n`);
   });
 
   test("a pod without a live VM answers vk-cocoon's error", async () => {
@@ -167,7 +187,7 @@ describe("kubectl exec through the API server", () => {
       "hibernated",
       (p) => p.metadata.annotations?.[ANN_LIFECYCLE_STATE] === "hibernated",
     );
-    const res = await kubectl("exec", "kubectl-hib", "--", "true");
+    const res = await kubectl(["exec", "kubectl-hib", "--", "true"]);
     assert.notEqual(res.code, 0);
     assert.match(res.stderr, new RegExp(`pod ${ns}/kubectl-hib has no live VM`));
   });
@@ -561,15 +581,14 @@ describe("RBAC: pods/exec", () => {
 
   before(async () => {
     await runningPod("rbac-a");
-    const kubectlBin = join(controlPlaneBinDir(), "kubectl");
-    await run(kubectlBin, [
-      "--kubeconfig",
-      env.kubeconfigPath,
-      "apply",
-      "-f",
-      join(repoRoot, "config/default/namespace.yaml"),
-    ]);
-    await run(kubectlBin, ["--kubeconfig", env.kubeconfigPath, "apply", "-k", join(repoRoot, "config/rbac")]);
+    // The operator's namespace and RBAC (a later -n wins); idempotent, so a sandbox that has them is fine.
+    for (const apply of [
+      ["apply", "-f", join(repoRoot, "config/default/namespace.yaml")],
+      ["apply", "-n", "cocoon-system", "-k", join(repoRoot, "config/rbac")],
+    ]) {
+      const res = await kubectl(apply);
+      assert.equal(res.code, 0, res.stderr);
+    }
   });
 
   test("the operator's service account execs over the WebSocket", async () => {
