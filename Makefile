@@ -32,10 +32,11 @@ PLUGIN_URI_BASE ?=
 plugin: deps ## Build the kubectl-cocoon bundle, krew archive and manifest into dist/plugin/
 	npm run plugin -- $(if $(PLUGIN_VERSION),--version $(PLUGIN_VERSION)) $(if $(PLUGIN_URI_BASE),--uri-base $(PLUGIN_URI_BASE))
 
-# kube-apiserver, kube-scheduler, kubectl, etcd and actionlint built from Go modules (cached outside the tree).
-testenv: ## Build the test control plane binaries and actionlint (cached in ~/.cache/cocoon-operator)
+# kube-apiserver, kube-scheduler, kubectl, etcd, actionlint and the kubelet exec endpoint built from Go modules (cached outside the tree).
+testenv: ## Build the test control plane, actionlint and the kubelet exec endpoint (cached in ~/.cache/cocoon-operator)
 	@test/env/controlplane/build.sh >/dev/null
 	@test/env/actionlint/build.sh >/dev/null
+	@test/env/gokubelet/build.sh >/dev/null
 
 test: deps testenv ## Run every test: typecheck, lint, unit, integration and reliability
 	npm test

@@ -2,10 +2,10 @@
 // keep-alive connections (plain objects, string timestamps), plus streaming watches. Every request
 // is counted and reported to listeners (metrics, "a settled pass makes no writes" assertions).
 
-import type { Agent, ClientRequest, IncomingMessage } from "node:http";
+import type { Agent, ClientRequest, IncomingHttpHeaders, IncomingMessage } from "node:http";
 import type { AgentOptions } from "node:https";
 import type { Socket } from "node:net";
-import type { Readable } from "node:stream";
+import type { Duplex, Readable } from "node:stream";
 import { createGunzip } from "node:zlib";
 import { http, https } from "../builtins.ts";
 import { type Clock, systemClock } from "../clock.ts";
@@ -149,6 +149,25 @@ export function kubeConfigFromFile(path: string): KubeClientConfig {
 interface Connection {
   agent: Agent;
   credentials: Credentials;
+}
+
+/** How the API server answered a connection upgrade (a pod's exec): switched, or an ordinary answer. */
+export type UpgradeOutcome =
+  | { upgraded: true; headers: IncomingHttpHeaders; socket: Duplex; head: Buffer }
+  | { upgraded: false; status: number; headers: IncomingHttpHeaders; body: string };
+
+/** A connection upgrade on a subresource, counted as `verb` like any request. */
+export interface UpgradeRequest {
+  method: "GET" | "POST";
+  verb: string;
+  rt: ResourceType;
+  namespace: string;
+  name: string;
+  subresource: string;
+  query: URLSearchParams;
+  /** Upgrade, Connection and the protocol's own headers; a list is sent as one header line per value. */
+  headers: Record<string, string | string[]>;
+  signal?: AbortSignal;
 }
 
 export class KubeClient implements Client, WatchClient {
@@ -421,6 +440,73 @@ export class KubeClient implements Client, WatchClient {
       if (status >= 400) throw apiErrorFromResponse(status, text);
       return text ? JSON.parse(text) : undefined;
     }
+  }
+
+  /**
+   * Sends a connection upgrade through the client's own transport (server, CA, client certificate,
+   * credentials, proxy) and resolves with the switched socket, or with the answer when the server
+   * (or a proxy) did not switch. An abort destroys the request.
+   */
+  async upgrade(request: UpgradeRequest): Promise<UpgradeOutcome> {
+    const conn = await this.connection();
+    const query = request.query.toString();
+    const path =
+      this.basePath +
+      resourcePath(request.rt, request.namespace, request.name, request.subresource) +
+      (query ? `?${query}` : "");
+    const headers: Record<string, string | string[]> = { "User-Agent": this.userAgent, ...request.headers };
+    if (conn.credentials.authorization) headers.Authorization = conn.credentials.authorization;
+    const resource = `${request.rt.plural}/${request.subresource}`;
+    const started = performance.now();
+    const report = (code: string) => {
+      const key = `${request.verb} ${resource}`;
+      this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
+      const info: RequestInfo = {
+        verb: request.verb,
+        resource,
+        namespace: request.namespace,
+        method: request.method,
+        host: this.hostLabel,
+        code,
+        durationMs: performance.now() - started,
+      };
+      for (const listener of this.listeners) listener(info);
+    };
+    const transport = this.server.protocol === "http:" ? http : https;
+    return new Promise((resolve, reject) => {
+      const req = transport.request({
+        protocol: this.server.protocol,
+        hostname: this.server.hostname.replace(/^\[|\]$/g, ""),
+        port: this.server.port || undefined,
+        method: request.method,
+        path,
+        headers,
+        agent: conn.agent,
+        signal: request.signal,
+      });
+      let answered = false;
+      req.once("upgrade", (res, socket, head) => {
+        answered = true;
+        report(String(res.statusCode ?? 101));
+        resolve({ upgraded: true, headers: res.headers, socket, head });
+      });
+      req.once("response", (res) => {
+        answered = true;
+        report(String(res.statusCode ?? 0));
+        if (res.statusCode === 401) this.kubeConfig.unauthorized(conn.credentials);
+        readBody(res).then(
+          (body) => resolve({ upgraded: false, status: res.statusCode ?? 0, headers: res.headers, body }),
+          reject,
+        );
+      });
+      req.on("error", (err) => {
+        if (answered) return;
+        answered = true;
+        report("<error>");
+        reject(err);
+      });
+      req.end();
+    });
   }
 
   /** Sends one request and resolves with the response once its headers arrive. */

@@ -4,6 +4,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseAllDocuments, stringify } from "yaml";
+import { selfSignedCertificate } from "./certs.ts";
 import { type ApiConnection, apiRequest, probeHealthy } from "./kubeapi.ts";
 import { freePort, freePortPair, retryOnPortClash } from "./ports.ts";
 import {
@@ -173,6 +174,13 @@ async function prepareApiServer(binDir: string, dir: string, etcdUrl: string): P
   });
   writeFileSync(join(certDir, "sa.pub"), saKeys.publicKey);
   writeFileSync(join(certDir, "sa.key"), saKeys.privateKey, { mode: 0o600 });
+  // The certificate the apiserver shows kubelets (the simulator's nodes, for exec), as kubeadm's
+  // apiserver-kubelet-client. The kubelets' own serving certificates are self-signed and not verified
+  // (no --kubelet-certificate-authority), as with vk-cocoon's generated certificate.
+  const kubeletClient = selfSignedCertificate(certDir, "apiserver-kubelet-client", {
+    subject: "/O=kubeadm:cluster-admins/CN=kube-apiserver-kubelet-client",
+    days: 30,
+  });
   const args = [
     `--etcd-servers=${etcdUrl}`,
     `--cert-dir=${certDir}`,
@@ -189,6 +197,11 @@ async function prepareApiServer(binDir: string, dir: string, etcdUrl: string): P
     `--service-account-signing-key-file=${join(certDir, "sa.key")}`,
     // The loopback bind address is not a valid endpoint for the `kubernetes` Service.
     "--endpoint-reconciler-type=none",
+    `--kubelet-client-certificate=${kubeletClient.certFile}`,
+    `--kubelet-client-key=${kubeletClient.keyFile}`,
+    // A simulated node's InternalIP is a loopback address its kubelet listens on; its Hostname
+    // address (the node name) resolves nowhere, and it is first in the default order.
+    "--kubelet-preferred-address-types=InternalIP",
   ];
   let generation = 0;
   return {

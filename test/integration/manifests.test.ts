@@ -63,6 +63,9 @@ const API_CALLS: { group: string; resource: string; verbs: string[]; namespaced?
   { group: GROUP, resource: "cocoonrestores/status", verbs: ["patch"] },
   // Pod informer; uncached reads (toolbox collision, wake liveness); creates; annotation patches; deletes.
   { group: "", resource: "pods", verbs: ["get", "list", "watch", "create", "patch", "delete"] },
+  // Exec in a pod: the WebSocket upgrade is a GET (get, plus the create check the API server adds),
+  // the SPDY fallback a POST (create).
+  { group: "", resource: "pods/exec", verbs: ["get", "create"] },
   // The event recorder: new events, and count bumps on repeats.
   { group: "", resource: "events", verbs: ["create", "patch"] },
   // The idle sets' activity Leases, in every namespace: created, then watched.
@@ -176,6 +179,15 @@ function scanSourceForApiCalls(): { cluster: Set<Grant>; leases: Set<Grant>; gen
         continue;
       }
       add(rt, verb, /subresource:\s*"status"/.test(text) ? "status" : undefined);
+    }
+    // Connection upgrades name their verb, resource type and subresource as fields.
+    for (const match of source.matchAll(/\bclient\.upgrade\s*\(/g)) {
+      const text = callText(source, match.index + match[0].length - 1);
+      const verb = /\bverb:\s*"(\w+)"/.exec(text)?.[1] ?? "";
+      const rt = resourceTypes.get(/\brt:\s*([A-Z_]+)/.exec(text)?.[1] ?? "");
+      const subresource = /\bsubresource:\s*"(\w+)"/.exec(text)?.[1];
+      assert.ok(rt && verb, `${file}: client.upgrade names a verb and a known resource type`);
+      add(rt, verb, subresource);
     }
     for (const match of source.matchAll(/\bcreateInformer\s*(?:<[^>(]*>)?\(\s*\w+\s*,\s*([A-Z_]+)/g)) {
       const rt = resourceTypes.get(match[1] ?? "");

@@ -10,7 +10,10 @@
 //   - an update of a custom resource must carry metadata.resourceVersion; no finalizer can be added
 //     to an object being deleted;
 //   - a resourceVersion in a merge patch's metadata, or in delete preconditions, must match;
-//   - NotFound / AlreadyExists / Conflict / Invalid as the typed errors of src/controller/errors.ts.
+//   - NotFound / AlreadyExists / Conflict / Invalid as the typed errors of src/controller/errors.ts;
+//   - exec (PodExecutor) as KubeExecutor sees it through the API server in front of vk-cocoon: the pod
+//     read first (NotFound, not Running), then a scripted guest; a non-zero exit comes back as
+//     vk-cocoon's wrapped SSH error, output is bounded the same way, a hang ends at the deadline.
 // test/integration/fakeclient-parity.test.ts runs the same assertions on these against the real
 // kube-apiserver.
 // Every call is recorded, so tests can assert "no writes" or the exact order of writes. The store is
@@ -19,6 +22,8 @@
 
 import type { Pod } from "../../src/apis/core.ts";
 import { type CocoonHibernation, type CocoonSet, GROUP } from "../../src/apis/v1/types.ts";
+import { type Clock, systemClock } from "../../src/clock.ts";
+import { ANN_IP } from "../../src/contract/keys.ts";
 import type {
   Client,
   DeleteOptions,
@@ -34,6 +39,16 @@ import {
   InvalidError,
   NotFoundError,
 } from "../../src/controller/errors.ts";
+import {
+  BoundedCapture,
+  DEFAULT_MAX_OUTPUT_BYTES,
+  ExecFailedError,
+  type ExecRequest,
+  type ExecResult,
+  ExecTimeoutError,
+  type PodExecutor,
+  requireRunning,
+} from "../../src/controller/exec.ts";
 import { applyMergePatch } from "../../src/controller/mergepatch.ts";
 import { COCOONHIBERNATIONS, COCOONSETS, PODS, type ResourceType } from "../../src/controller/resources.ts";
 import type { CachedHibernation, CocoonSetView } from "../../src/pass/pass.ts";
@@ -88,7 +103,17 @@ function selectorMatches(selector: string | undefined, labels: Record<string, st
   });
 }
 
-export class FakeClient implements Client {
+/** What a scripted guest answers one exec with. */
+export type FakeExecAnswer =
+  | { stdout?: string | Uint8Array; stderr?: string | Uint8Array; exitCode?: number }
+  /** vk-cocoon could not run it (no live VM, SSH failure): an InternalError with this message. */
+  | { providerError: string }
+  /** The command never finishes: the exec ends at its deadline or abort. */
+  | { hang: true };
+
+export type FakeExecScript = (request: ExecRequest, pod: Pod) => FakeExecAnswer | Promise<FakeExecAnswer>;
+
+export class FakeClient implements Client, PodExecutor {
   readonly calls: RecordedCall[] = [];
   private readonly objects = new Map<string, StoredObject>();
   /**
@@ -103,6 +128,9 @@ export class FakeClient implements Client {
   private injected: { verb: string; resource: string; error: Error }[] = [];
   private lostReplies: { verb: string; resource: string; error: Error }[] = [];
   now: () => string = () => "2026-01-01T00:00:00Z";
+  /** The clock an exec's timeoutMs runs on. */
+  execClock: Clock = systemClock;
+  private execScript: FakeExecScript | undefined;
 
   /** Puts an object in the store directly (no call recorded), filling the metadata a server fills. */
   seed<T>(rt: ResourceType, obj: T): T {
@@ -181,6 +209,73 @@ export class FakeClient implements Client {
   /** Plays the kubelet: removes a terminating pod for good. */
   finishPodDeletion(namespace: string, name: string): void {
     this.remove(this.key(PODS, namespace, name));
+  }
+
+  /** Scripts the guests' answers to exec; without a script every exec throws. */
+  onExec(script: FakeExecScript): void {
+    this.execScript = script;
+  }
+
+  /**
+   * KubeExecutor's exec against this store: the pod read (recorded as a get), the exec recorded as
+   * `create pods/exec` with the command and stdin as its body, then the script's answer as the API
+   * server relays vk-cocoon's (see the header).
+   */
+  async exec(request: ExecRequest): Promise<ExecResult> {
+    const pod = await this.get<Pod>(PODS, request.namespace, request.pod);
+    requireRunning(pod, `${request.namespace}/${request.pod}`);
+    this.record({
+      verb: "create",
+      resource: PODS.plural,
+      subresource: "exec",
+      namespace: request.namespace,
+      name: request.pod,
+      body: {
+        command: [...request.command],
+        ...(request.stdin ? { stdin: Buffer.from(request.stdin) } : {}),
+      },
+    });
+    if (this.execScript === undefined) throw new Error(`FakeClient: no exec scripted (${request.pod})`);
+    const answer = await this.execScript(request, pod);
+    const max = request.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+    const stdout = new BoundedCapture(max);
+    const stderr = new BoundedCapture(max);
+    if ("hang" in answer) {
+      await new Promise<void>((resolve) => {
+        request.signal?.addEventListener("abort", () => resolve(), { once: true });
+        if (request.signal?.aborted) resolve();
+        if (request.timeoutMs !== undefined) void this.execClock.sleep(request.timeoutMs).then(resolve);
+      });
+      throw new ExecTimeoutError(
+        `exec in ${request.namespace}/${request.pod} ended`,
+        Buffer.alloc(0),
+        Buffer.alloc(0),
+      );
+    }
+    const ip = pod.metadata.annotations?.[ANN_IP] ?? "";
+    const providerError = (message: string) =>
+      new ExecFailedError(
+        "InternalError",
+        500,
+        `Internal error occurred: Internal error occurred: error executing command in container: ${message}`,
+      );
+    if ("providerError" in answer) throw providerError(answer.providerError);
+    stdout.write(Buffer.from(answer.stdout ?? ""));
+    stderr.write(Buffer.from(answer.stderr ?? ""));
+    const exitCode = answer.exitCode ?? 0;
+    if (exitCode !== 0) {
+      throw providerError(
+        `ssh exec ${request.command[0] ?? ""} on ${ip}: Process exited with status ${exitCode}`,
+      );
+    }
+    return {
+      exitCode: 0,
+      stdout: stdout.bytes(),
+      stderr: stderr.bytes(),
+      stdoutTruncated: stdout.truncated,
+      stderrTruncated: stderr.truncated,
+      transport: "websocket",
+    };
   }
 
   async get<T>(rt: ResourceType, namespace: string, name: string): Promise<T> {

@@ -6,10 +6,13 @@
 // snapshot's own VM name with the pod's. The import reads every blob from this VM's repository, so a
 // repository missing one (a half-done copy) fails the pull as it would for vk.
 
+import type { GuestState } from "./guest.ts";
 import type { FetchedManifest, OciClient } from "./oci.ts";
+import { readGuestState } from "./snapshot.ts";
 
 const TITLE = "org.opencontainers.image.title";
 const VM_CONFIG_TITLE = "config.json";
+const OVERLAY_TITLE = "overlay.qcow2";
 
 /** The snapshot a restore or wake used, for the VM journal. */
 export interface SnapshotOrigin {
@@ -24,7 +27,8 @@ export interface SnapshotOrigin {
 
 /**
  * Reads the snapshot's own VM name and, unless the node-local snapshot serves the restore, pulls every
- * blob of the manifest from `repo` (the import). Throws when a blob is missing there.
+ * blob of the manifest from `repo` (the import) and reads the guest state its overlay carries. Throws
+ * when a blob is missing there.
  */
 export async function resolveSnapshotOrigin(
   oci: OciClient,
@@ -32,7 +36,7 @@ export async function resolveSnapshotOrigin(
   tag: string,
   manifest: FetchedManifest,
   fromLocalCache: boolean,
-): Promise<SnapshotOrigin> {
+): Promise<{ origin: SnapshotOrigin; guest?: GuestState }> {
   const vmConfig = manifest.json.layers.find((layer) => layer.annotations?.[TITLE] === VM_CONFIG_TITLE);
   let takenOf = "";
   if (vmConfig !== undefined) {
@@ -41,8 +45,13 @@ export async function resolveSnapshotOrigin(
     };
     takenOf = config.name ?? "";
   }
+  let guest: GuestState | undefined;
   if (!fromLocalCache) {
-    for (const layer of manifest.json.layers) await oci.getBlob(repo, layer.digest);
+    for (const layer of manifest.json.layers) {
+      const blob = await oci.getBlob(repo, layer.digest);
+      if (layer.annotations?.[TITLE] === OVERLAY_TITLE) guest = readGuestState(blob);
+    }
   }
-  return { ref: `${repo}:${tag}`, digest: manifest.digest, takenOf, imported: !fromLocalCache };
+  const origin = { ref: `${repo}:${tag}`, digest: manifest.digest, takenOf, imported: !fromLocalCache };
+  return guest === undefined ? { origin } : { origin, guest };
 }

@@ -14,6 +14,9 @@ export class Faults {
   private readonly failedBoots = new Map<string, string>();
   private readonly pendingVmFailures = new Map<string, string>();
   private readonly pendingEvictions = new Map<string, EvictionReason>();
+  private readonly hungExecs = new Set<string>();
+  private readonly failedSshHandshakes = new Set<string>();
+  private readonly silentGuests = new Set<string>();
   private registryIsDown = false;
   private newPodSightDelayMs = 0;
   private listener: (vmName: string | null) => void = () => {};
@@ -87,7 +90,41 @@ export class Faults {
     this.newPodSightDelayMs = ms;
   }
 
+  /**
+   * Every command run in this VM's guest (or every guest with "*") hangs while on: the SSH session
+   * stays open, and ends only when the exec's client goes away (virtual-kubelet then cancels
+   * RunInContainer's context, which closes the session: vk-cocoon's guest/ssh/ssh.go).
+   */
+  hangExec(vmName: string, on: boolean): void {
+    toggle(this.hungExecs, vmName, on);
+  }
+
+  /** The SSH handshake with this VM's guest fails while on, so every exec fails before running. */
+  failSshHandshake(vmName: string, on: boolean): void {
+    toggle(this.failedSshHandshakes, vmName, on);
+  }
+
+  /**
+   * This VM's guest does not answer SSH while on: an exec waits out vk-cocoon's dial timeout
+   * (SimTimings.sshDialTimeoutMs; upstream 10 s) and fails with an i/o timeout.
+   */
+  silenceGuest(vmName: string, on: boolean): void {
+    toggle(this.silentGuests, vmName, on);
+  }
+
   // ---- read side, used by the simulator ----
+
+  execHangs(vmName: string): boolean {
+    return this.hungExecs.has(ANY) || this.hungExecs.has(vmName);
+  }
+
+  sshHandshakeFails(vmName: string): boolean {
+    return this.failedSshHandshakes.has(ANY) || this.failedSshHandshakes.has(vmName);
+  }
+
+  guestSilent(vmName: string): boolean {
+    return this.silentGuests.has(ANY) || this.silentGuests.has(vmName);
+  }
 
   newPodSightDelay(): number {
     return this.newPodSightDelayMs;

@@ -3,8 +3,11 @@
 
 import type { Pod } from "../../../src/apis/core.ts";
 import { systemClock } from "../../../src/clock.ts";
+import { runInContainer } from "./exec.ts";
 import { Faults } from "./faults.ts";
+import type { Guest } from "./guest.ts";
 import { KubeClient, KubeError, ok, type WatchEvent } from "./kube.ts";
+import { type KubeletServer, startKubelet } from "./kubelet.ts";
 import { deleteNode, registerNode, type SimNodeOptions } from "./node.ts";
 import { OciClient } from "./oci.ts";
 import { PodApi } from "./podapi.ts";
@@ -13,6 +16,7 @@ import { type NodeRuntime, PodWorker, type SimTimings } from "./worker.ts";
 
 export type { SnapshotOrigin } from "./clone.ts";
 export { Faults } from "./faults.ts";
+export type { Guest, GuestState } from "./guest.ts";
 export type { SimNodeOptions } from "./node.ts";
 export { OciClient } from "./oci.ts";
 export type { LiveVm, VmEvent, VmEventKind, VmSource } from "./record.ts";
@@ -36,6 +40,8 @@ export interface Simulator {
   /** Every VM booted, restored, forked, hibernated, woken, destroyed or refused. */
   readonly record: VmRecord;
   readonly faults: Faults;
+  /** The guest of the pod's live VM, on whichever node runs it; undefined when it has none. */
+  guestOf(namespace: string, podName: string): Guest | undefined;
   /** Stops watches, workers and timers; deletes the simulator's nodes only with removeNodes. */
   stop(opts?: { removeNodes?: boolean }): Promise<void>;
 }
@@ -46,6 +52,7 @@ export const DEFAULT_TIMINGS: SimTimings = {
   hibernateMs: 150,
   wakeMs: 100,
   deleteMs: 50,
+  sshDialTimeoutMs: 10_000,
 };
 
 const RELIST_BACKOFF_MS = 500;
@@ -53,6 +60,7 @@ const WATCH_TIMEOUT_S = 300;
 
 interface SimNode {
   runtime: NodeRuntime;
+  kubelet: KubeletServer;
   api: PodApi;
   workers: Map<string, PodWorker>;
   abort: AbortController;
@@ -96,19 +104,39 @@ class PodSimulator implements Simulator {
   async addNode(n: SimNodeOptions): Promise<void> {
     if (this.nodes.has(n.name)) throw new Error(`simulated node ${n.name} already exists`);
     this.nodeCounter++;
-    const internalIP = `10.77.${this.nodeCounter >> 8}.${this.nodeCounter & 255}`;
-    await registerNode(this.kube, n, internalIP);
+    // Each node's own loopback address, where its kubelet API listens and the API server dials it.
+    const internalIP = `127.77.${this.nodeCounter >> 8}.${this.nodeCounter & 255}`;
+    const runtime: NodeRuntime = {
+      name: n.name,
+      cpuClass: n.cpuClass ?? "",
+      internalIP,
+      vms: new Map(),
+      snapshots: new Map(),
+      snapshotGuests: new Map(),
+      execTargets: new Map(),
+    };
+    const kubelet = await startKubelet(
+      internalIP,
+      runInContainer({
+        node: runtime,
+        faults: this.faults,
+        record: this.record,
+        clock: systemClock,
+        sshDialTimeoutMs: this.timings.sshDialTimeoutMs,
+      }),
+    );
+    try {
+      await registerNode(this.kube, n, internalIP, kubelet.port);
+    } catch (err) {
+      await kubelet.close();
+      throw err;
+    }
     const abort = new AbortController();
     const onStop = () => abort.abort();
     this.abort.signal.addEventListener("abort", onStop, { once: true });
     const node: SimNode = {
-      runtime: {
-        name: n.name,
-        cpuClass: n.cpuClass ?? "",
-        internalIP,
-        vms: new Map(),
-        snapshots: new Map(),
-      },
+      runtime,
+      kubelet,
       api: new PodApi(this.kube, systemClock, n.name),
       workers: new Map(),
       abort,
@@ -116,6 +144,14 @@ class PodSimulator implements Simulator {
     };
     this.nodes.set(n.name, node);
     node.watching = this.watchPods(node);
+  }
+
+  guestOf(namespace: string, podName: string): Guest | undefined {
+    for (const node of this.nodes.values()) {
+      const target = node.runtime.execTargets.get(`${namespace}/${podName}`);
+      if (target !== undefined) return target.guest;
+    }
+    return undefined;
   }
 
   async removeNode(name: string): Promise<void> {
@@ -140,6 +176,7 @@ class PodSimulator implements Simulator {
     node.abort.abort();
     await node.watching;
     await Promise.all([...node.workers.values()].map((w) => w.stop()));
+    await node.kubelet.close();
   }
 
   /** List, then watch from the list's resourceVersion; re-list after 410 Gone or any watch failure. */

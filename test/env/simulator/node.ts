@@ -41,7 +41,7 @@ function nodeLabels(opts: SimNodeOptions): Record<string, string | null> {
   };
 }
 
-function nodeStatus(opts: SimNodeOptions, internalIP: string) {
+function nodeStatus(opts: SimNodeOptions, internalIP: string, kubeletPort: number) {
   const now = new Date().toISOString().replace(/\.\d+Z$/, "Z");
   const condition = (type: string, status: string, reason: string) => ({
     type,
@@ -71,7 +71,7 @@ function nodeStatus(opts: SimNodeOptions, internalIP: string) {
       { type: "InternalIP", address: internalIP },
       { type: "Hostname", address: opts.name },
     ],
-    daemonEndpoints: { kubeletEndpoint: { Port: 10250 } },
+    daemonEndpoints: { kubeletEndpoint: { Port: kubeletPort } },
     nodeInfo: {
       kubeletVersion: KUBELET_VERSION,
       operatingSystem: "linux",
@@ -87,15 +87,20 @@ function nodeStatus(opts: SimNodeOptions, internalIP: string) {
   };
 }
 
-/** Creates the Node (or refreshes an existing one) and returns it with Ready=True and no not-ready taint. */
+/**
+ * Creates the Node (or refreshes an existing one) and returns it with Ready=True and no not-ready taint.
+ * Its InternalIP and kubelet port are where the node's kubelet API listens (vk-cocoon: VK_NODE_IP and
+ * VK_KUBELET_PORT, 10250 by default; a simulated node takes a free port).
+ */
 export async function registerNode(
   kube: KubeClient,
   opts: SimNodeOptions,
   internalIP: string,
+  kubeletPort: number,
 ): Promise<void> {
   const labels = nodeLabels(opts);
   const createLabels = Object.fromEntries(Object.entries(labels).filter(([, v]) => v !== null));
-  const status = nodeStatus(opts, internalIP);
+  const status = nodeStatus(opts, internalIP, kubeletPort);
   const created = await kube.request<{ spec?: { taints?: Taint[] } }>("POST", "/api/v1/nodes", {
     body: {
       apiVersion: "v1",

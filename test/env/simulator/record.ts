@@ -11,6 +11,8 @@ export type VmEventKind =
   | "destroy"
   | "push-latest"
   | "refuse"
+  /** A command ran in the guest over exec (detail: the command line and how it ended). */
+  | "exec"
   /** vk-cocoon found the VM gone and evicted its pod (the VM's live state is lost). */
   | "evict";
 

@@ -3,6 +3,7 @@
 
 import { randomUUID } from "node:crypto";
 import { MANIFEST_ANN_BASE_IMAGE, MANIFEST_ANN_FROM_NODE } from "../../../src/contract/keys.ts";
+import type { GuestState } from "./guest.ts";
 import { OCI_MANIFEST, type OciClient, type OciManifest } from "./oci.ts";
 
 const ARTIFACT_TYPE = "application/vnd.cocoonstack.snapshot.v1+json";
@@ -20,6 +21,8 @@ export interface SnapshotPush {
   fromNode: string;
   /** The config blob's hypervisor: the pod's vm.cocoonstack.io/backend; default cloud-hypervisor. */
   hypervisor?: string;
+  /** The guest's disk and memory state, carried in the overlay layer (readGuestState reads it back). */
+  guest?: GuestState;
 }
 
 export interface PushedSnapshot {
@@ -32,7 +35,11 @@ export async function pushSnapshot(oci: OciClient, push: SnapshotPush): Promise<
   const snapshotId = randomUUID();
   const createdAt = new Date().toISOString().replace(/\.\d+Z$/, "Z");
   const vmConfig = Buffer.from(JSON.stringify({ name: push.vmName, id: push.vmID }));
-  const disk = Buffer.from(`overlay of ${push.vmName} (${push.vmID})\n`);
+  const disk = Buffer.from(
+    push.guest === undefined
+      ? `overlay of ${push.vmName} (${push.vmID})\n`
+      : JSON.stringify({ overlayOf: push.vmName, vmID: push.vmID, guest: push.guest }),
+  );
   const layers = [
     { ...(await oci.pushBlob(repo, vmConfig, "application/vnd.cocoonstack.vm.config+json")) },
     { ...(await oci.pushBlob(repo, disk, "application/vnd.cocoonstack.disk.qcow2")) },
@@ -69,6 +76,16 @@ export async function pushSnapshot(oci: OciClient, push: SnapshotPush): Promise<
   const raw = Buffer.from(JSON.stringify(manifest, null, 2));
   const digest = await oci.putManifest(repo, push.tag, raw, OCI_MANIFEST);
   return { snapshotId, digest };
+}
+
+/** The guest state an overlay layer carries; undefined for a snapshot pushed without one. */
+export function readGuestState(overlay: Buffer): GuestState | undefined {
+  try {
+    const parsed = JSON.parse(overlay.toString("utf8")) as { guest?: GuestState };
+    return parsed.guest;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Reads the snapshotId out of a pushed snapshot's config blob. */

@@ -16,6 +16,7 @@ import {
   ANN_LIFECYCLE_STATE,
   ANN_LIFECYCLE_STATE_MESSAGE,
   ANN_MODE,
+  ANN_OS,
   ANN_RESTORE_FROM_HIBERNATE,
   ANN_VM_ID,
   ANN_VM_NAME,
@@ -32,6 +33,7 @@ import {
 } from "../../../src/contract/keys.ts";
 import { resolveSnapshotOrigin, type SnapshotOrigin } from "./clone.ts";
 import type { EvictionReason, Faults } from "./faults.ts";
+import { Guest, type GuestState } from "./guest.ts";
 import type { FetchedManifest, OciClient } from "./oci.ts";
 import { type PodApi, podKey } from "./podapi.ts";
 import type { VmEvent, VmRecord, VmSource } from "./record.ts";
@@ -54,6 +56,19 @@ export interface SimTimings {
   hibernateMs: number;
   wakeMs: number;
   deleteMs: number;
+  /** How long an exec waits on a guest that does not answer SSH (vk-cocoon's SSH dial timeout). */
+  sshDialTimeoutMs: number;
+}
+
+/** A pod's live VM as exec finds it (vk-cocoon's vmForPod): the guest behind the VM's IP. */
+export interface ExecTarget {
+  vmName: string;
+  vmID: string;
+  podUID: string;
+  ip: string;
+  guest: Guest;
+  /** vk-cocoon's meta.IsWindowsPod: the pod's os annotation is windows. */
+  windows: boolean;
 }
 
 /** What one simulated node shares with its pod workers. */
@@ -62,9 +77,13 @@ export interface NodeRuntime {
   cpuClass: string;
   internalIP: string;
   /** Live VMs on this node by VM name. */
-  vms: Map<string, { vmID: string }>;
+  vms: Map<string, { vmID: string; guest: Guest }>;
   /** Node-local snapshot cache: VM name → snapshotId (the warm-wake cache). */
   snapshots: Map<string, string>;
+  /** The guest state each node-local snapshot holds, by snapshotId. */
+  snapshotGuests: Map<string, GuestState>;
+  /** Live VMs by pod ("namespace/name"), for exec. */
+  execTargets: Map<string, ExecTarget>;
 }
 
 export interface WorkerDeps {
@@ -90,6 +109,7 @@ interface LiveVm {
   vmID: string;
   ip: string;
   startedAt: string;
+  guest: Guest;
 }
 
 /** A provider error: virtual-kubelet records ProviderFailed and retries the sync. */
@@ -163,6 +183,8 @@ export class PodWorker {
     if (this.vm !== null) {
       this.journal("destroy", { vmID: this.vm.vmID, detail: "pod object deleted" });
       this.deps.node.vms.delete(this.vmName());
+      const key = podKey(this.latest);
+      if (this.deps.node.execTargets.get(key)?.vmID === this.vm.vmID) this.deps.node.execTargets.delete(key);
       this.vm = null;
     }
   }
@@ -263,7 +285,7 @@ export class PodWorker {
         throw await this.failOp("WakeCloneFailed", `clone ${this.vmName()}: refused by simulator fault`);
       }
       const kind = bringUp.source === "restore" || bringUp.source === "fork" ? bringUp.source : "boot";
-      await this.bringUp(kind, bringUp.source, bringUp.fromLocalCache, bringUp.origin);
+      await this.bringUp(kind, bringUp.source, bringUp.guest, bringUp.fromLocalCache, bringUp.origin);
     }
     this.created = true;
     await this.becomeReady();
@@ -288,7 +310,8 @@ export class PodWorker {
         `unmanaged vm ${this.vmName()} missing pre-assigned IP/VMID`,
       );
     }
-    this.track({ vmID, ip, startedAt: rfc3339(this.deps.clock.now()) });
+    const now = this.deps.clock.now();
+    this.track({ vmID, ip, startedAt: rfc3339(now), guest: Guest.firstBoot(this.vmName(), now) });
     this.journal("boot", { vmID, source: "adopt" });
     await this.publishRunning(false);
   }
@@ -301,16 +324,24 @@ export class PodWorker {
    */
   private async resolveBringUp(): Promise<{
     source: VmSource;
+    /** The guest the VM comes up as (see Guest: a clone or restore is the same machine as its source). */
+    guest: Guest;
     fromLocalCache?: boolean;
     origin?: SnapshotOrigin;
   }> {
     const pod = this.latest;
     const vm = this.vmName();
+    const now = this.deps.clock.now();
     if (flag(pod, ANN_RESTORE_FROM_HIBERNATE)) {
       const restore = await this.pullHibernate("WakePullFailed");
       await this.checkSnapshotImage(restore.manifest, "WakePullFailed");
       await this.checkSnapshotBackend(restore.manifest, this.ref(TAG_HIBERNATE), "CreateBringUpFailed");
-      return { source: "restore", fromLocalCache: restore.fromLocalCache, origin: restore.origin };
+      return {
+        source: "restore",
+        guest: restore.guest,
+        fromLocalCache: restore.fromLocalCache,
+        origin: restore.origin,
+      };
     }
     let evidence: FetchedManifest | null;
     try {
@@ -339,7 +370,12 @@ export class PodWorker {
       );
       const restore = await this.pullHibernate("WakePullFailed");
       await this.checkSnapshotBackend(restore.manifest, this.ref(TAG_HIBERNATE), "CreateBringUpFailed");
-      return { source: "restore", fromLocalCache: restore.fromLocalCache, origin: restore.origin };
+      return {
+        source: "restore",
+        guest: restore.guest,
+        fromLocalCache: restore.fromLocalCache,
+        origin: restore.origin,
+      };
     }
     const mode = annotation(pod, ANN_MODE);
     if (cloneFromDir !== "") {
@@ -349,20 +385,21 @@ export class PodWorker {
           `vm ${vm}: clone-from-dir conflicts with mode run or fork-from`,
         );
       }
-      return { source: "clone" };
+      return { source: "clone", guest: Guest.fromImage(cloneFromDir, now) };
     }
     if (forkFrom !== "") {
-      if (!this.deps.node.vms.has(forkFrom)) {
+      const parent = this.deps.node.vms.get(forkFrom);
+      if (parent === undefined) {
         throw await this.failOp(
           "CreateBringUpFailed",
           `fork ${vm} from ${forkFrom}: vm ${forkFrom} is not running on node ${this.deps.node.name}`,
         );
       }
-      return { source: "fork" };
+      return { source: "fork", guest: Guest.resume(parent.guest.capture(now), now) };
     }
-    if (mode === "run") return { source: "fresh" };
+    if (mode === "run") return { source: "fresh", guest: Guest.firstBoot(vm, now) };
     await this.checkCloneSourceBackend();
-    return { source: "clone" };
+    return { source: "clone", guest: Guest.fromImage(annotation(pod, ANN_IMAGE), now) };
   }
 
   /**
@@ -472,7 +509,7 @@ export class PodWorker {
         `push ${vm}:${TAG_HIBERNATE}: ${(err as Error).message}`,
       );
     }
-    this.deps.node.snapshots.set(vm, snapshotId);
+    this.keepLocalSnapshot(snapshotId, live.guest);
     await this.deps.api.patchAnnotations(
       this.latest,
       { [ANN_VM_ID]: null, [ANN_IP]: null },
@@ -509,7 +546,7 @@ export class PodWorker {
     if (this.deps.faults.wakeRefused(vm)) {
       throw await this.failOp("WakeCloneFailed", `clone ${vm}: refused by simulator fault`);
     }
-    await this.bringUp("wake", "restore", source.fromLocalCache, source.origin);
+    await this.bringUp("wake", "restore", source.guest, source.fromLocalCache, source.origin);
     await this.deps.api.event(this.latest, "Normal", "Woken", `cloned from ${this.ref(TAG_HIBERNATE)}`);
     await this.becomeReady();
   }
@@ -553,7 +590,7 @@ export class PodWorker {
     if (this.vm !== null && isManaged(pod) && !isMacOS(pod) && shouldSnapshotVM(pod, roleForPod(pod, vm))) {
       // A failed save/push fails the delete and keeps the VM; the pod stays Terminating and is retried.
       const { snapshotId, digest } = await this.push(TAG_LATEST, this.vm.vmID);
-      this.deps.node.snapshots.set(vm, snapshotId);
+      this.keepLocalSnapshot(snapshotId, this.vm.guest);
       this.journal("push-latest", { vmID: this.vm.vmID, detail: `pushed ${vm}:${TAG_LATEST} ${digest}` });
     }
     if (vm !== "" && this.created) {
@@ -579,10 +616,16 @@ export class PodWorker {
   private async bringUp(
     kind: "boot" | "restore" | "fork" | "wake",
     source: VmSource,
+    guest: Guest,
     fromLocalCache?: boolean,
     snapshot?: SnapshotOrigin,
   ): Promise<void> {
-    const live = { vmID: randomUUID(), ip: this.deps.nextIP(), startedAt: rfc3339(this.deps.clock.now()) };
+    const live = {
+      vmID: randomUUID(),
+      ip: this.deps.nextIP(),
+      startedAt: rfc3339(this.deps.clock.now()),
+      guest,
+    };
     this.track(live);
     await this.deps.api.patchAnnotations(
       this.latest,
@@ -655,7 +698,7 @@ export class PodWorker {
   /** The :hibernate source of a wake or restore: the tag must exist; a matching local snapshot skips the pull. */
   private async pullHibernate(
     reason: string,
-  ): Promise<{ manifest: FetchedManifest; fromLocalCache: boolean; origin: SnapshotOrigin }> {
+  ): Promise<{ manifest: FetchedManifest; fromLocalCache: boolean; origin: SnapshotOrigin; guest: Guest }> {
     const vm = this.vmName();
     const ref = this.ref(TAG_HIBERNATE);
     try {
@@ -666,14 +709,18 @@ export class PodWorker {
       if (cached !== undefined && cached !== snapshotId) this.deps.node.snapshots.delete(vm);
       const fromLocalCache = cached === snapshotId;
       const repo = this.deps.oci.repository(vm);
-      const origin = await resolveSnapshotOrigin(
+      const pulled = await resolveSnapshotOrigin(
         this.deps.oci,
         repo,
         TAG_HIBERNATE,
         manifest,
         fromLocalCache,
       );
-      return { manifest, fromLocalCache, origin };
+      const now = this.deps.clock.now();
+      // The snapshot's guest resumes; one pushed without guest state (by a test) boots as a first boot.
+      const state = fromLocalCache ? this.deps.node.snapshotGuests.get(snapshotId) : pulled.guest;
+      const guest = state === undefined ? Guest.firstBoot(vm, now) : Guest.resume(state, now);
+      return { manifest, fromLocalCache, origin: pulled.origin, guest };
     } catch (err) {
       if (err instanceof ProviderError) throw err;
       throw await this.failOp(reason, `pull ${ref}: ${(err as Error).message}`);
@@ -696,7 +743,17 @@ export class PodWorker {
       baseImage: annotation(this.latest, ANN_IMAGE),
       fromNode: this.deps.node.name,
       hypervisor: annotation(this.latest, ANN_BACKEND) || DEFAULT_HYPERVISOR,
+      ...(this.vm === null ? {} : { guest: this.vm.guest.capture(this.deps.clock.now()) }),
     });
+  }
+
+  /** The node-local snapshot (the warm-wake cache) and the guest state it holds. */
+  private keepLocalSnapshot(snapshotId: string, guest: Guest): void {
+    const vm = this.vmName();
+    const previous = this.deps.node.snapshots.get(vm);
+    if (previous !== undefined) this.deps.node.snapshotGuests.delete(previous);
+    this.deps.node.snapshots.set(vm, snapshotId);
+    this.deps.node.snapshotGuests.set(snapshotId, guest.capture(this.deps.clock.now()));
   }
 
   private async publishRunning(ready: boolean): Promise<void> {
@@ -718,12 +775,24 @@ export class PodWorker {
 
   private track(live: LiveVm): void {
     this.vm = live;
-    this.deps.node.vms.set(this.vmName(), { vmID: live.vmID });
+    this.deps.node.vms.set(this.vmName(), { vmID: live.vmID, guest: live.guest });
+    this.deps.node.execTargets.set(podKey(this.latest), {
+      vmName: this.vmName(),
+      vmID: live.vmID,
+      podUID: this.uid,
+      ip: live.ip,
+      guest: live.guest,
+      windows: annotation(this.latest, ANN_OS) === "windows",
+    });
   }
 
   private untrack(): void {
     if (this.vm !== null && this.deps.node.vms.get(this.vmName())?.vmID === this.vm.vmID) {
       this.deps.node.vms.delete(this.vmName());
+    }
+    const key = podKey(this.latest);
+    if (this.vm !== null && this.deps.node.execTargets.get(key)?.vmID === this.vm.vmID) {
+      this.deps.node.execTargets.delete(key);
     }
     this.vm = null;
   }
