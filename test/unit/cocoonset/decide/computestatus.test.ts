@@ -367,3 +367,62 @@ describe("statusEqual", () => {
     assert.equal(statusEqual(a, withIP), false);
   });
 });
+
+describe("status rules", () => {
+  it("Ready's reason is the forced phase only when every pod is Ready, else AgentsNotReady", () => {
+    const reason = (cs: CocoonSet, ...pods: Pod[]) =>
+      condition(computeStatus(cs, classify(...pods), { phase: "Suspending", now: NOW }), "Ready")?.reason;
+    assert.equal(reason(set(0), main()), "Suspending");
+    assert.equal(reason(set(0), main(false)), "AgentsNotReady");
+    assert.equal(reason(set(1), main(), sub(1, false)), "AgentsNotReady");
+    assert.equal(reason(set(0, ["tb"]), main(), toolbox("tb", false)), "AgentsNotReady");
+  });
+
+  it("Progressing is True Reconciling while Pending", () => {
+    const status = computeStatus(set(0), classify(), { now: NOW });
+    assert.equal(status.phase, "Pending");
+    assert.deepEqual(
+      [condition(status, "Progressing")?.status, condition(status, "Progressing")?.reason],
+      ["True", "Reconciling"],
+    );
+  });
+
+  it("a set without a status gets exactly the Ready, Progressing and Suspended conditions", () => {
+    const status = computeStatus(set(0), classify(main()), { now: NOW });
+    assert.deepEqual(
+      status.conditions?.map((c) => c.type),
+      ["Ready", "Progressing", "Suspended"],
+    );
+  });
+
+  it("a sub-agent reports no forkedFrom while the main it forks from is missing", () => {
+    const status = computeStatus(set(1), classify(sub(1)), { now: NOW });
+    assert.deepEqual(status.agents, [
+      { slot: 1, role: "sub-agent", podName: "demo-1", vmName: "vk-ns-demo-1", phase: "Running" },
+    ]);
+  });
+});
+
+describe("statusEqual on a status read off the wire", () => {
+  const local: CocoonSetStatus = {
+    readyAgents: 1,
+    desiredAgents: 1,
+    readyToolboxes: 0,
+    desiredToolboxes: 0,
+    phase: "Running",
+    agents: [{ slot: 0, role: "main", podName: "demo-0", vmName: "vk-ns-demo-0" }],
+  };
+
+  it("a null field equals its absence, so an unchanged status is not written again", () => {
+    const wire = { ...local, expireAt: null, toolboxes: null } as unknown as CocoonSetStatus;
+    assert.equal(statusEqual(wire, local), true);
+  });
+
+  it("an empty string in an entry equals its absence", () => {
+    const wire: CocoonSetStatus = {
+      ...local,
+      agents: [{ slot: 0, role: "main", podName: "demo-0", vmName: "vk-ns-demo-0", ip: "", vmID: "" }],
+    };
+    assert.equal(statusEqual(wire, local), true);
+  });
+});

@@ -40,6 +40,10 @@ describe("mergeDeleteVMNames", () => {
     assert.equal(mergeDeleteVMNames("", [" "]), undefined);
   });
 
+  it("skips the patch when the only new names are blank", () => {
+    assert.equal(mergeDeleteVMNames("vk-a", ["", " "]), undefined);
+  });
+
   it("rewrites an untidy value in canonical form", () => {
     assert.equal(mergeDeleteVMNames("vk-b, vk-a", []), "vk-a,vk-b");
   });
@@ -61,6 +65,12 @@ describe("names to stash", () => {
   it("lists the status's agent then toolbox VM names", () => {
     assert.deepEqual(statusVMNames(status), ["vk-ns-demo-0", "vk-ns-demo-tb"]);
     assert.deepEqual(statusVMNames(undefined), []);
+  });
+
+  it("lists no name for a toolbox entry without a VM, and the stash still merges", () => {
+    const unnamed: CocoonSetStatus = { ...status, toolboxes: [{ name: "tb" }] };
+    assert.deepEqual(statusVMNames(unnamed), ["vk-ns-demo-0"]);
+    assert.equal(mergeDeleteVMNames(undefined, statusVMNames(unnamed)), "vk-ns-demo-0");
   });
 
   it("takes the status, the pods' VMs and the reclaim record's VMs", () => {

@@ -1,8 +1,15 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { CocoonSet, ToolboxSpec } from "../../../../src/apis/v1/types.ts";
-import { agentDrifted, agentDriftReason, toolboxDrifted } from "../../../../src/cocoonset/decide/drift.ts";
+import {
+  agentDrifted,
+  agentDriftReason,
+  driftedPods,
+  toolboxDrifted,
+} from "../../../../src/cocoonset/decide/drift.ts";
 import { buildMainPod, buildSubAgentPod, buildToolboxPod } from "../../../../src/cocoonset/decide/pods.ts";
+import { LABEL_SLOT } from "../../../../src/contract/keys.ts";
+import { classifyPods } from "../../../../src/pass/classify.ts";
 
 // The upstream fixture: set `demo` in namespace `ns`, UID `test-uid`, generation 0.
 function newCocoonSet(mutate: (cs: CocoonSet) => void = () => {}): CocoonSet {
@@ -203,4 +210,82 @@ test("toolbox mismatch: pool", () => {
     ),
     true,
   );
+});
+
+test("resources: a spec with requests below its limits matches the pod built from it", () => {
+  const cs = newCocoonSet(
+    (cs) =>
+      (cs.spec.agent.resources = {
+        requests: { cpu: "1", memory: "1Gi" },
+        limits: { cpu: "2", memory: "2Gi" },
+      }),
+  );
+  assert.equal(agentDrifted(buildMainPod(cs), cs, 0), false);
+});
+
+test("resources: an empty requests map compares the limits, as the defaulted pod carries them", () => {
+  const cs = newCocoonSet(
+    (cs) => (cs.spec.agent.resources = { requests: {}, limits: { cpu: "2", memory: "1Gi" } }),
+  );
+  const pod = buildMainPod(cs);
+  const container = pod.spec.containers[0];
+  assert.ok(container);
+  container.resources = { limits: { cpu: "2", memory: "1Gi" }, requests: { cpu: "2", memory: "1Gi" } };
+  assert.equal(agentDrifted(pod, cs, 0), false);
+});
+
+test("resources: a changed limit drifts though the requests hold", () => {
+  const before = newCocoonSet(
+    (cs) => (cs.spec.agent.resources = { requests: { cpu: "1" }, limits: { cpu: "2" } }),
+  );
+  const after = newCocoonSet(
+    (cs) => (cs.spec.agent.resources = { requests: { cpu: "1" }, limits: { cpu: "4" } }),
+  );
+  assert.equal(agentDrifted(buildMainPod(before), after, 0), true);
+});
+
+test("resources: a limit the spec no longer sets drifts", () => {
+  const before = newCocoonSet(
+    (cs) => (cs.spec.agent.resources = { requests: { cpu: "1" }, limits: { cpu: "2" } }),
+  );
+  const after = newCocoonSet((cs) => (cs.spec.agent.resources = { requests: { cpu: "1" } }));
+  assert.equal(agentDrifted(buildMainPod(before), after, 0), true);
+});
+
+test("a pod from before the pool selector (no nodeSelector) on the default pool is adopted", () => {
+  const cs = newCocoonSet();
+  const pod = buildMainPod(cs);
+  delete pod.spec.nodeSelector;
+  assert.equal(agentDriftReason(pod, cs, 0), undefined);
+});
+
+test("driftedPods: the drifted main, sub-agents of slots 1..replicas and the spec's toolboxes only", () => {
+  const before = newCocoonSet((cs) => {
+    cs.spec.agent.replicas = 2;
+    cs.spec.toolboxes = [RUN_TB, { ...RUN_TB, name: "kept" }];
+  });
+  const after = newCocoonSet((cs) => {
+    cs.spec.agent.replicas = 1;
+    cs.spec.agent.probePort = 8080;
+    cs.spec.toolboxes = [
+      { ...RUN_TB, probePort: 9090 },
+      { ...RUN_TB, name: "kept" },
+      { ...RUN_TB, name: "new" },
+    ];
+  });
+  const main = buildMainPod(before);
+  const sub1 = buildSubAgentPod(before, 1, "node-a", { mainVMName: "vk-ns-demo-0" });
+  const sub2 = buildSubAgentPod(before, 2, "node-a", { mainVMName: "vk-ns-demo-0" });
+  // A pod labelled sub-agent in slot 0 is no slot the spec counts.
+  const sub0 = buildSubAgentPod(before, 1, "node-a", { mainVMName: "vk-ns-demo-0" });
+  sub0.metadata.name = "demo-sub0";
+  sub0.metadata.labels = { ...sub0.metadata.labels, [LABEL_SLOT]: "0" };
+  const tb = buildToolboxPod(before, RUN_TB);
+  const kept = buildToolboxPod(before, { ...RUN_TB, name: "kept" });
+  const pods = classifyPods([main, sub0, sub1, sub2, tb, kept], { name: "demo", uid: "test-uid" });
+  assert.deepEqual(
+    [...driftedPods(after, pods)].map((pod) => pod.metadata.name),
+    ["demo-0", "demo-1", "demo-tb"],
+  );
+  assert.deepEqual([...driftedPods(before, pods)], []);
 });

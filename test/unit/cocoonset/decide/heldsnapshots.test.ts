@@ -6,6 +6,7 @@ import {
   heldReleasedSnapshots,
   heldSnapshots,
   heldSnapshotsMessage,
+  REASON_SNAPSHOT_INCOMPATIBLE,
 } from "../../../../src/cocoonset/decide/heldsnapshots.ts";
 import { buildMainPod, buildSubAgentPod, buildToolboxPod } from "../../../../src/cocoonset/decide/pods.ts";
 import { LABEL_SNAPSHOT_CPU_CLASS } from "../../../../src/contract/keys.ts";
@@ -104,6 +105,44 @@ describe("snapshots a suspended set's edit would strand", () => {
       ),
       ["vk-ns-demo-0"],
     );
+  });
+});
+
+describe("held snapshots: order, names and what to set back", () => {
+  it("the Ready reason and Warning of a held edit is SnapshotIncompatible, as documented", () => {
+    assert.equal(REASON_SNAPSHOT_INCOMPATIBLE, "SnapshotIncompatible");
+  });
+
+  it("are listed by VM name whatever order the pods come in, so the message does not flap", () => {
+    const { before, pods } = suspended();
+    const after = edited(before, {
+      agent: { image: IMAGE, replicas: 1, backend: "firecracker" },
+      toolboxes: [{ ...TOOLBOX, backend: "firecracker" }],
+    });
+    assert.deepEqual(
+      held(after, [...pods].reverse()).map((h) => h.vmName),
+      ["vk-ns-demo-0", "vk-ns-demo-1", "vk-ns-demo-db"],
+    );
+  });
+
+  it("a toolbox whose name reads as a number in JavaScript (0x10) is held like any toolbox", () => {
+    const hex = { ...TOOLBOX, name: "0x10" };
+    const before = scalingSet({ agent: { image: IMAGE, replicas: 0 }, toolboxes: [hex] });
+    const pods = [hibernated(buildToolboxPod(before, hex), 1)];
+    const after = edited(before, { toolboxes: [{ ...hex, backend: "firecracker" }] });
+    assert.deepEqual(
+      held(after, pods).map((h) => h.vmName),
+      ["vk-ns-demo-0x10"],
+    );
+  });
+
+  it("a class mismatch tells to set spec.snapshotCompatibilityClass back", () => {
+    const { before } = suspended();
+    const classed = hibernated(buildMainPod(edited(before, { snapshotCompatibilityClass: "n4-v1" })), 1);
+    const message = heldSnapshotsMessage(
+      held(edited(before, { snapshotCompatibilityClass: "n2-v1" }), [classed]),
+    );
+    assert.match(message, /set spec\.snapshotCompatibilityClass back to n4-v1 and the set resumes/);
   });
 });
 

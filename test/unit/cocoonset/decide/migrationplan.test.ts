@@ -1,7 +1,7 @@
 // The pure decisions of step 8, each safety predicate on its own.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { Pod } from "../../../../src/apis/core.ts";
+import type { NodeSelectorRequirement, NodeSelectorTerm, Pod } from "../../../../src/apis/core.ts";
 import type { CocoonHibernation, CocoonSet } from "../../../../src/apis/v1/types.ts";
 import {
   awaitsNodeNoLongerPinned,
@@ -23,7 +23,7 @@ import {
   preferredHostnameAffinity,
   requiredHostnameAffinity,
 } from "../../../../src/cocoonset/decide/pods.ts";
-import { ANN_HIBERNATE, ANN_VM_ID } from "../../../../src/contract/keys.ts";
+import { ANN_HIBERNATE, ANN_VM_ID, LABEL_HOSTNAME } from "../../../../src/contract/keys.ts";
 
 interface PodOptions {
   node?: string;
@@ -118,6 +118,50 @@ describe("migration: awaitsNodeNoLongerPinned", () => {
       },
     };
     assert.equal(awaitsNodeNoLongerPinned(p, "node-c"), false);
+  });
+
+  const requiring = (...terms: NodeSelectorTerm[]): Pod => {
+    const p = pod();
+    p.spec.affinity = {
+      nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: terms } },
+    };
+    return p;
+  };
+  const hostname = (
+    operator: NodeSelectorRequirement["operator"],
+    values?: string[],
+  ): NodeSelectorRequirement => ({ key: LABEL_HOSTNAME, operator, values });
+
+  it("an affinity without a nodeAffinity is no pin", () => {
+    const p = pod();
+    // As a pod with only a pod (anti-)affinity reads here.
+    p.spec.affinity = {};
+    assert.equal(awaitsNodeNoLongerPinned(p, "node-c"), false);
+  });
+  it("a hostname requirement beside other requirements of its term still pins", () => {
+    const term: NodeSelectorTerm = {
+      matchExpressions: [{ key: "zone", operator: "In", values: ["a"] }, hostname("In", ["node-b"])],
+    };
+    assert.equal(awaitsNodeNoLongerPinned(requiring(term), "node-c"), true);
+  });
+  it("a term with no match expressions (matchFields only) is no hostname pin", () => {
+    const term: NodeSelectorTerm = {
+      matchFields: [{ key: "metadata.name", operator: "In", values: ["node-b"] }],
+    };
+    assert.equal(awaitsNodeNoLongerPinned(requiring(term), "node-c"), false);
+  });
+  it("a hostname requirement that is not exactly the pin (more nodes, or no values) awaits a node no longer pinned", () => {
+    assert.equal(
+      awaitsNodeNoLongerPinned(
+        requiring({ matchExpressions: [hostname("In", ["node-c", "node-d"])] }),
+        "node-c",
+      ),
+      true,
+    );
+    assert.equal(
+      awaitsNodeNoLongerPinned(requiring({ matchExpressions: [hostname("Exists")] }), "node-c"),
+      true,
+    );
   });
 });
 
@@ -304,6 +348,11 @@ describe("migration: decideMigration", () => {
     [
       "tag, unscheduled, Migrating → await restore",
       { target: "node-b", migrating: true, main: pod(), snapshotExists: true },
+      "await-restore",
+    ],
+    [
+      "tag, quiesced but unscheduled, Migrating → await restore: it is not on its target to wake in place",
+      { target: "node-b", migrating: true, main: pod({ hibernate: true }), snapshotExists: true },
       "await-restore",
     ],
     [

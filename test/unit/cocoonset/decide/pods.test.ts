@@ -272,3 +272,36 @@ test("the placeholder container carries resources, envFrom and the service accou
     "app.kubernetes.io/name": "demo",
   });
 });
+
+test("the spec's resource claims land on the container, copied", () => {
+  const claims = [{ name: "gpu", request: "one" }];
+  const pod = buildMainPod(newCocoonSet((cs) => (cs.spec.agent.resources = { claims })));
+  assert.deepEqual(pod.spec.containers[0]?.resources?.claims, [{ name: "gpu", request: "one" }]);
+  assert.notEqual(pod.spec.containers[0]?.resources?.claims?.[0], claims[0], "a claim is copied, not shared");
+});
+
+test("a toolbox's container carries its resources, which vk-cocoon sizes the VM from", () => {
+  const pod = buildToolboxPod(newCocoonSet(), {
+    name: "tb",
+    mode: "run",
+    image: "ghcr.io/cocoonstack/cocoon/toolbox:latest",
+    resources: { limits: { cpu: "2", memory: "2Gi" } },
+  });
+  assert.deepEqual(pod.spec.containers[0]?.resources, { limits: { cpu: "2", memory: "2Gi" } });
+});
+
+test("a run-mode toolbox gets no operator-written IP or VNC port, whatever its spec carries", () => {
+  const pod = buildToolboxPod(newCocoonSet(), {
+    name: "tb",
+    mode: "run",
+    image: "ghcr.io/cocoonstack/cocoon/toolbox:latest",
+    staticIP: "10.0.0.9",
+    staticVMID: "qemu-9",
+    vncPort: 5901,
+  });
+  const a = pod.metadata.annotations ?? {};
+  assert.deepEqual(
+    [a["vm.cocoonstack.io/id"], a["vm.cocoonstack.io/ip"], a["vm.cocoonstack.io/vnc-port"]],
+    [undefined, undefined, undefined],
+  );
+});

@@ -113,6 +113,50 @@ describe("rebuild history codec", () => {
   });
 });
 
+describe("rebuild history as Go writes and reads it", () => {
+  it("reads an entry Go wrote as null, or without fields, as a zero entry", () => {
+    const decoded = readRebuildHistory('{"demo-1":null,"demo-2":{}}', "demo");
+    assert.equal(decoded.warning, undefined);
+    assert.deepEqual(decoded.value, history({ "demo-1": { count: 0 }, "demo-2": { count: 0 } }));
+  });
+
+  it("converts every older slot-number key, of any width, and only those", () => {
+    const decoded = readRebuildHistory('{"12":{"count":1},"1st-1":{"count":2}}', "1st");
+    assert.deepEqual([...decoded.value.keys()], ["1st-12", "1st-1"]);
+  });
+
+  it("reads a history that is no JSON object as empty, with a warning", () => {
+    for (const raw of ["5", "[]", "true"]) {
+      const decoded = readRebuildHistory(raw, "demo");
+      assert.equal(decoded.value.size, 0, raw);
+      assert.notEqual(decoded.warning, undefined, raw);
+    }
+  });
+
+  it("reads a history with an entry of the wrong shape as empty, with a warning", () => {
+    for (const entry of [
+      "5",
+      '"x"',
+      "[1]",
+      '{"count":1.5}',
+      '{"lastDeleted":5}',
+      '{"count":4,"deadLetter":"3"}',
+    ]) {
+      const decoded = readRebuildHistory(`{"demo-0":{"count":1},"demo-1":${entry}}`, "demo");
+      assert.equal(decoded.value.size, 0, entry);
+      assert.notEqual(decoded.warning, undefined, entry);
+    }
+  });
+
+  it("writes the pods in name order, as Go's encoding/json writes a map", () => {
+    const input = history({ "demo-2": { count: 1 }, "demo-1": { count: 2 } });
+    assert.equal(
+      encodeRebuildHistory(input, desiredPodNames(set(2))),
+      '{"demo-1":{"count":2,"lastDeleted":"0001-01-01T00:00:00Z"},"demo-2":{"count":1,"lastDeleted":"0001-01-01T00:00:00Z"}}',
+    );
+  });
+});
+
 describe("rebuildBackoffMs", () => {
   it("gives 0, 1 s, 5 s, 30 s, 30 s for counts 0, 1, 2, 3, 10", () => {
     assert.deepEqual([0, 1, 2, 3, 10].map(rebuildBackoffMs), [0, 1_000, 5_000, 30_000, 30_000]);
@@ -189,6 +233,13 @@ describe("rebuildDecision", () => {
     });
   });
 
+  it("an empty dead-letter annotation lifts nothing: the spent budget still dead-letters", () => {
+    const spent = history({ "demo-1": { count: 4, lastDeleted: at(0) } });
+    assert.deepEqual(rebuildDecision(spent, "demo-1", T0 + 3_600_000, 3, "", false), {
+      action: "dead-letter",
+    });
+  });
+
   it("treats an unreadable lastDeleted as long ago", () => {
     const h = history({ "demo-1": { count: 3, lastDeleted: "garbage" } });
     assert.deepEqual(rebuildDecision(h, "demo-1", T0, 3, undefined, false), {
@@ -230,6 +281,13 @@ describe("history updates", () => {
         { action: "wait", waitMs: 5_000 },
         { action: "dead-letter" },
         { action: "wait", waitMs: 900 },
+      ]),
+      900,
+    );
+    assert.equal(
+      smallestWait([
+        { action: "wait", waitMs: 900 },
+        { action: "wait", waitMs: 5_000 },
       ]),
       900,
     );

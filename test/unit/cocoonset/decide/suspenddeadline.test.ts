@@ -58,6 +58,13 @@ describe("checkSuspendDeadline", () => {
     assert.deepEqual(checkSuspendDeadline(set("Suspending", since), T0 + 181_000), { action: "expired" });
   });
 
+  it("a set without any annotations arms the deadline and has nothing to clear", () => {
+    const bare = set("Suspending");
+    delete bare.metadata.annotations;
+    assert.deepEqual(checkSuspendDeadline(bare, T0), { action: "arm", since });
+    assert.equal(shouldClearSuspendingSince(bare), false);
+  });
+
   it("clears the annotation on Suspended only when present", () => {
     assert.equal(shouldClearSuspendingSince(set("Suspending", since)), true);
     assert.equal(shouldClearSuspendingSince(set("Suspending")), false);
