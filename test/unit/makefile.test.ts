@@ -13,7 +13,9 @@ const make = (...args: string[]) =>
 const commands = (target: string) =>
   make("-n", target)
     .split("\n")
-    .filter((l) => l && !/npm ci|deps-stamp|node --version|(controlplane|actionlint|gokubelet)\/build\.sh/.test(l));
+    .filter(
+      (l) => l && !/npm ci|deps-stamp|node --version|(controlplane|actionlint|gokubelet)\/build\.sh/.test(l),
+    );
 
 describe("Makefile", () => {
   it("help lists every phony target with its description", () => {
