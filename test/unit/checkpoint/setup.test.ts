@@ -21,7 +21,6 @@ import {
 } from "../../../src/checkpoint/setup.ts";
 import { FakeClock } from "../../../src/clock.ts";
 import { LABEL_COCOONSET } from "../../../src/contract/keys.ts";
-import { Manager } from "../../../src/controller/manager.ts";
 import { COCOONCHECKPOINTS, COCOONSETS, PODS } from "../../../src/controller/resources.ts";
 import { encodeRestoreHold } from "../../../src/holds.ts";
 import { createOperatorInformers } from "../../../src/informers/informers.ts";
@@ -30,7 +29,7 @@ import { cocoonSet, NS, SET } from "../../support/cocoonset.ts";
 import { RecordingEvents } from "../../support/events.ts";
 import { FakeClient } from "../../support/fakeclient.ts";
 import { silentLogger } from "../../support/log.ts";
-import { drain, ListWatch, settle } from "./listwatch.ts";
+import { drain, ListWatch, RecordingManager, settle } from "./wiring.ts";
 
 const IMAGE = "ubuntu";
 
@@ -65,7 +64,8 @@ async function wired(seed: (client: FakeClient) => void) {
   catalog.markAvailable();
   const registry = new FakeCheckpointRegistry();
   const events = new RecordingEvents();
-  const controller = setupCheckpointController(new Manager(), {
+  const manager = new RecordingManager();
+  const controller = setupCheckpointController(manager, {
     client,
     catalog,
     informers,
@@ -74,7 +74,7 @@ async function wired(seed: (client: FakeClient) => void) {
     clock: new FakeClock(),
     log: silentLogger(),
   });
-  return { client, lw, informers, registry, events, controller };
+  return { client, lw, catalog, informers, registry, events, manager, controller };
 }
 
 const holdFor = (checkpointName: string) =>
@@ -98,6 +98,8 @@ describe("setupCheckpointController: which checkpoints a set's change wakes", ()
         ),
       );
       client.seed(COCOONSETS, cocoonSet({}, { name: "plain" }));
+      client.seed(COCOONSETS, cocoonSet({}, { name: "bare" }));
+      client.seed(COCOONCHECKPOINTS, checkpoint("of-bare", "bare"));
       client.seed(
         COCOONSETS,
         cocoonSet({}, { name: "unreadable", annotations: { [ANN_RESTORE_HOLD]: "{" } }),
@@ -112,6 +114,8 @@ describe("setupCheckpointController: which checkpoints a set's change wakes", ()
       `${NS}/mine-b`,
       `${NS}/undo-to`,
     ]);
+    await w.lw.modified(COCOONSETS, NS, "bare");
+    assert.deepEqual(await drain(w.controller), [`${NS}/of-bare`], "a set without annotations");
     await w.lw.modified(COCOONSETS, NS, "plain");
     assert.deepEqual(await drain(w.controller), [], "a set no checkpoint names wakes none");
     await w.lw.modified(COCOONSETS, NS, "unreadable");
@@ -129,6 +133,15 @@ describe("setupCheckpointController: which checkpoints a set's change wakes", ()
       });
     });
     assert.deepEqual(setsBranchingFrom(w.informers, checkpoint("ck")), [{ namespace: NS, name: "a" }]);
+  });
+});
+
+describe("setupCheckpointController: what the manager starts", () => {
+  it("the cocooncheckpoint controller, with the checkpoint and set informers it reads", async () => {
+    const w = await wired(() => {});
+    assert.equal(w.controller.name, "cocooncheckpoint");
+    assert.deepEqual(w.manager.controllersToStart, [w.controller]);
+    assert.deepEqual(w.manager.informersToStart, [w.catalog.informer, w.informers.cocoonSets]);
   });
 });
 

@@ -8,7 +8,6 @@ import { afterEach, describe, it } from "node:test";
 import type { CocoonSet } from "../../../src/apis/v1/types.ts";
 import type { CocoonClaim } from "../../../src/apis/v1alpha1/types.ts";
 import { FakeClock } from "../../../src/clock.ts";
-import { Manager } from "../../../src/controller/manager.ts";
 import { maxConcurrentReconciles } from "../../../src/controller/metrics.ts";
 import { COCOONCLAIMS, COCOONPOOLS, COCOONSETS } from "../../../src/controller/resources.ts";
 import { createOperatorInformers } from "../../../src/informers/informers.ts";
@@ -20,7 +19,7 @@ import { RecordingEvents } from "../../support/events.ts";
 import { FakeClient } from "../../support/fakeclient.ts";
 import { silentLogger } from "../../support/log.ts";
 import { cocoonClaim, cocoonPool, member, NS, POOL } from "../../support/pool.ts";
-import { drain, ListWatch } from "../checkpoint/listwatch.ts";
+import { drain, ListWatch, RecordingManager, settle } from "../checkpoint/wiring.ts";
 
 const running: ListWatch[] = [];
 afterEach(() => {
@@ -28,13 +27,14 @@ afterEach(() => {
 });
 
 /** The catalog over informers that have listed what `seed` put in the store. */
-async function cached(seed: (client: FakeClient) => void) {
+async function cached(seed: (client: FakeClient) => void, namespace?: string) {
   const client = new FakeClient();
   seed(client);
   const lw = new ListWatch(client);
   running.push(lw);
-  const informers = createOperatorInformers(lw);
-  const catalog = new PoolCatalog(lw, informers.cocoonSets);
+  const informers = createOperatorInformers(lw, { namespace });
+  const catalog = new PoolCatalog(lw, informers.cocoonSets, { namespace });
+  assert.equal(catalog.isAvailable, false, "not before the controllers are set up");
   for (const informer of [catalog.pools, catalog.claims, informers.cocoonSets]) informer.start(lw.signal);
   await Promise.all([catalog.pools, catalog.claims, informers.cocoonSets].map((i) => i.waitForSync()));
   return { client, lw, informers, catalog };
@@ -43,7 +43,8 @@ async function cached(seed: (client: FakeClient) => void) {
 /** Both controllers set up over the cached store. */
 async function wired(seed: (client: FakeClient) => void, claimConcurrency?: number) {
   const c = await cached(seed);
-  const [pools, claims] = setupPoolControllers(new Manager(), {
+  const manager = new RecordingManager();
+  const [pools, claims] = setupPoolControllers(manager, {
     client: c.client,
     catalog: c.catalog,
     informers: c.informers,
@@ -56,7 +57,7 @@ async function wired(seed: (client: FakeClient) => void, claimConcurrency?: numb
   // The keys the informers' first objects queued.
   await drain(pools);
   await drain(claims);
-  return { ...c, pools, claims };
+  return { ...c, manager, pools, claims };
 }
 
 const pool = cocoonPool();
@@ -69,7 +70,7 @@ const boundTo = (claim: string, name: string) =>
 describe("PoolCatalog", () => {
   it("a pool's members are the sets it controls that carry its label; a claim's set likewise; claimed sets by their label", async () => {
     const unlabelled = member(pool, "unlabelled", "Running");
-    delete unlabelled.metadata.labels?.[LABEL_POOL];
+    delete unlabelled.metadata.labels;
     const notControlled = member(pool, "not-controlled", "Running");
     notControlled.metadata.ownerReferences = notControlled.metadata.ownerReferences?.map((ref) => ({
       ...ref,
@@ -102,13 +103,25 @@ describe("PoolCatalog", () => {
     );
   });
 
+  it("with a watch namespace, holds the pools, claims and sets of that namespace alone", async () => {
+    const elsewhere = { namespace: "elsewhere" };
+    const c = await cached((client) => {
+      client.seed(COCOONPOOLS, pool);
+      client.seed(COCOONPOOLS, cocoonPool({}, elsewhere));
+      client.seed(COCOONCLAIMS, cocoonClaim("c1", elsewhere));
+    }, NS);
+    assert.ok(c.catalog.pool(NS, POOL));
+    assert.equal(c.catalog.pool("elsewhere", POOL), undefined);
+    assert.equal(c.catalog.claim("elsewhere", "c1"), undefined);
+  });
+
   it("a claim's set needs both: not one its label names but another controls, nor one it controls without its label", async () => {
     const c = await cached((client) => {
       const foreign = boundTo("c1", "b1");
       foreign.metadata.ownerReferences = [{ ...foreign.metadata.ownerReferences![0]!, name: "someone-else" }];
       client.seed(COCOONSETS, foreign);
       const unlabelled = boundTo("c2", "b2");
-      unlabelled.metadata.labels = {};
+      delete unlabelled.metadata.labels;
       client.seed(COCOONSETS, unlabelled);
     });
     assert.equal(c.catalog.boundSet(NS, "c1"), undefined);
@@ -177,6 +190,36 @@ describe("setupPoolControllers", () => {
     await w.lw.modified(COCOONCLAIMS, NS, "c-bound");
     assert.deepEqual(await drain(w.claims), [`${NS}/c-bound`], "a claim by its own key");
     assert.equal(w.catalog.isAvailable, true, "the catalog answers once the controllers are set up");
+  });
+
+  it("hands the manager both controllers and the pool, claim and set informers they read", async () => {
+    const w = await wired(() => {});
+    assert.deepEqual(w.manager.controllersToStart, [w.pools, w.claims]);
+    assert.deepEqual(w.manager.informersToStart, [w.catalog.pools, w.catalog.claims, w.informers.cocoonSets]);
+  });
+
+  it("each controller runs its reconciler over the catalog: the pool fills up, a claim binds its ready member", async () => {
+    const w = await wired((client) => {
+      client.seed(COCOONPOOLS, cocoonPool({ replicas: 2 }));
+      client.seed(COCOONSETS, member(pool, "m0", "Running"));
+      client.seed(COCOONCLAIMS, cocoonClaim("c1"));
+    });
+    w.pools.queue.add(`${NS}/${POOL}`);
+    w.claims.queue.add(`${NS}/c1`);
+    w.pools.start();
+    w.claims.start();
+    const claim = () => w.client.peek<CocoonClaim>(COCOONCLAIMS, NS, "c1");
+    const sets = () => w.client.all<CocoonSet>(COCOONSETS, NS).map((cs) => cs.metadata.name ?? "");
+    for (let i = 0; i < 100 && !(claim()?.status?.phase === "Bound" && sets().length === 2); i++)
+      await settle();
+    w.pools.stopNow(new Error("test over"));
+    w.claims.stopNow(new Error("test over"));
+    assert.equal(claim()?.status?.cocoonSetRef?.name, "m0");
+    assert.deepEqual(
+      sets().map((name) => (name === "m0" ? name : name.replace(/-[a-z0-9]{5}$/, "-<generated>"))),
+      ["m0", `${POOL}-<generated>`],
+      "the pool created the member it lacked",
+    );
   });
 
   it("runs 2 pool workers and 64 claim workers unless told otherwise", async () => {

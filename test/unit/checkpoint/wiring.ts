@@ -1,7 +1,7 @@
-// A list/watch transport over FakeClient's store, for unit tests of a controller's wiring (which keys
-// an object's change queues, which cached reads its reconciler gets): real informers list what the
-// store holds, then each watch streams the changes the test announces and stays open until the
-// informers stop.
+// For unit tests of a controller's wiring (which keys an object's change queues, which cached reads
+// its reconciler gets, what the manager starts): a list/watch transport over FakeClient's store (real
+// informers list what the store holds, then each watch streams the changes the test announces and
+// stays open until the informers stop), and a manager that records what setup hands it.
 import type {
   ListOptions,
   ListResult,
@@ -10,6 +10,7 @@ import type {
   WatchOptions,
 } from "../../../src/controller/client.ts";
 import type { Controller } from "../../../src/controller/controller.ts";
+import { type ManagedInformer, Manager } from "../../../src/controller/manager.ts";
 import type { ResourceType } from "../../../src/controller/resources.ts";
 import type { FakeClient } from "../../support/fakeclient.ts";
 
@@ -105,4 +106,18 @@ export async function drain(controller: Controller): Promise<string[]> {
     controller.queue.done(key);
   }
   return keys.sort();
+}
+
+/** A manager that records what setup hands it to start. */
+export class RecordingManager extends Manager {
+  readonly informersToStart: unknown[] = [];
+  readonly controllersToStart: Controller[] = [];
+  override addInformer(informer: ManagedInformer): void {
+    this.informersToStart.push(informer);
+    super.addInformer(informer);
+  }
+  override addController(controller: Controller): void {
+    this.controllersToStart.push(controller);
+    super.addController(controller);
+  }
 }
