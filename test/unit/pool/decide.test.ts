@@ -18,9 +18,17 @@ import {
   planPool,
   poolStatus,
   ROLL_SURGE,
+  refillHold,
   templateHash,
+  withoutFinalizer,
 } from "../../../src/pool/decide.ts";
-import { ANN_POOL_TEMPLATE, LABEL_CLAIM, LABEL_CLAIMED_FROM, LABEL_POOL } from "../../../src/pool/keys.ts";
+import {
+  ANN_POOL_TEMPLATE,
+  FINALIZER_COCOONPOOL,
+  LABEL_CLAIM,
+  LABEL_CLAIMED_FROM,
+  LABEL_POOL,
+} from "../../../src/pool/keys.ts";
 import { cocoonClaim, cocoonPool, member } from "../../support/pool.ts";
 
 const names = (sets: readonly CocoonSet[]) => sets.map((cs) => cs.metadata.name);
@@ -276,5 +284,83 @@ describe("boundMember", () => {
     const bound = boundMember(awake, cocoonClaim("c1"), pool, 0);
     assert.equal(bound.spec, awake.spec);
     assert.equal(bound.metadata.annotations?.[ANN_LAST_ACTIVITY], undefined);
+  });
+});
+
+describe("pool rules a member's state decides", () => {
+  it("a Running pool's member asked to suspend is not ready to claim, nor a Suspended pool's member asked to wake", () => {
+    const pool = cocoonPool();
+    const suspending = member(pool, "a", "Running", { suspended: true });
+    assert.equal(memberReady(suspending, "Running"), false);
+    const waking = member(pool, "b", "Suspended");
+    assert.equal(memberReady(waking, "Suspended"), false);
+  });
+
+  it("a Suspended pool hibernates only members booted at their generation and not yet asked to", () => {
+    const pool = cocoonPool({ replicas: 3, warmth: "Suspended" });
+    const behind = member(pool, "behind", "Running", { created: 1 });
+    behind.metadata.generation = 2;
+    const asked = member(pool, "asked", "Running", { created: 2, suspended: true });
+    const booted = member(pool, "booted", "Running", { created: 3 });
+    assert.deepEqual(names(planPool(pool, [behind, asked, booted]).suspend), ["booted"]);
+  });
+
+  it("a member's template spec.suspend is dropped: every member boots first", () => {
+    const pool = cocoonPool({
+      warmth: "Suspended",
+      template: { spec: { agent: { image: "ubuntu" }, suspend: true } },
+    });
+    assert.equal(newMember(pool, "m").spec.suspend, undefined);
+  });
+
+  it("a template with toolboxes is a group: its member keeps the template's hibernatePolicy", () => {
+    const pool = cocoonPool({
+      warmth: "Suspended",
+      template: { spec: { agent: { image: "u" }, toolboxes: [{ name: "tb", image: "u" }] } },
+    });
+    assert.equal(newMember(pool, "m").spec.hibernatePolicy, undefined);
+  });
+
+  it("the status counts no member being deleted, and its Ready condition is for the pool's generation", () => {
+    const pool = cocoonPool({ replicas: 2 }, { generation: 4 });
+    const going = member(pool, "going", "Running");
+    going.metadata.deletionTimestamp = "2026-01-01T00:00:00Z";
+    const status = poolStatus(pool, [going, ...running(pool, 1), member(pool, "b", "Pending")], 0, 0);
+    assert.deepEqual([status.replicas, status.ready, status.starting], [2, 1, 1]);
+    assert.equal(status.conditions?.[0]?.observedGeneration, 4);
+  });
+
+  it("a bind replaces only the controller reference: other owner references stay", () => {
+    const pool = cocoonPool();
+    const m = member(pool, "m", "Running");
+    const other = { apiVersion: "v1", kind: "ConfigMap", name: "keep", uid: "cm-uid" };
+    m.metadata.ownerReferences = [...(m.metadata.ownerReferences ?? []), other];
+    const bound = boundMember(m, cocoonClaim("c1"), pool, 0);
+    assert.deepEqual(
+      bound.metadata.ownerReferences?.map((ref) => [ref.kind, ref.name, ref.controller ?? false]),
+      [
+        ["ConfigMap", "keep", false],
+        ["CocoonClaim", "c1", true],
+      ],
+    );
+  });
+
+  it("a claimed set being deleted holds no refill: it will never run", () => {
+    const pool = cocoonPool({ warmth: "Suspended" });
+    const claimed = boundMember(member(pool, "m", "Waking"), cocoonClaim("c1"), pool, 0);
+    assert.notEqual(refillHold([claimed], undefined, 0).until, undefined, "a wake holds the refill");
+    claimed.metadata.deletionTimestamp = "2026-01-01T00:00:00Z";
+    assert.deepEqual(refillHold([claimed], undefined, 0), { since: undefined, until: undefined });
+  });
+
+  it("removing its finalizer leaves every other finalizer in place", () => {
+    const pool = cocoonPool(
+      {},
+      { finalizers: ["foregroundDeletion", FINALIZER_COCOONPOOL, "example.com/keep"] },
+    );
+    assert.deepEqual(withoutFinalizer(pool, FINALIZER_COCOONPOOL).metadata.finalizers, [
+      "foregroundDeletion",
+      "example.com/keep",
+    ]);
   });
 });
