@@ -7,13 +7,15 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { CocoonSet } from "../../../src/apis/v1/types.ts";
 import type { CocoonClaim } from "../../../src/apis/v1alpha1/types.ts";
-import { ApiError } from "../../../src/controller/errors.ts";
+import { ApiError, ConflictError, NotFoundError } from "../../../src/controller/errors.ts";
 import { COCOONCLAIMS, COCOONPOOLS, COCOONSETS } from "../../../src/controller/resources.ts";
 import { ANN_RESTORE_HOLD, encodeRestoreHold, REASON_SET_HELD } from "../../../src/holds.ts";
+import { claimsTotal } from "../../../src/metrics/pool.ts";
 import { ClaimReconciler } from "../../../src/pool/claimreconciler.ts";
-import { boundMember } from "../../../src/pool/decide.ts";
+import { boundMember, claimCandidates } from "../../../src/pool/decide.ts";
 import {
   FINALIZER_COCOONCLAIM,
+  FINALIZER_COCOONPOOL,
   LABEL_CLAIM,
   LABEL_POOL,
   REASON_BIND_REFUSED,
@@ -368,5 +370,227 @@ describe("ClaimReconciler: binds are idempotent and judged by uid", () => {
     );
     assert.equal(claim?.status?.conditions?.find((c) => c.type === "Ready")?.reason, REASON_BIND_REFUSED);
     assert.equal(h.events.events.find((e) => e.reason === REASON_BIND_REFUSED)?.type, "Warning");
+  });
+});
+
+describe("ClaimReconciler: the rules of a bind, its status and its release", () => {
+  const updates = (h: ReturnType<typeof setup>) =>
+    h.client.calls.filter((c) => c.verb === "update" && c.resource === "cocoonsets");
+  const ready = (claim: CocoonClaim | undefined) =>
+    claim?.status?.conditions?.find((c) => c.type === "Ready");
+  const run = (h: ReturnType<typeof setup>, name = "c1") => h.reconciler.reconcile({ namespace: NS, name });
+
+  it("a pool being deleted binds nothing: the claim waits Pending with reason PoolNotFound", async () => {
+    const h = setup();
+    const pool = h.client.seed(
+      COCOONPOOLS,
+      cocoonPool({}, { finalizers: [FINALIZER_COCOONPOOL], deletionTimestamp: "2026-01-01T00:00:00Z" }),
+    );
+    h.client.seed(COCOONSETS, member(pool, "m0", "Running"));
+    h.client.seed(COCOONCLAIMS, cocoonClaim("c1", { finalizers: [FINALIZER_COCOONCLAIM] }));
+    await run(h);
+    assert.deepEqual(updates(h), []);
+    assert.deepEqual(
+      [h.claimOf("c1")?.status?.phase, h.claimOf("c1")?.status?.reason],
+      ["Pending", REASON_POOL_NOT_FOUND],
+    );
+  });
+
+  it("a bind that conflicts on a member still unclaimed, ready and not held tries that member once more", async () => {
+    const h = setup();
+    const pool = h.client.seed(COCOONPOOLS, cocoonPool());
+    h.client.seed(COCOONSETS, member(pool, "m0", "Running"));
+    h.client.seed(COCOONCLAIMS, cocoonClaim("c1", { finalizers: [FINALIZER_COCOONCLAIM] }));
+    h.client.failNext(
+      "update",
+      "cocoonsets",
+      new ConflictError(409, "Conflict", "the object has been modified"),
+    );
+    await run(h);
+    assert.equal(updates(h).length, 2);
+    assert.equal(h.claimOf("c1")?.status?.cocoonSetRef?.name, "m0");
+  });
+
+  for (const [change, edit] of [
+    ["is asked to suspend", (cs: CocoonSet) => ({ ...cs, spec: { ...cs.spec, suspend: true } })],
+    ["left the pool", (cs: CocoonSet) => ({ ...cs, metadata: { ...cs.metadata, labels: { team: "a" } } })],
+  ] as const) {
+    it(`a bind that conflicts on a member that meanwhile ${change} moves on without trying it again`, async () => {
+      const h = setup();
+      const pool = h.client.seed(COCOONPOOLS, cocoonPool());
+      h.client.seed(COCOONSETS, member(pool, "m0", "Running"));
+      h.client.seed(COCOONCLAIMS, cocoonClaim("c1", { finalizers: [FINALIZER_COCOONCLAIM] }));
+      await h.client.update(COCOONSETS, edit(h.client.peek<CocoonSet>(COCOONSETS, NS, "m0") as CocoonSet));
+      h.view.lag = 1;
+      h.client.clearCalls();
+      await run(h);
+      assert.equal(updates(h).length, 1, "the one update that lost the compare-and-swap");
+      assert.equal(h.claimOf("c1")?.status?.phase, "Pending");
+    });
+  }
+
+  it("a member deleted since the cache saw it is passed over for the next", async () => {
+    const h = setup();
+    const pool = h.client.seed(COCOONPOOLS, cocoonPool());
+    h.client.seed(COCOONSETS, member(pool, "m0", "Running", { created: 0 }));
+    h.client.seed(COCOONSETS, member(pool, "m1", "Running", { created: 1 }));
+    h.client.seed(COCOONCLAIMS, cocoonClaim("c1", { finalizers: [FINALIZER_COCOONCLAIM] }));
+    h.client.failNext("update", "cocoonsets", new NotFoundError(404, "NotFound", "cocoonsets not found"));
+    await run(h);
+    assert.equal(updates(h).length, 2);
+    assert.equal(h.claimOf("c1")?.status?.phase, "Bound");
+  });
+
+  it("after a bind whose answer was unsure, a set labelled with the claim's name that another claim controls is not taken", async () => {
+    const h = setup();
+    const pool = h.client.seed(COCOONPOOLS, cocoonPool());
+    h.client.seed(
+      COCOONSETS,
+      boundMember(member(pool, "foreign", "Running"), cocoonClaim("c1", { uid: "old-uid" }), pool, 0),
+    );
+    h.client.seed(COCOONSETS, member(pool, "m0", "Running"));
+    h.client.seed(COCOONCLAIMS, cocoonClaim("c1", { finalizers: [FINALIZER_COCOONCLAIM] }));
+    h.client.failNext("update", "cocoonsets", new ApiError(504, "Timeout", "no answer"));
+    await assert.rejects(run(h), /no answer/);
+    await run(h);
+    assert.equal(h.claimOf("c1")?.status?.cocoonSetRef?.name, "m0");
+  });
+
+  it("a claim created again under a name this process bound for holds none of the old claim's bind", async () => {
+    const h = setup();
+    const pool = h.client.seed(COCOONPOOLS, cocoonPool());
+    h.client.seed(COCOONSETS, member(pool, "m0", "Running", { created: 0 }));
+    h.client.seed(COCOONCLAIMS, cocoonClaim("c1", { finalizers: [FINALIZER_COCOONCLAIM] }));
+    await run(h);
+    assert.equal(h.claimOf("c1")?.status?.cocoonSetRef?.name, "m0");
+    // Deleted, its set released, and created again, all before this process saw the delete.
+    await h.client.delete(COCOONSETS, NS, "m0");
+    h.client.seed(COCOONCLAIMS, cocoonClaim("c1", { uid: "c1-again", finalizers: [FINALIZER_COCOONCLAIM] }));
+    h.client.seed(COCOONSETS, member(pool, "m1", "Running", { created: 1 }));
+    await run(h);
+    assert.equal(h.claimOf("c1")?.status?.cocoonSetRef?.name, "m1");
+  });
+
+  it("a member this process has just bound is not tried by its next claim while the cache does not show the bind", async () => {
+    const h = setup();
+    const pool = h.client.seed(COCOONPOOLS, cocoonPool());
+    const members = [
+      member(pool, "m0", "Running", { created: 0 }),
+      member(pool, "m1", "Running", { created: 1 }),
+    ];
+    for (const cs of members) h.client.seed(COCOONSETS, cs);
+    // c1 and a claim whose first choice is the member c1 takes.
+    const taken = claimCandidates(pool, members, "c1")[0]?.metadata.name;
+    const next = Array.from({ length: 20 }, (_, i) => `n${i}`).find(
+      (name) => claimCandidates(pool, members, name)[0]?.metadata.name === taken,
+    );
+    assert.ok(next);
+    for (const name of ["c1", next]) {
+      h.client.seed(COCOONCLAIMS, cocoonClaim(name, { finalizers: [FINALIZER_COCOONCLAIM] }));
+    }
+    const before = h.client.storeChanges.length;
+    await run(h);
+    assert.equal(h.claimOf("c1")?.status?.cocoonSetRef?.name, taken);
+    h.view.lag = h.client.storeChanges.length - before;
+    h.client.clearCalls();
+    await run(h, next);
+    assert.deepEqual(
+      updates(h).map((c) => c.name),
+      members.map((cs) => cs.metadata.name).filter((name) => name !== taken),
+    );
+  });
+
+  for (const phase of ["Suspending", "Waking"] as const) {
+    it(`a bound set found ${phase} makes the claim's reason Waking`, async () => {
+      const h = setup();
+      const pool = h.client.seed(COCOONPOOLS, cocoonPool({ warmth: "Suspended" }));
+      const bound = boundMember(member(pool, "m0", phase, { suspended: true }), cocoonClaim("c1"), pool, 0);
+      h.client.seed(COCOONSETS, bound);
+      h.client.seed(COCOONCLAIMS, cocoonClaim("c1", { finalizers: [FINALIZER_COCOONCLAIM] }));
+      await run(h);
+      assert.deepEqual([ready(h.claimOf("c1"))?.status, ready(h.claimOf("c1"))?.reason], ["False", "Waking"]);
+    });
+  }
+
+  it("a bound set being deleted does not make its claim Ready", async () => {
+    const h = setup();
+    const pool = h.client.seed(COCOONPOOLS, cocoonPool());
+    const bound = boundMember(member(pool, "m0", "Running"), cocoonClaim("c1"), pool, 0);
+    bound.metadata.finalizers = ["cocoonset.cocoonstack.io/finalizer"];
+    bound.metadata.deletionTimestamp = "2026-01-01T00:00:00Z";
+    h.client.seed(COCOONSETS, bound);
+    h.client.seed(COCOONCLAIMS, cocoonClaim("c1", { finalizers: [FINALIZER_COCOONCLAIM] }));
+    await run(h);
+    assert.equal(ready(h.claimOf("c1"))?.status, "False");
+  });
+
+  it("boundTime stays the bind's time, and ClaimReady is recorded once", async () => {
+    const h = setup();
+    const pool = h.client.seed(COCOONPOOLS, cocoonPool({ warmth: "Suspended" }));
+    h.client.seed(COCOONSETS, member(pool, "m0", "Suspended", { suspended: true }));
+    h.client.seed(COCOONCLAIMS, cocoonClaim("c1", { finalizers: [FINALIZER_COCOONCLAIM] }));
+    await run(h);
+    const boundTime = h.claimOf("c1")?.status?.boundTime;
+    assert.ok(boundTime);
+    h.clock.advance(5_000);
+    const set = h.client.peek<CocoonSet>(COCOONSETS, NS, "m0") as CocoonSet;
+    h.client.seed(COCOONSETS, {
+      ...set,
+      status: { ...set.status!, phase: "Running", observedGeneration: 2 },
+    });
+    await run(h);
+    await run(h);
+    assert.equal(ready(h.claimOf("c1"))?.status, "True");
+    assert.equal(h.claimOf("c1")?.status?.boundTime, boundTime);
+    assert.equal(h.events.reasons().filter((r) => r === "ClaimReady").length, 1);
+  });
+
+  it("a claim waiting for a member counts one pending attempt, not one per pass", async () => {
+    const h = setup();
+    h.client.seed(COCOONPOOLS, cocoonPool());
+    h.client.seed(COCOONCLAIMS, cocoonClaim("c1", { finalizers: [FINALIZER_COCOONCLAIM] }));
+    const pending = async () =>
+      (await claimsTotal.get()).values.find((v) => v.labels.pool === POOL && v.labels.result === "pending")
+        ?.value ?? 0;
+    const before = await pending();
+    await run(h);
+    await run(h);
+    assert.equal((await pending()) - before, 1);
+  });
+
+  it("a release deletes only the sets the claim controls, and a set gone meanwhile does not stop it", async () => {
+    const h = setup();
+    const pool = h.client.seed(COCOONPOOLS, cocoonPool());
+    h.client.seed(COCOONSETS, boundMember(member(pool, "mine", "Running"), cocoonClaim("c1"), pool, 0));
+    h.client.seed(
+      COCOONSETS,
+      boundMember(member(pool, "foreign", "Running"), cocoonClaim("c1", { uid: "old-uid" }), pool, 0),
+    );
+    h.client.seed(
+      COCOONCLAIMS,
+      cocoonClaim("c1", { finalizers: [FINALIZER_COCOONCLAIM], deletionTimestamp: "2026-01-01T00:00:00Z" }),
+    );
+    h.client.failNext("delete", "cocoonsets", new NotFoundError(404, "NotFound", "already gone"));
+    await run(h);
+    assert.deepEqual(
+      h.client.calls.filter((c) => c.verb === "delete").map((c) => c.name),
+      ["mine"],
+    );
+    assert.ok(h.client.peek(COCOONSETS, NS, "foreign"), "another claim's set stays");
+    assert.equal(h.claimOf("c1"), undefined, "the finalizer went in the same pass");
+  });
+
+  it("a release whose set delete fails keeps the claim's finalizer: no bound set outlives its claim", async () => {
+    const h = setup();
+    const pool = h.client.seed(COCOONPOOLS, cocoonPool());
+    h.client.seed(COCOONSETS, boundMember(member(pool, "mine", "Running"), cocoonClaim("c1"), pool, 0));
+    h.client.seed(
+      COCOONCLAIMS,
+      cocoonClaim("c1", { finalizers: [FINALIZER_COCOONCLAIM], deletionTimestamp: "2026-01-01T00:00:00Z" }),
+    );
+    h.client.failNext("delete", "cocoonsets", new ApiError(503, "ServiceUnavailable", "try later"));
+    await assert.rejects(run(h), /try later/);
+    assert.deepEqual(h.claimOf("c1")?.metadata.finalizers, [FINALIZER_COCOONCLAIM]);
+    assert.ok(h.client.peek(COCOONSETS, NS, "mine"));
   });
 });
