@@ -364,3 +364,54 @@ describe("pool rules a member's state decides", () => {
     ]);
   });
 });
+
+describe("pool rules of the plan's order and the template hash", () => {
+  it("scale-down takes members that are not ready first, oldest of them included, then the newest ready ones", () => {
+    const pool = cocoonPool({ replicas: 1 });
+    const members = [
+      member(pool, "booting", "Pending", { created: 0 }),
+      member(pool, "z-old", "Running", { created: 1 }),
+      member(pool, "a-new", "Running", { created: 2 }),
+    ];
+    assert.deepEqual(names(planPool(pool, members).delete), ["booting", "a-new"]);
+  });
+
+  it("a Suspended pool hibernates none of the members its scale-down deletes", () => {
+    const pool = cocoonPool({ replicas: 1, warmth: "Suspended" });
+    const plan = planPool(pool, [
+      member(pool, "old", "Running", { created: 0 }),
+      member(pool, "new", "Running", { created: 1 }),
+    ]);
+    assert.deepEqual([names(plan.delete), names(plan.suspend)], [["new"], ["old"]]);
+  });
+
+  it("a member still booting is not hibernated, and one asked to hibernate is not ready in a Suspended pool", () => {
+    const pool = cocoonPool({ replicas: 1, warmth: "Suspended" });
+    assert.deepEqual(names(planPool(pool, [member(pool, "booting", "Pending")]).suspend), []);
+    assert.equal(memberReady(member(pool, "asked", "Running", { suspended: true }), "Suspended"), false);
+  });
+
+  it("a change of toolboxes or of fromCheckpoint changes the hash (the pool rolls); key order does not", () => {
+    const base = cocoonPool({
+      template: { spec: { agent: { image: "u" }, toolboxes: [{ name: "a", image: "u" }] } },
+    });
+    const other = cocoonPool({
+      template: { spec: { agent: { image: "u" }, toolboxes: [{ name: "b", image: "u" }] } },
+    });
+    assert.notEqual(templateHash(base), templateHash(other));
+    assert.notEqual(
+      templateHash({ ...base, spec: { ...base.spec, fromCheckpoint: "c1" } }),
+      templateHash({ ...base, spec: { ...base.spec, fromCheckpoint: "c2" } }),
+    );
+    const spec = {
+      agent: { image: "u", mode: "clone" as const, replicas: 1, backend: "firecracker" },
+      suspend: false,
+    };
+    const reversed = Object.fromEntries(Object.entries(spec).reverse()) as typeof spec;
+    reversed.agent = Object.fromEntries(Object.entries(spec.agent).reverse()) as typeof spec.agent;
+    assert.equal(
+      templateHash(cocoonPool({ template: { spec } })),
+      templateHash(cocoonPool({ template: { spec: reversed } })),
+    );
+  });
+});

@@ -30,3 +30,22 @@ describe("MemberExpectations", () => {
     assert.equal(expectations.pending(KEY, []), false);
   });
 });
+
+describe("MemberExpectations: each write is expected on its own", () => {
+  it("a create is pending until the cache shows that member, whatever other members it shows", () => {
+    const expectations = new MemberExpectations(new FakeClock());
+    expectations.created(KEY, "a");
+    expectations.created(KEY, "b");
+    const b = member(pool, "b", undefined);
+    assert.equal(expectations.pending(KEY, [b]), true, "a is not shown yet");
+    assert.equal(expectations.pending(KEY, [b]), true, "and still not");
+    assert.equal(expectations.pending(KEY, [member(pool, "a", undefined), b]), false);
+  });
+
+  it("a pool forgotten (deleted) expects nothing of its name again", () => {
+    const expectations = new MemberExpectations(new FakeClock());
+    expectations.created(KEY, "a");
+    expectations.forget(KEY);
+    assert.equal(expectations.pending(KEY, []), false);
+  });
+});
