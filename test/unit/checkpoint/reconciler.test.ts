@@ -1167,6 +1167,11 @@ describe("CheckpointReconciler: the rules of a delete", () => {
     await f.run();
     const deleting = f.stored()?.status?.conditions?.find((c) => c.type === "Deleting");
     assert.equal(deleting?.observedGeneration, f.stored()?.metadata.generation);
+    assert.equal(
+      f.stored()?.status?.conditions?.find((c) => c.type === "Ready")?.status,
+      "True",
+      "the other conditions stay",
+    );
     await f.client.patch(COCOONPOOLS, NS, "warm", { spec: { fromCheckpoint: null } });
     f.registry.failOn = (op) => (op === "deleteIfPresent" ? FakeCheckpointRegistry.error(503) : undefined);
     await assert.rejects(f.run());
@@ -1179,5 +1184,39 @@ describe("CheckpointReconciler: the rules of a delete", () => {
         ["CheckpointTagDeleteFailed", "Warning"],
       ],
     );
+  });
+});
+
+describe("CheckpointReconciler: the rules of a prune and a release", () => {
+  async function pruning(error?: Error) {
+    const f = fixture();
+    f.client.seed(COCOONSETS, suspendedSet({ "cocoonset.cocoonstack.io/keep-checkpoints": "1" }));
+    for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
+    f.client.seed(COCOONCHECKPOINTS, checkpoint("a", { creationTimestamp: "2026-01-01T00:00:01Z" }));
+    await f.run("a");
+    f.client.seed(COCOONCHECKPOINTS, checkpoint("b", { creationTimestamp: "2026-01-01T00:00:02Z" }));
+    if (error) f.client.failNext("delete", "cocooncheckpoints", error);
+    return { f, pass: f.run("b") };
+  }
+
+  it("a prune records a Normal CheckpointPruned; an older checkpoint already gone fails nothing", async () => {
+    const { f, pass } = await pruning(new NotFoundError(404, "NotFound", "gone"));
+    assert.deepEqual(await pass, {});
+    assert.deepEqual(
+      f.events.events.filter((e) => e.reason === "CheckpointPruned").map((e) => e.type),
+      ["Normal"],
+    );
+  });
+
+  it("a prune delete the API server refuses fails the pass, to be retried", async () => {
+    const { pass } = await pruning(new ApiError(403, "Forbidden", "not allowed"));
+    await assert.rejects(pass, /not allowed/);
+  });
+
+  it("a finalizer release that finds the checkpoint gone fails nothing", async () => {
+    const f = await readyFixture();
+    await f.client.delete(COCOONCHECKPOINTS, NS, "ck");
+    f.client.failNext("update", "cocooncheckpoints", new NotFoundError(404, "NotFound", "gone"));
+    assert.deepEqual(await f.run(), {});
   });
 });
