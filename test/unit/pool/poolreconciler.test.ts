@@ -363,7 +363,10 @@ describe("PoolReconciler: the rules of its pass", () => {
     h.client.seed(COCOONSETS, boundMember(member(pool, "b0", "Running"), cocoonClaim("c1"), pool, 0));
     await h.reconcile();
     assert.equal(h.poolNow().status?.claimed, 1, "the status changed");
-    assert.equal(h.events.reasons().filter((r) => r === "PoolReady").length, 1);
+    assert.deepEqual(
+      h.events.events.filter((e) => e.reason === "PoolReady").map((e) => e.type),
+      ["Normal"],
+    );
   });
 
   it("the pool_members gauge shows its last pass, and goes with the pool", async () => {
@@ -400,5 +403,41 @@ describe("PoolReconciler: the rules of its pass", () => {
     h.client.failNext("update", "cocoonpools", new ConflictError(409, "Conflict", "modified"));
     await assert.rejects(h.reconcile(), /modified/);
     assert.deepEqual(h.poolNow().metadata.finalizers, [FINALIZER_COCOONPOOL]);
+  });
+
+  it("its writes record Normal events and end the pass; an API error that is no refusal fails it as it is", async () => {
+    const h = setup();
+    const pool = seedPool(h, { replicas: 1, warmth: "Suspended" });
+    h.client.seed(COCOONSETS, member(pool, "booted", "Running", { created: 0 }));
+    h.client.seed(COCOONSETS, member(pool, "surplus", "Pending", { created: 1 }));
+    assert.deepEqual(await h.reconcile(), {});
+    await h.client.patch(COCOONPOOLS, NS, POOL, { spec: { replicas: 2 } });
+    await h.reconcile();
+    assert.deepEqual(
+      h.events.events.filter((e) => e.reason.startsWith("Member")).map((e) => [e.reason, e.type]),
+      [
+        ["MemberDeleted", "Normal"],
+        ["MemberSuspending", "Normal"],
+        ["MemberCreated", "Normal"],
+      ],
+    );
+    for (const [verb, replicas] of [
+      ["create", 3],
+      ["delete", 0],
+    ] as const) {
+      await h.client.patch(COCOONPOOLS, NS, POOL, { spec: { replicas } });
+      h.view.lag = 0;
+      h.expectations.forget(`${NS}/${POOL}`);
+      h.client.failNext(verb, "cocoonsets", new ApiError(500, "InternalError", "broken"));
+      await assert.rejects(h.reconcile(), /broken/);
+      assert.doesNotMatch(h.poolNow().status?.conditions?.[0]?.message ?? "", /refused/, verb);
+    }
+    await h.client.patch(COCOONPOOLS, NS, POOL, { spec: { replicas: 1 } });
+    for (const cs of h.sets()) await h.client.delete(COCOONSETS, NS, cs.metadata.name ?? "");
+    h.client.seed(COCOONSETS, member(pool, "booted-too", "Running"));
+    h.expectations.forget(`${NS}/${POOL}`);
+    h.client.failNext("patch", "cocoonsets", new ApiError(500, "InternalError", "broken"));
+    await assert.rejects(h.reconcile(), /broken/);
+    assert.doesNotMatch(h.poolNow().status?.conditions?.[0]?.message ?? "", /refused/, "suspend");
   });
 });
