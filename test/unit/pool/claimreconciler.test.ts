@@ -554,6 +554,7 @@ describe("ClaimReconciler: the rules of a bind, its status and its release", () 
         ?.value ?? 0;
     const before = await pending();
     await run(h);
+    assert.equal((await pending()) - before, 1, "counted as it starts waiting");
     await run(h);
     assert.equal((await pending()) - before, 1);
   });
@@ -834,5 +835,43 @@ describe("ClaimReconciler: more rules of a bind and its status", () => {
     await run(h);
     assert.equal(ready(h.claimOf("c1"))?.status, "True");
     assert.equal((await sum()) - before, 2);
+  });
+
+  it("counts its attempts under the documented results, and ClaimReady is a Normal event", async () => {
+    const count = async (pool: string, result: string) =>
+      (await claimsTotal.get()).values.find((v) => v.labels.pool === pool && v.labels.result === result)
+        ?.value ?? 0;
+    const h = setup();
+    const pool = h.client.seed(COCOONPOOLS, cocoonPool({}, { name: "counted" }));
+    h.client.seed(COCOONSETS, member(pool, "m0", "Running"));
+    h.client.seed(COCOONCLAIMS, {
+      ...cocoonClaim("c1", { finalizers: [FINALIZER_COCOONCLAIM] }),
+      spec: { poolRef: { name: "counted" } },
+    });
+    h.client.seed(COCOONCLAIMS, {
+      ...cocoonClaim("c2", { finalizers: [FINALIZER_COCOONCLAIM] }),
+      spec: { poolRef: { name: "missing" } },
+    });
+    const before = [
+      await count("counted", "bound"),
+      await count("counted", "conflict"),
+      await count("missing", "pool_not_found"),
+    ];
+    h.client.failNext("update", "cocoonsets", new ConflictError(409, "Conflict", "modified"));
+    await run(h, "c1");
+    await run(h, "c2");
+    const after = [
+      await count("counted", "bound"),
+      await count("counted", "conflict"),
+      await count("missing", "pool_not_found"),
+    ];
+    assert.deepEqual(
+      after.map((v, i) => v - (before[i] ?? 0)),
+      [1, 1, 1],
+    );
+    assert.deepEqual(
+      h.events.events.filter((e) => e.reason === "ClaimReady").map((e) => e.type),
+      ["Normal"],
+    );
   });
 });
