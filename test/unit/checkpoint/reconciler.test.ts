@@ -1219,4 +1219,48 @@ describe("CheckpointReconciler: the rules of a prune and a release", () => {
     f.client.failNext("update", "cocooncheckpoints", new NotFoundError(404, "NotFound", "gone"));
     assert.deepEqual(await f.run(), {});
   });
+
+  it("a member planned earlier stays listed beside a slot this suspend did not confirm", async () => {
+    const f = fixture();
+    const cs = suspendedSet();
+    cs.spec.hibernatePolicy = "retain";
+    f.client.seed(COCOONSETS, cs);
+    const earlier = { role: "sub-agent" as const, slot: 5, vmName: `vk-${NS}-${SET}-5` };
+    f.client.seed(COCOONCHECKPOINTS, { ...checkpoint(), status: { phase: "Copying", members: [earlier] } });
+    for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
+    for (const [slot, vm] of VMS.entries()) {
+      f.client.seed(PODS, {
+        metadata: {
+          name: `${SET}-${slot}`,
+          namespace: NS,
+          labels: { [LABEL_COCOONSET]: SET },
+          annotations: { "vm.cocoonstack.io/name": vm },
+        },
+        spec: { containers: [{ name: "agent" }] },
+        status: { phase: slot === 1 ? "Failed" : "Pending" },
+      } as Pod);
+    }
+    await f.run();
+    assert.equal(f.stored()?.status?.phase, "Ready");
+    assert.deepEqual(f.stored()?.status?.members?.at(-1), earlier);
+  });
+
+  it("a snapshot manifest without annotations is copied, its image recorded empty", async () => {
+    const f = fixture();
+    f.client.seed(COCOONSETS, suspendedSet());
+    f.client.seed(COCOONCHECKPOINTS, checkpoint());
+    for (const vm of VMS) {
+      f.registry.push(vm, "hibernate", IMAGE);
+      const { manifest } = await f.registry.getManifest(vm, "hibernate");
+      delete manifest.annotations;
+      await f.registry.putManifest(vm, "hibernate", Buffer.from(JSON.stringify(manifest)));
+    }
+    f.registry.log.length = 0;
+    await f.run();
+    assert.equal(f.stored()?.status?.phase, "Ready");
+    assert.deepEqual(
+      f.stored()?.status?.members?.map((m) => m.image),
+      ["", "", ""],
+    );
+  });
 });
