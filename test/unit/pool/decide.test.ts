@@ -415,3 +415,25 @@ describe("pool rules of the plan's order and the template hash", () => {
     );
   });
 });
+
+describe("claimCandidates order", () => {
+  it("each group is oldest first, rotated, whatever order the cache lists members in", () => {
+    const pool = cocoonPool();
+    const old = cocoonPool({ template: { spec: { agent: { image: "old" } } } });
+    const newestFirst = [
+      member(pool, "c3", "Running", { created: 3 }),
+      member(pool, "c2", "Running", { created: 2 }),
+      member(pool, "c1", "Running", { created: 1 }),
+      member(old, "o3", "Running", { created: 6 }),
+      member(old, "o2", "Running", { created: 5 }),
+      member(old, "o1", "Running", { created: 4 }),
+    ];
+    const rotations = (items: string[]) =>
+      items.map((_, i) => [...items.slice(i), ...items.slice(0, i)].join(","));
+    for (const claim of ["a", "b", "c", "d"]) {
+      const order = names(claimCandidates(pool, newestFirst, claim)) as string[];
+      assert.ok(rotations(["c1", "c2", "c3"]).includes(order.slice(0, 3).join(",")), `${claim}: ${order}`);
+      assert.ok(rotations(["o1", "o2", "o3"]).includes(order.slice(3).join(",")), `${claim}: ${order}`);
+    }
+  });
+});
