@@ -374,8 +374,15 @@ describe("PoolReconciler: the rules of its pass", () => {
     const pool = seedPool(h, { replicas: 2 });
     h.client.seed(COCOONSETS, member(pool, "m0", "Running"));
     h.client.seed(COCOONSETS, member(pool, "m1", "Pending"));
+    const old = cocoonPool({ replicas: 2, template: { spec: { agent: { image: "old" } } } });
+    h.client.seed(COCOONSETS, member(old, "o0", "Pending"));
+    h.client.seed(COCOONSETS, boundMember(member(pool, "b0", "Running"), cocoonClaim("c1"), pool, 0));
+    h.client.failNext("delete", "cocoonsets", new ConflictError(409, "Conflict", "modified"));
     await h.reconcile();
-    assert.deepEqual([await gauge("ready"), await gauge("starting")], [1, 1]);
+    assert.deepEqual(
+      [await gauge("ready"), await gauge("starting"), await gauge("outdated"), await gauge("claimed")],
+      [1, 2, 1, 1],
+    );
     await h.client.delete(COCOONPOOLS, NS, POOL);
     await h.reconcile();
     assert.equal(h.client.peek(COCOONPOOLS, NS, POOL), undefined, "its finalizer went");
@@ -391,9 +398,9 @@ describe("PoolReconciler: the rules of its pass", () => {
     h.client.failNext("delete", "cocoonsets", new ConflictError(409, "Conflict", "modified"));
     assert.deepEqual(await h.reconcile(), { requeueAfterMs: 100 });
     assert.deepEqual(h.poolNow().metadata.finalizers, [FINALIZER_COCOONPOOL]);
-    await h.reconcile();
     h.client.failNext("update", "cocoonpools", new NotFoundError(404, "NotFound", "gone"));
     assert.deepEqual(await h.reconcile(), {});
+    assert.ok(h.client.calls.some((c) => c.verb === "update" && c.resource === "cocoonpools"));
   });
 
   it("a finalizer removal that fails otherwise fails the pass, to be retried", async () => {
@@ -439,5 +446,32 @@ describe("PoolReconciler: the rules of its pass", () => {
     h.client.failNext("patch", "cocoonsets", new ApiError(500, "InternalError", "broken"));
     await assert.rejects(h.reconcile(), /broken/);
     assert.doesNotMatch(h.poolNow().status?.conditions?.[0]?.message ?? "", /refused/, "suspend");
+  });
+
+  it("a refill hold that ended starts afresh when another claimed set comes up later", async () => {
+    const h = setup();
+    const pool = seedPool(h, { replicas: 1, warmth: "Suspended" });
+    const claimed = (name: string, phase: "Waking" | "Running") => {
+      const cs = boundMember(
+        member(pool, name, "Suspended", { suspended: true }),
+        cocoonClaim(name),
+        pool,
+        0,
+      );
+      return { ...cs, status: { ...cs.status!, phase } };
+    };
+    h.client.seed(COCOONSETS, claimed("first", "Waking"));
+    await h.reconcile();
+    h.client.seed(COCOONSETS, claimed("first", "Running"));
+    h.clock.advance(1_000);
+    await h.reconcile();
+    h.clock.advance(REFILL_HOLD_MS);
+    for (const cs of h.sets())
+      if (cs.metadata.labels?.[LABEL_POOL]) await h.client.delete(COCOONSETS, NS, cs.metadata.name ?? "");
+    h.expectations.forget(`${NS}/${POOL}`);
+    h.client.seed(COCOONSETS, claimed("second", "Waking"));
+    h.client.clearCalls();
+    assert.deepEqual(await h.reconcile(), { requeueAfterMs: REFILL_HOLD_MS });
+    assert.ok(!h.client.writes().some((c) => c.verb === "create"), "held again, from now");
   });
 });
