@@ -3,23 +3,29 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
-import type { CocoonSet } from "../../../src/apis/v1/types.ts";
+import type { CocoonSet, Condition } from "../../../src/apis/v1/types.ts";
 import type { CocoonCheckpoint } from "../../../src/apis/v1alpha1/types.ts";
 import type { CheckpointLookup } from "../../../src/checkpoint/catalog.ts";
 import {
   ANN_FROM_CHECKPOINT,
   CONDITION_BRANCHED,
   FINALIZER_COCOONCHECKPOINT,
+  MANIFEST_ANN_BRANCH,
+  MANIFEST_ANN_WRITE,
 } from "../../../src/checkpoint/keys.ts";
 import { CocoonSetReconciler } from "../../../src/cocoonset/reconciler.ts";
 import { ANN_HIBERNATE_RECLAIM, ANN_RESTORE_FROM_HIBERNATE, TRUE } from "../../../src/contract/keys.ts";
 import { COCOONCHECKPOINTS, COCOONSETS, PODS } from "../../../src/controller/resources.ts";
 import { ANN_RESTORE_HOLD, encodeRestoreHold, REASON_SET_HELD } from "../../../src/holds.ts";
 import { ANN_EXPIRE_AT } from "../../../src/idle/policy.ts";
-import { checkpointBranchFailuresTotal } from "../../../src/metrics/checkpoint.ts";
+import {
+  checkpointBranchBlobsTotal,
+  checkpointBranchesTotal,
+  checkpointBranchFailuresTotal,
+} from "../../../src/metrics/checkpoint.ts";
 import { readReclaim } from "../../../src/pass/reclaimrecord.ts";
 import { FakeCheckpointRegistry } from "../../support/checkpointregistry.ts";
-import { cocoonSet, harness, NS, SET, seedSet, storedSet } from "../../support/cocoonset.ts";
+import { cocoonSet, harness, NS, SET, SET_UID, seedSet, storedSet } from "../../support/cocoonset.ts";
 
 const IMAGE = "ubuntu";
 const SOURCE = "src";
@@ -159,6 +165,15 @@ describe("branchFromCheckpoint", () => {
     const copied = f.registry.digestOf(main, "hibernate");
     assert.ok(copied);
     assert.notEqual(copied, checkpointDigest);
+    const stamps = (await f.registry.getManifest(main, "hibernate")).manifest.annotations as Record<
+      string,
+      string
+    >;
+    assert.deepEqual(
+      [stamps[MANIFEST_ANN_BRANCH], stamps[MANIFEST_ANN_WRITE]],
+      [`${NS}/${SET}`, SET_UID],
+      "stamped with the set and its uid",
+    );
     // A registry that deletes by digest takes every tag naming it: the copy's digest is its own.
     f.registry.removeByDigest(main, copied);
     assert.equal(f.registry.digestOf(main, "ckpt-ck"), checkpointDigest);
@@ -481,5 +496,230 @@ describe("branchFromCheckpoint", () => {
       [],
       "only steps 11–13's image-rule reads",
     );
+  });
+});
+
+describe("branchFromCheckpoint: the rules of the Branched condition", () => {
+  /** The Branched condition of each status write the branch made, in order, repeats dropped. */
+  const branchedWrites = (f: ReturnType<typeof fixture>) =>
+    f.client.calls
+      .filter((c) => c.verb === "patch" && c.resource === COCOONSETS.plural && c.subresource === "status")
+      .map((c) =>
+        (c.body as { status?: { conditions?: Condition[] } }).status?.conditions?.find(
+          (cond) => cond.type === CONDITION_BRANCHED,
+        ),
+      )
+      .filter((cond) => cond !== undefined)
+      .map((cond) => [cond.status, cond.reason, cond.message, cond.observedGeneration])
+      .filter((w, i, all) => i === 0 || JSON.stringify(w) !== JSON.stringify(all[i - 1]));
+
+  it("marks the branch under way before the first copy, shows each copy in place, then FromCheckpoint with a Normal event", async () => {
+    const f = fixture((r) => readyCheckpoint(r), {}, {}, 1);
+    const branches = async () =>
+      (await checkpointBranchesTotal.get()).values.find(
+        (v) => v.labels.namespace === NS && v.labels.cocoonset === SET,
+      )?.value ?? 0;
+    const mounted = async () =>
+      (await checkpointBranchBlobsTotal.get()).values.find((v) => v.labels.method === "mounted")?.value ?? 0;
+    const [branchesBefore, mountedBefore] = [await branches(), await mounted()];
+    await f.run();
+    const copying = "copying 3 snapshots of CocoonCheckpoint ck";
+    assert.deepEqual(branchedWrites(f), [
+      ["False", "Copying", copying, 1],
+      ["False", "Copying", `${copying}: 1 of 3 copied, 110 of 330 bytes`, 1],
+      ["False", "Copying", `${copying}: 2 of 3 copied, 220 of 330 bytes`, 1],
+      [
+        "True",
+        "FromCheckpoint",
+        "branched from CocoonCheckpoint ck of CocoonSet src: 3 VMs restore from it",
+        1,
+      ],
+    ]);
+    assert.deepEqual(
+      f.events.events.filter((e) => e.reason === "Branched").map((e) => e.type),
+      ["Normal"],
+    );
+    assert.equal(await branches(), branchesBefore + 1, "cocoon_operator_checkpoint_branches_total");
+    assert.equal(await mounted(), mountedBefore + 6, "two blobs mounted per VM");
+    assert.ok(
+      (storedSet(f.client)?.status?.conditions ?? []).every((c) => typeof c.type === "string"),
+      "only conditions in the list",
+    );
+  });
+
+  it("a branched set with no pod (suspended under release) never reads its checkpoint again", async () => {
+    const f = fixture((r) => readyCheckpoint(r), {
+      suspend: true,
+      hibernatePolicy: "release",
+      agent: { image: IMAGE, replicas: 0 },
+      toolboxes: [],
+    });
+    await f.run();
+    assert.equal(branched(storedSet(f.client))?.status, "True");
+    assert.deepEqual(pods(f), []);
+    f.registry.log.length = 0;
+    await f.run();
+    assert.equal(f.lookups.count, 1);
+    assert.deepEqual(
+      f.registry.log.filter((l) => l.startsWith("put") || l.startsWith("head")),
+      [],
+    );
+  });
+
+  it("NotApplied is final: a set without pods keeps its own state, and a removed annotation changes nothing", async () => {
+    const f = fixture((r) => readyCheckpoint(r), {
+      suspend: true,
+      hibernatePolicy: "release",
+      agent: { image: IMAGE, replicas: 0 },
+      toolboxes: [],
+    });
+    await f.client.patch(COCOONSETS, NS, SET, {
+      metadata: {
+        annotations: { [ANN_HIBERNATE_RECLAIM]: JSON.stringify({ generation: 1, vms: [newVM(0)] }) },
+      },
+    });
+    await f.run();
+    const notApplied = branched(storedSet(f.client));
+    assert.equal(notApplied?.reason, "NotApplied");
+    await f.run();
+    assert.equal(f.lookups.count, 0, "never read, never copied");
+    assert.deepEqual(f.registry.log, []);
+    await f.client.patch(COCOONSETS, NS, SET, { metadata: { annotations: { [ANN_FROM_CHECKPOINT]: null } } });
+    await f.run();
+    assert.deepEqual(branched(storedSet(f.client)), notApplied);
+  });
+
+  for (const listed of ["agents", "toolboxes"] as const) {
+    it(`a set whose status lists ${listed} has state of its own: the annotation does not act`, async () => {
+      const f = fixture((r) => readyCheckpoint(r));
+      const vms =
+        listed === "agents"
+          ? { agents: [{ slot: 0, role: "main", vmName: newVM(0) }] }
+          : { toolboxes: [{ name: "tb", vmName: newVM("tb") }] };
+      await f.client.patch(COCOONSETS, NS, SET, { status: vms }, { subresource: "status" });
+      await f.run();
+      assert.equal(branched(storedSet(f.client))?.reason, "NotApplied");
+      assert.equal(f.lookups.count, 0);
+    });
+  }
+
+  it("waits for a checkpoint that has no status yet, as not Ready", async () => {
+    const f = fixture((r) => ({ ...readyCheckpoint(r), status: undefined }));
+    assert.deepEqual(await f.run(), { requeueAfterMs: 30_000 });
+    const condition = branched(storedSet(f.client));
+    assert.deepEqual([condition?.status, condition?.reason], ["False", "WaitingForCheckpoint"]);
+    assert.match(condition?.message ?? "", /is not Ready \(phase none\)/);
+    assert.deepEqual(
+      f.events.events.filter((e) => e.reason === "BranchWaiting").map((e) => e.type),
+      ["Warning"],
+    );
+  });
+
+  it("a branch under way finishes though its checkpoint's delete has begun: the delete waits for it", async () => {
+    const f = fixture((r) => {
+      const ck = readyCheckpoint(r);
+      return { ...ck, metadata: { ...ck.metadata, deletionTimestamp: "2026-01-01T00:00:00Z" } };
+    });
+    await f.client.patch(
+      COCOONSETS,
+      NS,
+      SET,
+      {
+        status: {
+          conditions: [
+            {
+              type: CONDITION_BRANCHED,
+              status: "False",
+              reason: "Copying",
+              message: "copying",
+              lastTransitionTime: "2026-01-01T00:00:00Z",
+            },
+          ],
+        },
+      },
+      { subresource: "status" },
+    );
+    await f.run();
+    assert.equal(branched(storedSet(f.client))?.status, "True");
+  });
+
+  it("a branch not begun does not start on a checkpoint its cache shows being deleted: no Copying mark, no read", async () => {
+    const f = fixture((r) => {
+      const ck = readyCheckpoint(r);
+      return { ...ck, metadata: { ...ck.metadata, deletionTimestamp: "2026-01-01T00:00:00Z" } };
+    });
+    await f.run();
+    assert.deepEqual(
+      branchedWrites(f).map((w) => w[1]),
+      ["WaitingForCheckpoint"],
+    );
+    assert.deepEqual(
+      f.client.calls.filter((c) => c.resource === COCOONCHECKPOINTS.plural),
+      [],
+    );
+  });
+
+  it("a checkpoint the API server no longer has, though the cache does, is waited for as not found", async () => {
+    const f = fixture((r) => readyCheckpoint(r));
+    await f.client.delete(COCOONCHECKPOINTS, NS, "ck");
+    assert.deepEqual(await f.run(), { requeueAfterMs: 30_000 });
+    assert.match(branched(storedSet(f.client))?.message ?? "", /CocoonCheckpoint ck not found/);
+    assert.deepEqual(
+      f.registry.log.filter((l) => l.startsWith("put") || l.startsWith("mount")),
+      [],
+    );
+  });
+
+  it("the Waiting condition follows the set's generation", async () => {
+    const f = fixture(() => undefined);
+    await f.run();
+    assert.equal(branched(storedSet(f.client))?.observedGeneration, 1);
+    const cs = storedSet(f.client) as CocoonSet;
+    await f.client.update(COCOONSETS, {
+      ...cs,
+      spec: { ...cs.spec, agent: { ...cs.spec.agent, replicas: 2 } },
+    });
+    await f.run();
+    assert.equal(branched(storedSet(f.client))?.observedGeneration, 2);
+  });
+
+  it("an incompatible branch's condition names the mismatch the spec now has", async () => {
+    const f = fixture(
+      (r) => {
+        const ck = readyCheckpoint(r);
+        const members = (ck.status?.members ?? []).map((m) => ({ ...m, os: "linux" }));
+        return { ...ck, status: { ...ck.status, phase: "Ready" as const, members } };
+      },
+      { agent: { image: IMAGE, replicas: 1, os: "windows" } },
+    );
+    await f.run();
+    assert.match(branched(storedSet(f.client))?.message ?? "", /os linux \(the spec asks for windows\)/);
+    const cs = storedSet(f.client) as CocoonSet;
+    await f.client.update(COCOONSETS, {
+      ...cs,
+      spec: { ...cs.spec, agent: { image: "other-image", replicas: 1 } },
+    });
+    await f.run();
+    const message = branched(storedSet(f.client))?.message ?? "";
+    assert.match(message, /image ubuntu \(the spec asks for other-image\)/);
+    assert.doesNotMatch(message, /windows/);
+  });
+
+  it("while a restore holds the set it waits Pending with one Normal SetHeld event, and names a new holder", async () => {
+    const hold = (restore: string) =>
+      encodeRestoreHold({ restore, uid: `${restore}-uid`, checkpoint: "other", suspend: true });
+    const f = fixture((r) => readyCheckpoint(r), {}, { [ANN_RESTORE_HOLD]: hold("undo") });
+    await f.run();
+    await f.run();
+    assert.equal(storedSet(f.client)?.status?.phase, "Pending");
+    assert.deepEqual(
+      f.events.events.filter((e) => e.reason === REASON_SET_HELD).map((e) => e.type),
+      ["Normal"],
+    );
+    await f.client.patch(COCOONSETS, NS, SET, {
+      metadata: { annotations: { [ANN_RESTORE_HOLD]: hold("redo") } },
+    });
+    await f.run();
+    assert.match(branched(storedSet(f.client))?.message ?? "", /held by CocoonRestore redo/);
   });
 });

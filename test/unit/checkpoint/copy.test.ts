@@ -95,6 +95,22 @@ describe("copyToHibernate", () => {
     );
   });
 
+  it("across repositories a copy already in place writes nothing and makes no blob available", async () => {
+    const registry = new FakeCheckpointRegistry();
+    const copy = copyOf(registry, "vk-ns-origin-0", "vk-ns-demo-0");
+    await copyToHibernate(registry, copy, owner, signal);
+    registry.log.length = 0;
+    assert.deepEqual(await copyToHibernate(registry, copy, owner, signal), {
+      landed: false,
+      blobs: [],
+      bytesSent: 0,
+    });
+    assert.deepEqual(
+      registry.log.filter((l) => !l.startsWith("head")),
+      [],
+    );
+  });
+
   it("is called by the branch step and the restore reconciler alone", () => {
     const root = join(import.meta.dirname, "..", "..", "..");
     const callers = globSync("src/**/*.ts", { cwd: root })

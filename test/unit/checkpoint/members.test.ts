@@ -39,6 +39,15 @@ describe("setSlots", () => {
   });
 });
 
+describe("setSlots without toolboxes", () => {
+  it("is the main and every sub-agent slot alone", () => {
+    assert.deepEqual(
+      setSlots(cocoonSet({ agent: { image: "i", replicas: 1 } })).map((s) => s.vmName),
+      ["vk-ns-demo-0", "vk-ns-demo-1"],
+    );
+  });
+});
+
 describe("planBranch", () => {
   const members: CheckpointMember[] = [
     { role: "main", slot: 0, vmName: "vk-ns-src-0", digest: "sha256:0" },
@@ -106,6 +115,8 @@ describe("checkpointManifest", () => {
 describe("keep-checkpoints", () => {
   it("takes a positive integer only", () => {
     assert.equal(parseKeepCheckpoints("3"), 3);
+    assert.equal(parseKeepCheckpoints("12"), 12);
+    assert.equal(parseKeepCheckpoints("100"), 100);
     for (const bad of ["0", "-1", "01", "two", "", "1.5", " 2"])
       assert.equal(parseKeepCheckpoints(bad), undefined, bad);
   });
@@ -130,6 +141,50 @@ describe("keep-checkpoints", () => {
       checkpointsToPrune(all, 1).map((c) => c.metadata.name),
       ["b", "a"],
       "same second: the later name counts as newer",
+    );
+  });
+});
+
+describe("keep-checkpoints order", () => {
+  const at = (name: string, time: string) => ({
+    ...checkpointOf([], { name, creationTimestamp: time }),
+    status: { phase: "Ready" as const },
+  });
+  const newestFirst = [
+    at("d", "2026-01-01T00:00:03Z"),
+    at("c2", "2026-01-01T00:00:02Z"),
+    at("c1", "2026-01-01T00:00:02Z"),
+    at("a", "2026-01-01T00:00:01Z"),
+  ];
+
+  it("keeps the newest by creation time, then by name, whatever order the cache lists them in", () => {
+    const permutations = (items: CocoonCheckpoint[]): CocoonCheckpoint[][] =>
+      items.length <= 1
+        ? [items]
+        : items.flatMap((item, i) =>
+            permutations([...items.slice(0, i), ...items.slice(i + 1)]).map((rest) => [item, ...rest]),
+          );
+    for (const listed of permutations(newestFirst)) {
+      const order = listed.map((c) => c.metadata.name).join(",");
+      assert.deepEqual(
+        checkpointsToPrune(listed, 1).map((c) => c.metadata.name),
+        ["c2", "c1", "a"],
+        order,
+      );
+      assert.deepEqual(
+        checkpointsToPrune(listed, 2).map((c) => c.metadata.name),
+        ["c1", "a"],
+        order,
+      );
+    }
+  });
+
+  it("a checkpoint without a status yet is neither pruned nor counted", () => {
+    const fresh = { ...checkpointOf([], { name: "fresh", creationTimestamp: "2026-01-01T00:00:09Z" }) };
+    delete fresh.status;
+    assert.deepEqual(
+      checkpointsToPrune([fresh, ...newestFirst], 3).map((c) => c.metadata.name),
+      ["a"],
     );
   });
 });
@@ -162,6 +217,13 @@ describe("incompatibleCopies", () => {
       "image:i->i2",
       "backend:cloud-hypervisor->firecracker",
       "snapshotCompatibilityClass:->n2-v1",
+    ]);
+  });
+
+  it("an empty image leaves the other fields compared", () => {
+    const cs = cocoonSet({ agent: { image: "i2", backend: "firecracker", mode: "run" } });
+    assert.deepEqual(fields(cs, main({ image: "", backend: "cloud-hypervisor" })), [
+      "backend:cloud-hypervisor->firecracker",
     ]);
   });
 

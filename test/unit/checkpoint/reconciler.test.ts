@@ -10,10 +10,12 @@ import {
   ANN_RESTORE_HOLD,
   FINALIZER_COCOONCHECKPOINT,
   MANIFEST_ANN_CHECKPOINT,
+  MANIFEST_ANN_WRITE,
 } from "../../../src/checkpoint/keys.ts";
 import { CheckpointReconciler, type CheckpointView } from "../../../src/checkpoint/reconciler.ts";
 import { FakeClock } from "../../../src/clock.ts";
 import { LABEL_COCOONSET } from "../../../src/contract/keys.ts";
+import { ApiError, NotFoundError } from "../../../src/controller/errors.ts";
 import {
   COCOONCHECKPOINTS,
   COCOONPOOLS,
@@ -732,3 +734,533 @@ function pendingRestore(name: string, checkpointName: string): CocoonRestore {
     status: { phase: "Pending" },
   };
 }
+
+describe("CheckpointReconciler: the rules of a copy", () => {
+  const VM_TB = VMS[2] ?? "";
+  const condition = (f: Awaited<ReturnType<typeof fixture>>, type: string) =>
+    f.stored()?.status?.conditions?.find((c) => c.type === type);
+
+  it("a request for a checkpoint gone from the cache does nothing", async () => {
+    const f = fixture();
+    assert.deepEqual(await f.run("gone"), {});
+    assert.deepEqual(f.client.calls, []);
+  });
+
+  it("adds exactly its finalizer to a checkpoint that has none", async () => {
+    const f = fixture();
+    const ck = checkpoint();
+    delete ck.metadata.finalizers;
+    f.client.seed(COCOONCHECKPOINTS, ck);
+    await f.run();
+    assert.deepEqual(f.stored()?.metadata.finalizers, [FINALIZER_COCOONCHECKPOINT]);
+  });
+
+  it("waits for a set with no status yet, and its Pending conditions say Pending; no deadline, no timer", async () => {
+    const f = fixture();
+    f.client.seed(COCOONSETS, { ...suspendedSet(), status: undefined });
+    f.client.seed(COCOONCHECKPOINTS, checkpoint());
+    assert.deepEqual(await f.run(), {});
+    assert.match(f.stored()?.status?.message ?? "", /to be Suspended \(phase unknown\)/);
+    assert.deepEqual(
+      [
+        condition(f, "Ready")?.status,
+        condition(f, "Ready")?.reason,
+        condition(f, "Ready")?.observedGeneration,
+      ],
+      ["False", "Pending", 1],
+    );
+    assert.deepEqual(
+      [condition(f, "Progressing")?.status, condition(f, "Progressing")?.reason],
+      ["False", "Pending"],
+    );
+    assert.deepEqual(
+      f.events.events.map((e) => [e.reason, e.type]),
+      [["CheckpointWaiting", "Normal"]],
+    );
+  });
+
+  it("a status write that fails while waiting fails the pass, to be retried", async () => {
+    const f = fixture();
+    f.client.seed(COCOONCHECKPOINTS, checkpoint());
+    f.client.failNext("patch", "cocooncheckpoints/status", new ApiError(503, "ServiceUnavailable", "busy"));
+    await assert.rejects(f.run(), /busy/);
+  });
+
+  it("copies nothing when the API server has the checkpoint gone, being deleted, or Failed", async () => {
+    for (const server of ["gone", "deleting", "Failed"] as const) {
+      const f = fixture();
+      f.client.seed(COCOONSETS, suspendedSet());
+      for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
+      f.client.seed(COCOONCHECKPOINTS, checkpoint());
+      const before = f.client.storeChanges.length;
+      if (server === "gone") {
+        await f.client.update(COCOONCHECKPOINTS, {
+          ...f.stored()!,
+          metadata: { ...f.stored()!.metadata, finalizers: [] },
+        });
+        await f.client.delete(COCOONCHECKPOINTS, NS, "ck");
+      } else if (server === "deleting") {
+        await f.client.delete(COCOONCHECKPOINTS, NS, "ck");
+      } else {
+        await f.client.patch(
+          COCOONCHECKPOINTS,
+          NS,
+          "ck",
+          { status: { phase: "Failed" } },
+          { subresource: "status" },
+        );
+      }
+      f.cache.lag = f.client.storeChanges.length - before;
+      f.registry.log.length = 0;
+      assert.deepEqual(await f.run(), {}, server);
+      assert.deepEqual(
+        f.registry.log.filter((l) => l.startsWith("put")),
+        [],
+        server,
+      );
+    }
+  });
+
+  it("a copy marks Copying as it starts, with one Normal CheckpointCopying event, and Ready names what it holds", async () => {
+    const f = fixture();
+    f.client.seed(COCOONSETS, suspendedSet());
+    f.client.seed(COCOONCHECKPOINTS, checkpoint());
+    for (const vm of VMS.slice(0, 2)) f.registry.push(vm, "hibernate", IMAGE);
+    const atFirstPut: CocoonCheckpoint[] = [];
+    f.registry.failOn = (op) => {
+      if (op === "put" && atFirstPut.length === 0) atFirstPut.push(f.stored() as CocoonCheckpoint);
+      return undefined;
+    };
+    await f.run();
+    const copying = atFirstPut[0]?.status;
+    assert.equal(copying?.message, `copying 3 snapshots of CocoonSet ${SET}`);
+    const progressing = copying?.conditions?.find((c) => c.type === "Progressing");
+    assert.deepEqual([progressing?.status, progressing?.reason], ["True", "Copying"]);
+    const status = f.stored()?.status;
+    assert.equal(status?.message, `2 snapshots of CocoonSet ${SET}; no :hibernate snapshot for ${VM_TB}`);
+    assert.deepEqual(
+      [
+        condition(f, "Ready")?.status,
+        condition(f, "Ready")?.reason,
+        condition(f, "Ready")?.observedGeneration,
+      ],
+      ["True", "Ready", 1],
+    );
+    assert.deepEqual(
+      [condition(f, "Progressing")?.status, condition(f, "Progressing")?.reason],
+      ["False", "Ready"],
+    );
+    assert.deepEqual(
+      f.events.events.map((e) => [e.reason, e.type]),
+      [
+        ["CheckpointCopying", "Normal"],
+        ["CheckpointReady", "Normal"],
+      ],
+    );
+    const stamp = (await f.registry.getManifest(VMS[0] ?? "", "ckpt-ck")).manifest.annotations as Record<
+      string,
+      string
+    >;
+    assert.equal(
+      stamp[MANIFEST_ANN_WRITE],
+      f.stored()?.metadata.uid,
+      "the write stamp is the checkpoint's uid",
+    );
+  });
+
+  it("a copy every slot of which has its snapshot names nothing else", async () => {
+    const f = await readyFixture();
+    assert.equal(f.stored()?.status?.message, `3 snapshots of CocoonSet ${SET}`);
+    assert.equal(f.stored()?.status?.members?.length, 3);
+  });
+
+  it("a copy interrupted before (Copying, not failed) starts again as a copy, not as a retry", async () => {
+    const f = fixture();
+    f.client.seed(COCOONSETS, suspendedSet());
+    f.client.seed(COCOONCHECKPOINTS, checkpoint());
+    f.registry.push(VMS[0] ?? "", "hibernate", IMAGE);
+    f.registry.failOn = (op) => (op === "put" ? FakeCheckpointRegistry.error(503) : undefined);
+    await assert.rejects(f.run());
+    // As an operator stopped mid-copy leaves it: Copying, its Progressing condition Copying.
+    const ck = f.stored() as CocoonCheckpoint;
+    await f.client.patch(
+      COCOONCHECKPOINTS,
+      NS,
+      "ck",
+      {
+        status: {
+          message: "copying 3 snapshots",
+          conditions: (ck.status?.conditions ?? []).map((c) =>
+            c.type === "Progressing" ? { ...c, reason: "Copying" } : { ...c, reason: "Copying" },
+          ),
+        },
+      },
+      { subresource: "status" },
+    );
+    f.registry.failOn = undefined;
+    const atPut: string[] = [];
+    f.registry.failOn = (op) => {
+      if (op === "put") atPut.push(String(condition(f, "Progressing")?.reason));
+      return undefined;
+    };
+    await f.run();
+    assert.deepEqual(atPut, ["Copying"]);
+    assert.equal(f.events.events.filter((e) => e.reason === "CheckpointCopying").length, 1, "entered once");
+  });
+
+  it("a registry error reading a :hibernate fails the copy, to be retried; it is not a missing snapshot", async () => {
+    const f = fixture();
+    f.client.seed(COCOONSETS, suspendedSet());
+    f.client.seed(COCOONCHECKPOINTS, checkpoint());
+    for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
+    f.registry.failOn = (op, repo) =>
+      op === "get" && repo === VM_TB ? FakeCheckpointRegistry.error(503) : undefined;
+    await assert.rejects(f.run(), /refused/);
+    assert.equal(f.stored()?.status?.phase, "Copying");
+    assert.equal(condition(f, "Progressing")?.reason, "CopyFailed");
+  });
+
+  it("a Suspended set without any snapshot of this suspend: Pending, looked at again in 30 s", async () => {
+    const f = fixture();
+    f.client.seed(COCOONSETS, suspendedSet());
+    f.client.seed(COCOONCHECKPOINTS, checkpoint());
+    assert.deepEqual(await f.run(), { requeueAfterMs: 30_000 });
+    assert.equal(f.stored()?.status?.phase, "Pending");
+    assert.deepEqual(
+      f.registry.log.filter((l) => l.startsWith("put")),
+      [],
+    );
+  });
+
+  it("a set woken and suspended again at a new generation during the copy: Pending, not Ready", async () => {
+    const f = fixture();
+    f.client.seed(COCOONSETS, suspendedSet());
+    f.client.seed(COCOONCHECKPOINTS, checkpoint());
+    for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
+    let moved = false;
+    f.registry.failOn = (op) => {
+      if (op === "put" && !moved) {
+        moved = true;
+        const cs = f.client.peek<CocoonSet>(COCOONSETS, NS, SET) as CocoonSet;
+        f.client.seed(COCOONSETS, {
+          ...cs,
+          metadata: { ...cs.metadata, generation: 3 },
+          status: { ...cs.status!, phase: "Suspended", observedGeneration: 3 },
+        });
+      }
+      return undefined;
+    };
+    await f.run();
+    assert.equal(f.stored()?.status?.phase, "Pending");
+    assert.match(f.stored()?.status?.message ?? "", /changed during the copy/);
+  });
+
+  it("a member an earlier attempt planned, and this copy did not, stays listed without a digest", async () => {
+    const f = fixture();
+    f.client.seed(COCOONSETS, suspendedSet());
+    const earlier = [
+      { role: "sub-agent" as const, slot: 5, vmName: `vk-${NS}-${SET}-5` },
+      { role: "toolbox" as const, toolbox: "gone", vmName: `vk-${NS}-${SET}-gone` },
+    ];
+    f.client.seed(COCOONCHECKPOINTS, { ...checkpoint(), status: { phase: "Copying", members: earlier } });
+    for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
+    await f.run();
+    assert.equal(f.stored()?.status?.phase, "Ready");
+    assert.deepEqual(f.stored()?.status?.members?.slice(3), earlier);
+  });
+
+  it("a copy that fails without a failureDeadline fails the pass, for the work queue's backoff", async () => {
+    const f = fixture();
+    f.client.seed(COCOONSETS, suspendedSet());
+    f.client.seed(COCOONCHECKPOINTS, checkpoint());
+    for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
+    f.registry.failOn = (op) => (op === "put" ? FakeCheckpointRegistry.error(503) : undefined);
+    await assert.rejects(f.run(), /refused/);
+    assert.equal(f.events.events.filter((e) => e.reason === "CheckpointCopyFailed")[0]?.type, "Warning");
+  });
+
+  it("a copy that fails once its deadline has passed is Failed", async () => {
+    const f = fixture();
+    f.client.seed(COCOONSETS, suspendedSet());
+    f.client.seed(COCOONCHECKPOINTS, {
+      ...checkpoint("ck", { creationTimestamp: "2026-01-01T00:00:00Z" }),
+      spec: { cocoonSetRef: { name: SET }, failureDeadline: "1s" },
+    });
+    for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
+    f.registry.failOn = (op) => {
+      if (op !== "put") return undefined;
+      f.clock.advance(1000);
+      return FakeCheckpointRegistry.error(503);
+    };
+    assert.deepEqual(await f.run(), {});
+    assert.equal(f.stored()?.status?.phase, "Failed");
+  });
+
+  it("an aborted copy (the operator stopping) is not reported as a failed copy", async () => {
+    const f = fixture();
+    f.client.seed(COCOONSETS, suspendedSet());
+    f.client.seed(COCOONCHECKPOINTS, checkpoint());
+    for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
+    f.registry.failOn = (op) => (op === "put" ? new DOMException("stopped", "AbortError") : undefined);
+    await assert.rejects(f.run(), /stopped/);
+    assert.ok(!f.events.events.some((e) => e.reason === "CheckpointCopyFailed"));
+    assert.notEqual(condition(f, "Progressing")?.reason, "CopyFailed");
+  });
+
+  it("past its deadline, a cache behind the server's Ready cannot write Failed over it", async () => {
+    const f = fixture();
+    f.client.seed(COCOONSETS, suspendedSet());
+    f.client.seed(COCOONCHECKPOINTS, {
+      ...checkpoint("ck", { creationTimestamp: "2026-01-01T00:00:00Z" }),
+      spec: { cocoonSetRef: { name: SET }, failureDeadline: "1h" },
+    });
+    for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
+    await f.run();
+    assert.equal(f.stored()?.status?.phase, "Ready");
+    const cs = f.client.peek<CocoonSet>(COCOONSETS, NS, SET) as CocoonSet;
+    f.client.seed(COCOONSETS, { ...cs, status: { ...cs.status!, phase: "Running" } });
+    while (
+      f.client.peek<CocoonCheckpoint>(COCOONCHECKPOINTS, NS, "ck", f.cache.lag)?.status?.phase === "Ready"
+    )
+      f.cache.lag++;
+    f.clock.advance(3_600_000);
+    await f.run();
+    assert.equal(f.stored()?.status?.phase, "Ready");
+  });
+});
+
+describe("CheckpointReconciler: the rules once Ready", () => {
+  it("a set deleted, or without annotations, leaves its Ready checkpoint alone, with no warning", async () => {
+    const f = await readyFixture();
+    const cs = f.client.peek<CocoonSet>(COCOONSETS, NS, SET) as CocoonSet;
+    f.client.seed(COCOONSETS, { ...cs, metadata: { ...cs.metadata, annotations: undefined } });
+    assert.deepEqual(await f.run(), {});
+    const bare = f.client.peek<CocoonSet>(COCOONSETS, NS, SET) as CocoonSet;
+    await f.client.update(COCOONSETS, { ...bare, metadata: { ...bare.metadata, finalizers: [] } });
+    await f.client.delete(COCOONSETS, NS, SET);
+    assert.deepEqual(await f.run(), {});
+    assert.ok(!f.events.reasons().includes("KeepCheckpointsInvalid"));
+  });
+
+  it("an invalid keep-checkpoints is reported when the checkpoint turns Ready, not on every pass after", async () => {
+    const f = fixture();
+    f.client.seed(COCOONSETS, suspendedSet({ "cocoonset.cocoonstack.io/keep-checkpoints": "x" }));
+    for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
+    f.client.seed(COCOONCHECKPOINTS, checkpoint());
+    await f.run();
+    await f.run();
+    assert.equal(f.events.reasons().filter((r) => r === "KeepCheckpointsInvalid").length, 1);
+  });
+
+  it("keep-checkpoints reads who needs a checkpoint only when one lies beyond the N", async () => {
+    const f = fixture();
+    f.client.seed(COCOONSETS, suspendedSet({ "cocoonset.cocoonstack.io/keep-checkpoints": "2" }));
+    for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
+    for (const name of ["a", "b"]) {
+      f.client.seed(COCOONCHECKPOINTS, checkpoint(name));
+      await f.run(name);
+    }
+    assert.deepEqual(
+      f.client.calls.filter((c) => c.verb === "list"),
+      [],
+    );
+  });
+
+  it("measures nothing while the set's :hibernate tags may still move", async () => {
+    const f = await readyFixture();
+    const cs = f.client.peek<CocoonSet>(COCOONSETS, NS, SET) as CocoonSet;
+    f.client.seed(COCOONSETS, {
+      ...cs,
+      metadata: { ...cs.metadata, generation: 2 },
+      status: { ...cs.status!, phase: "Suspending", observedGeneration: 2 },
+    });
+    f.registry.log.length = 0;
+    await f.run();
+    assert.deepEqual(f.registry.log, []);
+    assert.equal(f.stored()?.status?.exclusiveBytesSetGeneration, 1);
+  });
+
+  it("measures a checkpoint with a member it did not copy, and a registry error leaves the last figure", async () => {
+    const f = fixture();
+    f.client.seed(COCOONSETS, suspendedSet());
+    f.client.seed(COCOONCHECKPOINTS, checkpoint());
+    for (const vm of VMS.slice(0, 2)) f.registry.push(vm, "hibernate", IMAGE);
+    await f.run();
+    const cs = f.client.peek<CocoonSet>(COCOONSETS, NS, SET) as CocoonSet;
+    const atGeneration = (generation: number) =>
+      f.client.seed(COCOONSETS, {
+        ...cs,
+        metadata: { ...cs.metadata, generation },
+        status: { ...cs.status!, phase: "Suspended", observedGeneration: generation },
+      });
+    for (const failing of ["hibernate", "digest"] as const) {
+      atGeneration(failing === "hibernate" ? 2 : 3);
+      f.registry.failOn = (op, _repo, ref) =>
+        op === "get" && (failing === "hibernate" ? ref === "hibernate" : ref.startsWith("sha256:"))
+          ? FakeCheckpointRegistry.error(503)
+          : undefined;
+      await f.run();
+      assert.deepEqual(
+        [f.stored()?.status?.exclusiveBytes, f.stored()?.status?.exclusiveBytesSetGeneration],
+        [0, 1],
+        failing,
+      );
+    }
+    f.registry.failOn = undefined;
+    for (const vm of VMS.slice(0, 2)) await f.registry.deleteIfPresent(vm, "hibernate");
+    atGeneration(4);
+    await f.run();
+    assert.deepEqual(
+      [f.stored()?.status?.exclusiveBytes, f.stored()?.status?.exclusiveBytesSetGeneration],
+      [220, 4],
+    );
+  });
+});
+
+describe("CheckpointReconciler: the rules of a delete", () => {
+  it("a checkpoint deleted before it had any status lets go at once, keeping other finalizers", async () => {
+    const f = fixture();
+    f.client.seed(
+      COCOONCHECKPOINTS,
+      checkpoint("ck", { finalizers: ["example.com/keep", FINALIZER_COCOONCHECKPOINT] }),
+    );
+    await f.client.delete(COCOONCHECKPOINTS, NS, "ck");
+    await f.run();
+    assert.deepEqual(f.stored()?.metadata.finalizers, ["example.com/keep"]);
+    assert.deepEqual(f.registry.log, []);
+    assert.deepEqual(
+      f.events.events.map((e) => [e.reason, e.type]),
+      [["CheckpointTagsDeleted", "Normal"]],
+    );
+  });
+
+  it("a finalizer release that fails otherwise than NotFound fails the pass", async () => {
+    const f = await readyFixture();
+    await f.client.delete(COCOONCHECKPOINTS, NS, "ck");
+    f.client.failNext("update", "cocooncheckpoints", new ApiError(409, "Conflict", "modified"));
+    await assert.rejects(f.run(), /modified/);
+    assert.deepEqual(f.stored()?.metadata.finalizers, [FINALIZER_COCOONCHECKPOINT]);
+  });
+
+  it("pools or restores the cluster does not serve, or the operator may not list, count none", async () => {
+    const f = await readyFixture();
+    await f.client.delete(COCOONCHECKPOINTS, NS, "ck");
+    f.client.failNext("list", "cocoonpools", new NotFoundError(404, "NotFound", "no such kind"));
+    f.client.failNext("list", "cocoonrestores", new ApiError(403, "Forbidden", "not allowed"));
+    assert.deepEqual(await f.run(), {});
+    assert.equal(f.stored(), undefined);
+  });
+
+  it("a failed list of restores fails the delete: no tag goes while who needs it is unknown", async () => {
+    const f = await readyFixture();
+    await f.client.delete(COCOONCHECKPOINTS, NS, "ck");
+    f.client.failNext("list", "cocoonrestores", new ApiError(503, "ServiceUnavailable", "busy"));
+    f.registry.log.length = 0;
+    await assert.rejects(f.run(), /busy/);
+    assert.deepEqual(f.registry.log, []);
+  });
+
+  it("its delete waits with a Normal CheckpointDeleteWaiting, its Deleting condition at its generation; a refused tag delete is a Warning", async () => {
+    const f = await readyFixture();
+    f.client.seed(COCOONPOOLS, cocoonPool({ fromCheckpoint: "ck" }));
+    await f.client.delete(COCOONCHECKPOINTS, NS, "ck");
+    await f.run();
+    const deleting = f.stored()?.status?.conditions?.find((c) => c.type === "Deleting");
+    assert.equal(deleting?.observedGeneration, f.stored()?.metadata.generation);
+    assert.equal(
+      f.stored()?.status?.conditions?.find((c) => c.type === "Ready")?.status,
+      "True",
+      "the other conditions stay",
+    );
+    await f.client.patch(COCOONPOOLS, NS, "warm", { spec: { fromCheckpoint: null } });
+    f.registry.failOn = (op) => (op === "deleteIfPresent" ? FakeCheckpointRegistry.error(503) : undefined);
+    await assert.rejects(f.run());
+    assert.deepEqual(
+      f.events.events
+        .filter((e) => e.reason.startsWith("CheckpointDelete") || e.reason === "CheckpointTagDeleteFailed")
+        .map((e) => [e.reason, e.type]),
+      [
+        ["CheckpointDeleteWaiting", "Normal"],
+        ["CheckpointTagDeleteFailed", "Warning"],
+      ],
+    );
+  });
+});
+
+describe("CheckpointReconciler: the rules of a prune and a release", () => {
+  async function pruning(error?: Error) {
+    const f = fixture();
+    f.client.seed(COCOONSETS, suspendedSet({ "cocoonset.cocoonstack.io/keep-checkpoints": "1" }));
+    for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
+    f.client.seed(COCOONCHECKPOINTS, checkpoint("a", { creationTimestamp: "2026-01-01T00:00:01Z" }));
+    await f.run("a");
+    f.client.seed(COCOONCHECKPOINTS, checkpoint("b", { creationTimestamp: "2026-01-01T00:00:02Z" }));
+    if (error) f.client.failNext("delete", "cocooncheckpoints", error);
+    return { f, pass: f.run("b") };
+  }
+
+  it("a prune records a Normal CheckpointPruned; an older checkpoint already gone fails nothing", async () => {
+    const { f, pass } = await pruning(new NotFoundError(404, "NotFound", "gone"));
+    assert.deepEqual(await pass, {});
+    assert.deepEqual(
+      f.events.events.filter((e) => e.reason === "CheckpointPruned").map((e) => e.type),
+      ["Normal"],
+    );
+  });
+
+  it("a prune delete the API server refuses fails the pass, to be retried", async () => {
+    const { pass } = await pruning(new ApiError(403, "Forbidden", "not allowed"));
+    await assert.rejects(pass, /not allowed/);
+  });
+
+  it("a finalizer release that finds the checkpoint gone fails nothing", async () => {
+    const f = await readyFixture();
+    await f.client.delete(COCOONCHECKPOINTS, NS, "ck");
+    f.client.failNext("update", "cocooncheckpoints", new NotFoundError(404, "NotFound", "gone"));
+    assert.deepEqual(await f.run(), {});
+  });
+
+  it("a member planned earlier stays listed beside a slot this suspend did not confirm", async () => {
+    const f = fixture();
+    const cs = suspendedSet();
+    cs.spec.hibernatePolicy = "retain";
+    f.client.seed(COCOONSETS, cs);
+    const earlier = { role: "sub-agent" as const, slot: 5, vmName: `vk-${NS}-${SET}-5` };
+    f.client.seed(COCOONCHECKPOINTS, { ...checkpoint(), status: { phase: "Copying", members: [earlier] } });
+    for (const vm of VMS) f.registry.push(vm, "hibernate", IMAGE);
+    for (const [slot, vm] of VMS.entries()) {
+      f.client.seed(PODS, {
+        metadata: {
+          name: `${SET}-${slot}`,
+          namespace: NS,
+          labels: { [LABEL_COCOONSET]: SET },
+          annotations: { "vm.cocoonstack.io/name": vm },
+        },
+        spec: { containers: [{ name: "agent" }] },
+        status: { phase: slot === 1 ? "Failed" : "Pending" },
+      } as Pod);
+    }
+    await f.run();
+    assert.equal(f.stored()?.status?.phase, "Ready");
+    assert.deepEqual(f.stored()?.status?.members?.at(-1), earlier);
+  });
+
+  it("a snapshot manifest without annotations is copied, its image recorded empty", async () => {
+    const f = fixture();
+    f.client.seed(COCOONSETS, suspendedSet());
+    f.client.seed(COCOONCHECKPOINTS, checkpoint());
+    for (const vm of VMS) {
+      f.registry.push(vm, "hibernate", IMAGE);
+      const { manifest } = await f.registry.getManifest(vm, "hibernate");
+      delete manifest.annotations;
+      await f.registry.putManifest(vm, "hibernate", Buffer.from(JSON.stringify(manifest)));
+    }
+    f.registry.log.length = 0;
+    await f.run();
+    assert.equal(f.stored()?.status?.phase, "Ready");
+    assert.deepEqual(
+      f.stored()?.status?.members?.map((m) => m.image),
+      ["", "", ""],
+    );
+  });
+});

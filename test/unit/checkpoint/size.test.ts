@@ -40,5 +40,8 @@ describe("settledSetGeneration", () => {
     assert.equal(settledSetGeneration(at("Suspended", 3)), undefined, "not caught up");
     assert.equal(settledSetGeneration(at("Suspending", 4)), undefined);
     assert.equal(settledSetGeneration(undefined), undefined);
+    const bare = cocoonSet({}, { generation: 4 });
+    assert.equal(settledSetGeneration(bare), undefined, "no status yet");
+    assert.equal(settledSetGeneration({ ...at("Running", 4), metadata: bare.metadata }), 4, "no annotations");
   });
 });

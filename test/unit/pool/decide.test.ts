@@ -18,9 +18,17 @@ import {
   planPool,
   poolStatus,
   ROLL_SURGE,
+  refillHold,
   templateHash,
+  withoutFinalizer,
 } from "../../../src/pool/decide.ts";
-import { ANN_POOL_TEMPLATE, LABEL_CLAIM, LABEL_CLAIMED_FROM, LABEL_POOL } from "../../../src/pool/keys.ts";
+import {
+  ANN_POOL_TEMPLATE,
+  FINALIZER_COCOONPOOL,
+  LABEL_CLAIM,
+  LABEL_CLAIMED_FROM,
+  LABEL_POOL,
+} from "../../../src/pool/keys.ts";
 import { cocoonClaim, cocoonPool, member } from "../../support/pool.ts";
 
 const names = (sets: readonly CocoonSet[]) => sets.map((cs) => cs.metadata.name);
@@ -276,5 +284,156 @@ describe("boundMember", () => {
     const bound = boundMember(awake, cocoonClaim("c1"), pool, 0);
     assert.equal(bound.spec, awake.spec);
     assert.equal(bound.metadata.annotations?.[ANN_LAST_ACTIVITY], undefined);
+  });
+});
+
+describe("pool rules a member's state decides", () => {
+  it("a Running pool's member asked to suspend is not ready to claim, nor a Suspended pool's member asked to wake", () => {
+    const pool = cocoonPool();
+    const suspending = member(pool, "a", "Running", { suspended: true });
+    assert.equal(memberReady(suspending, "Running"), false);
+    const waking = member(pool, "b", "Suspended");
+    assert.equal(memberReady(waking, "Suspended"), false);
+  });
+
+  it("a Suspended pool hibernates only members booted at their generation and not yet asked to", () => {
+    const pool = cocoonPool({ replicas: 3, warmth: "Suspended" });
+    const behind = member(pool, "behind", "Running", { created: 1 });
+    behind.metadata.generation = 2;
+    const asked = member(pool, "asked", "Running", { created: 2, suspended: true });
+    const booted = member(pool, "booted", "Running", { created: 3 });
+    assert.deepEqual(names(planPool(pool, [behind, asked, booted]).suspend), ["booted"]);
+  });
+
+  it("a member's template spec.suspend is dropped: every member boots first", () => {
+    const pool = cocoonPool({
+      warmth: "Suspended",
+      template: { spec: { agent: { image: "ubuntu" }, suspend: true } },
+    });
+    assert.equal(newMember(pool, "m").spec.suspend, undefined);
+  });
+
+  it("a template with toolboxes is a group: its member keeps the template's hibernatePolicy", () => {
+    const pool = cocoonPool({
+      warmth: "Suspended",
+      template: { spec: { agent: { image: "u" }, toolboxes: [{ name: "tb", image: "u" }] } },
+    });
+    assert.equal(newMember(pool, "m").spec.hibernatePolicy, undefined);
+  });
+
+  it("the status counts no member being deleted, and its Ready condition is for the pool's generation", () => {
+    const pool = cocoonPool({ replicas: 2 }, { generation: 4 });
+    const going = member(pool, "going", "Running");
+    going.metadata.deletionTimestamp = "2026-01-01T00:00:00Z";
+    const status = poolStatus(pool, [going, ...running(pool, 1), member(pool, "b", "Pending")], 0, 0);
+    assert.deepEqual([status.replicas, status.ready, status.starting], [2, 1, 1]);
+    assert.equal(status.conditions?.[0]?.observedGeneration, 4);
+  });
+
+  it("a bind replaces only the controller reference: other owner references stay", () => {
+    const pool = cocoonPool();
+    const m = member(pool, "m", "Running");
+    const other = { apiVersion: "v1", kind: "ConfigMap", name: "keep", uid: "cm-uid" };
+    m.metadata.ownerReferences = [...(m.metadata.ownerReferences ?? []), other];
+    const bound = boundMember(m, cocoonClaim("c1"), pool, 0);
+    assert.deepEqual(
+      bound.metadata.ownerReferences?.map((ref) => [ref.kind, ref.name, ref.controller ?? false]),
+      [
+        ["ConfigMap", "keep", false],
+        ["CocoonClaim", "c1", true],
+      ],
+    );
+  });
+
+  it("a claimed set being deleted holds no refill: it will never run", () => {
+    const pool = cocoonPool({ warmth: "Suspended" });
+    const claimed = boundMember(member(pool, "m", "Waking"), cocoonClaim("c1"), pool, 0);
+    assert.notEqual(refillHold([claimed], undefined, 0).until, undefined, "a wake holds the refill");
+    claimed.metadata.deletionTimestamp = "2026-01-01T00:00:00Z";
+    assert.deepEqual(refillHold([claimed], undefined, 0), { since: undefined, until: undefined });
+  });
+
+  it("removing its finalizer leaves every other finalizer in place", () => {
+    const pool = cocoonPool(
+      {},
+      { finalizers: ["foregroundDeletion", FINALIZER_COCOONPOOL, "example.com/keep"] },
+    );
+    assert.deepEqual(withoutFinalizer(pool, FINALIZER_COCOONPOOL).metadata.finalizers, [
+      "foregroundDeletion",
+      "example.com/keep",
+    ]);
+  });
+});
+
+describe("pool rules of the plan's order and the template hash", () => {
+  it("scale-down takes members that are not ready first, oldest of them included, then the newest ready ones", () => {
+    const pool = cocoonPool({ replicas: 1 });
+    const members = [
+      member(pool, "booting", "Pending", { created: 0 }),
+      member(pool, "z-old", "Running", { created: 1 }),
+      member(pool, "a-new", "Running", { created: 2 }),
+    ];
+    assert.deepEqual(names(planPool(pool, members).delete), ["booting", "a-new"]);
+  });
+
+  it("a Suspended pool hibernates none of the members its scale-down deletes", () => {
+    const pool = cocoonPool({ replicas: 1, warmth: "Suspended" });
+    const plan = planPool(pool, [
+      member(pool, "old", "Running", { created: 0 }),
+      member(pool, "new", "Running", { created: 1 }),
+    ]);
+    assert.deepEqual([names(plan.delete), names(plan.suspend)], [["new"], ["old"]]);
+  });
+
+  it("a member still booting is not hibernated, and one asked to hibernate is not ready in a Suspended pool", () => {
+    const pool = cocoonPool({ replicas: 1, warmth: "Suspended" });
+    assert.deepEqual(names(planPool(pool, [member(pool, "booting", "Pending")]).suspend), []);
+    assert.equal(memberReady(member(pool, "asked", "Running", { suspended: true }), "Suspended"), false);
+  });
+
+  it("a change of toolboxes or of fromCheckpoint changes the hash (the pool rolls); key order does not", () => {
+    const base = cocoonPool({
+      template: { spec: { agent: { image: "u" }, toolboxes: [{ name: "a", image: "u" }] } },
+    });
+    const other = cocoonPool({
+      template: { spec: { agent: { image: "u" }, toolboxes: [{ name: "b", image: "u" }] } },
+    });
+    assert.notEqual(templateHash(base), templateHash(other));
+    assert.notEqual(
+      templateHash({ ...base, spec: { ...base.spec, fromCheckpoint: "c1" } }),
+      templateHash({ ...base, spec: { ...base.spec, fromCheckpoint: "c2" } }),
+    );
+    const spec = {
+      agent: { image: "u", mode: "clone" as const, replicas: 1, backend: "firecracker" },
+      suspend: false,
+    };
+    const reversed = Object.fromEntries(Object.entries(spec).reverse()) as typeof spec;
+    reversed.agent = Object.fromEntries(Object.entries(spec.agent).reverse()) as typeof spec.agent;
+    assert.equal(
+      templateHash(cocoonPool({ template: { spec } })),
+      templateHash(cocoonPool({ template: { spec: reversed } })),
+    );
+  });
+});
+
+describe("claimCandidates order", () => {
+  it("each group is oldest first, rotated, whatever order the cache lists members in", () => {
+    const pool = cocoonPool();
+    const old = cocoonPool({ template: { spec: { agent: { image: "old" } } } });
+    const newestFirst = [
+      member(pool, "c3", "Running", { created: 3 }),
+      member(pool, "c2", "Running", { created: 2 }),
+      member(pool, "c1", "Running", { created: 1 }),
+      member(old, "o3", "Running", { created: 6 }),
+      member(old, "o2", "Running", { created: 5 }),
+      member(old, "o1", "Running", { created: 4 }),
+    ];
+    const rotations = (items: string[]) =>
+      items.map((_, i) => [...items.slice(i), ...items.slice(0, i)].join(","));
+    for (const claim of ["a", "b", "c", "d"]) {
+      const order = names(claimCandidates(pool, newestFirst, claim)) as string[];
+      assert.ok(rotations(["c1", "c2", "c3"]).includes(order.slice(0, 3).join(",")), `${claim}: ${order}`);
+      assert.ok(rotations(["o1", "o2", "o3"]).includes(order.slice(3).join(",")), `${claim}: ${order}`);
+    }
   });
 });
