@@ -79,8 +79,6 @@ export interface CheckpointView {
   /** The cache's objects naming the set (read only). */
   checkpointsOfSet(namespace: string, setName: string): readonly CocoonCheckpoint[];
   getCocoonSet(namespace: string, name: string): CocoonSet | undefined;
-  /** The namespace's sets, as cached (read only). */
-  listCocoonSets(namespace: string): readonly CocoonSet[];
   /** The set's pods, as cached (read only). */
   listSetPods(namespace: string, setName: string): readonly Pod[];
 }

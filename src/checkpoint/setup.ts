@@ -56,7 +56,6 @@ export function setupCheckpointController(
       },
       checkpointsOfSet: (namespace, setName) => catalog.checkpointsOfSet(namespace, setName),
       getCocoonSet: (namespace, name) => informers.cocoonSets.get(namespace, name),
-      listCocoonSets: (namespace) => informers.cocoonSets.list(namespace),
       listSetPods: (namespace, setName) =>
         informers.pods.byIndex(POD_BY_COCOONSET_INDEX, `${namespace}/${setName}`),
     },

@@ -6,7 +6,7 @@ import type { CocoonCheckpoint } from "../../../src/apis/v1alpha1/types.ts";
 import { CheckpointCatalog } from "../../../src/checkpoint/catalog.ts";
 import { COCOONCHECKPOINTS } from "../../../src/controller/resources.ts";
 import { FakeClient } from "../../support/fakeclient.ts";
-import { ListWatch } from "./wiring.ts";
+import { ListWatch } from "../../support/wiring.ts";
 
 const running: ListWatch[] = [];
 afterEach(() => {

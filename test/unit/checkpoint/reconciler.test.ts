@@ -99,7 +99,6 @@ function fixture() {
     checkpointsOfSet: (ns, set) =>
       client.all<CocoonCheckpoint>(COCOONCHECKPOINTS, ns).filter((c) => c.spec.cocoonSetRef.name === set),
     getCocoonSet: (ns, name) => client.peek<CocoonSet>(COCOONSETS, ns, name),
-    listCocoonSets: (ns) => client.all<CocoonSet>(COCOONSETS, ns),
     listSetPods: (ns, set) =>
       client.all<Pod>(PODS, ns).filter((p) => p.metadata.labels?.[LABEL_COCOONSET] === set),
   };

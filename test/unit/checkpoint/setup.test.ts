@@ -29,7 +29,7 @@ import { cocoonSet, NS, SET } from "../../support/cocoonset.ts";
 import { RecordingEvents } from "../../support/events.ts";
 import { FakeClient } from "../../support/fakeclient.ts";
 import { silentLogger } from "../../support/log.ts";
-import { drain, ListWatch, RecordingManager, settle } from "./wiring.ts";
+import { drain, ListWatch, RecordingManager, settle } from "../../support/wiring.ts";
 
 const IMAGE = "ubuntu";
 

@@ -85,19 +85,6 @@ describe("PoolReconciler", () => {
     );
   });
 
-  it("while its cache does not show the members it created, it creates no more", async () => {
-    const h = setup();
-    h.client.seed(COCOONPOOLS, cocoonPool({ replicas: 2 }, { finalizers: [FINALIZER_COCOONPOOL] }));
-    await h.reconcile();
-    h.view.lag = h.client.storeChanges.length; // a cache from before anything was written
-    h.client.clearCalls();
-    await h.reconcile();
-    assert.deepEqual(h.client.writes(), []);
-    h.view.lag = 0;
-    await h.reconcile();
-    assert.equal(h.sets().length, 2);
-  });
-
   it("a filled, ready pool is Ready, and then a pass writes nothing", async () => {
     const h = setup();
     h.client.seed(COCOONPOOLS, cocoonPool({ replicas: 2 }));

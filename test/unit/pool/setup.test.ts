@@ -19,7 +19,7 @@ import { RecordingEvents } from "../../support/events.ts";
 import { FakeClient } from "../../support/fakeclient.ts";
 import { silentLogger } from "../../support/log.ts";
 import { cocoonClaim, cocoonPool, member, NS, POOL } from "../../support/pool.ts";
-import { drain, ListWatch, RecordingManager, settle } from "../checkpoint/wiring.ts";
+import { drain, ListWatch, RecordingManager, settle } from "../../support/wiring.ts";
 
 const running: ListWatch[] = [];
 afterEach(() => {

@@ -8,11 +8,11 @@ import type {
   WatchClient,
   WatchEvent,
   WatchOptions,
-} from "../../../src/controller/client.ts";
-import type { Controller } from "../../../src/controller/controller.ts";
-import { type ManagedInformer, Manager } from "../../../src/controller/manager.ts";
-import type { ResourceType } from "../../../src/controller/resources.ts";
-import type { FakeClient } from "../../support/fakeclient.ts";
+} from "../../src/controller/client.ts";
+import type { Controller } from "../../src/controller/controller.ts";
+import { type ManagedInformer, Manager } from "../../src/controller/manager.ts";
+import type { ResourceType } from "../../src/controller/resources.ts";
+import type { FakeClient } from "./fakeclient.ts";
 
 interface Stream {
   resource: string;
