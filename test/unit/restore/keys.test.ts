@@ -1,5 +1,6 @@
 // The names a CocoonRestore writes are the ones docs/checkpoints.md gives users to match on: its
-// refusal reasons, the reasons it fails or waits with, its conditions, and its events.
+// refusal reasons, the reasons it fails or waits with, its conditions, and its events. Every reason
+// also goes into a condition, whose reason the API server admits only in metav1.Condition's form.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
@@ -86,5 +87,31 @@ describe("the CocoonRestore's names, as docs/checkpoints.md gives them", () => {
       restoring,
       new RegExp(`the conditions \`${keys.CONDITION_RESTORED}\` and \`${keys.CONDITION_PROGRESSING}\``),
     );
+  });
+});
+
+describe("the CocoonRestore's reasons in its conditions", () => {
+  /** The CRD's schema of a condition's reason (metav1.Condition's), as the API server enforces it. */
+  function crdReasonSchema(): { pattern: RegExp; minLength: number; maxLength: number } {
+    const crd = readFileSync(
+      new URL("../../../config/crd/bases/cocoonset.cocoonstack.io_cocoonrestores.yaml", import.meta.url),
+      "utf8",
+    );
+    const m =
+      /\n\s+reason:\n\s+description:[\s\S]*?maxLength: (\d+)\n\s+minLength: (\d+)\n\s+pattern: (\S+)\n/.exec(
+        crd,
+      );
+    assert.ok(m, "the CRD gives a condition's reason a pattern");
+    return { pattern: new RegExp(m[3] ?? ""), minLength: Number(m[2]), maxLength: Number(m[1]) };
+  }
+
+  it("each is one the API server admits as a condition's reason", () => {
+    const schema = crdReasonSchema();
+    const reasons = Object.entries(keys).filter(([name]) => name.startsWith("REASON_"));
+    assert.notEqual(reasons.length, 0, "the reasons are exported under REASON_");
+    for (const [name, reason] of reasons) {
+      assert.match(reason, schema.pattern, name);
+      assert.ok(reason.length >= schema.minLength && reason.length <= schema.maxLength, name);
+    }
   });
 });
