@@ -13,7 +13,7 @@ import {
 } from "../../../src/checkpoint/keys.ts";
 import { manifestDigest, sameRepositoryBranchManifest } from "../../../src/checkpoint/manifest.ts";
 import { ANN_HIBERNATE_RECLAIM } from "../../../src/contract/keys.ts";
-import { ApiError } from "../../../src/controller/errors.ts";
+import { ApiError, ConflictError, NotFoundError } from "../../../src/controller/errors.ts";
 import { COCOONCHECKPOINTS, COCOONRESTORES, COCOONSETS } from "../../../src/controller/resources.ts";
 import { encodeRestoreHold, REASON_SET_HELD, restoreHoldBy, restoreHoldOf } from "../../../src/holds.ts";
 import { readReclaim } from "../../../src/pass/reclaimrecord.ts";
@@ -472,5 +472,257 @@ describe("RestoreReconciler: deadline", () => {
     assert.equal(restoreHoldOf(f.set()), undefined);
     await f.run();
     assert.equal(f.restore()?.status?.phase, "Restoring", "the next pass takes the hold");
+  });
+});
+
+/** Runs r1 of `f` until the set is Suspended at the generation its suspend gave it (2), tags pushed. */
+async function suspendedForCopy(f: ReturnType<typeof seeded>): Promise<void> {
+  await f.run();
+  await f.run();
+  f.registry.push(MAIN, "hibernate", IMAGE);
+  f.registry.push(SUB, "hibernate", IMAGE);
+  f.setStatus({ ...f.set().status, phase: "Suspended", observedGeneration: 2 } as CocoonSet["status"]);
+}
+
+/** Makes the next client.patch that `matches` fail with `error` (after nothing was written). */
+function failPatch(f: ReturnType<typeof seeded>, matches: (body: unknown) => boolean, error: Error): void {
+  const patch = f.client.patch.bind(f.client);
+  let armed = true;
+  f.client.patch = (async (...args: Parameters<typeof patch>) => {
+    if (armed && matches(args[3])) {
+      armed = false;
+      throw error;
+    }
+    return patch(...args);
+  }) as typeof f.client.patch;
+}
+
+/** The set cache lags until it shows the set at resourceVersion `version` again. */
+function cacheSetAt(f: ReturnType<typeof seeded>, version: string | undefined): void {
+  while (f.client.peek<CocoonSet>(COCOONSETS, NS, SET, f.setCache.lag)?.metadata.resourceVersion !== version)
+    f.setCache.lag++;
+}
+
+describe("RestoreReconciler: Restored only once its VMs run from the copies", () => {
+  it("a set Running at its generation with a VM still owed its restore keeps the restore waiting", async () => {
+    const f = seeded(setIn("Running", false));
+    await suspendedForCopy(f);
+    await f.run();
+    assert.equal(record(f.set()).generation, 2, "the record takes the set's generation at the copy");
+    assert.equal(f.restore()?.status?.resumed, true);
+    f.setStatus({ ...f.set().status, phase: "Running", observedGeneration: 3 } as CocoonSet["status"]);
+    // The set's pass has not dropped the copies yet: both VMs are still owed their restore.
+    assert.deepEqual(record(f.set()).restore, [MAIN, SUB]);
+    await f.run();
+    assert.equal(f.restore()?.status?.phase, "Restoring");
+    assert.match(f.restore()?.status?.message ?? "", new RegExp(`waiting for ${MAIN}, ${SUB} to run`));
+    assert.ok(restoreHoldOf(f.set()), "the hold stays");
+
+    // A settled waiting pass reads only its cache and writes nothing.
+    f.client.clearCalls();
+    await f.run();
+    assert.deepEqual(f.client.calls, []);
+
+    // The set's pass drops the copies as the VMs run: then Restored, and a finished restore makes no call.
+    const cs = f.set();
+    f.client.seed(COCOONSETS, {
+      ...cs,
+      metadata: {
+        ...cs.metadata,
+        annotations: { [ANN_RESTORE_HOLD]: cs.metadata.annotations?.[ANN_RESTORE_HOLD] ?? "" },
+      },
+    });
+    await f.run();
+    assert.equal(f.restore()?.status?.phase, "Restored");
+    assert.deepEqual(
+      f.events.events.map((e) => `${e.object} ${e.reason} ${e.type}`),
+      [
+        "r1 RestoreStarted Normal",
+        `${SET} RestoreStarted Normal`,
+        "r1 RestoreCopied Normal",
+        "r1 Restored Normal",
+        `${SET} Restored Normal`,
+      ],
+    );
+    f.client.clearCalls();
+    assert.deepEqual(await f.run(), {});
+    assert.deepEqual(f.client.calls, []);
+  });
+
+  it("a pass waiting for the suspend writes its wait once", async () => {
+    const f = seeded(setIn("Running", false));
+    await f.run();
+    await f.run();
+    await f.run();
+    f.client.clearCalls();
+    await f.run();
+    assert.deepEqual(f.client.writes(), []);
+  });
+
+  it("the status it writes while copying keeps what it said before, and says Copying at the first copy", async () => {
+    const f = seeded(setIn("Running", false));
+    await suspendedForCopy(f);
+    const atPut: (string | undefined)[] = [];
+    f.registry.failOn = (op) => {
+      if (op === "put") atPut.push(f.restore()?.status?.reason);
+      return undefined;
+    };
+    await f.run();
+    assert.equal(atPut[0], "Copying");
+    const status = f.restore()?.status;
+    assert.equal(status?.suspendedBefore, false);
+    assert.notEqual(status?.startTime, undefined);
+    assert.deepEqual(
+      status?.conditions?.map((c) => c.type),
+      ["Restored", "Progressing"],
+    );
+  });
+});
+
+describe("RestoreReconciler: the copy re-checks the API server's set", () => {
+  const changes: [string, (f: ReturnType<typeof seeded>) => Promise<unknown>][] = [
+    ["unsuspended", (f) => f.client.patch(COCOONSETS, NS, SET, { spec: { suspend: false } })],
+    [
+      "its hold removed",
+      (f) => f.client.patch(COCOONSETS, NS, SET, { metadata: { annotations: { [ANN_RESTORE_HOLD]: null } } }),
+    ],
+    [
+      "being deleted (its status Suspended at the generation the delete gave it)",
+      async (f) => {
+        await f.client.delete(COCOONSETS, NS, SET);
+        const generation = f.set().metadata.generation;
+        f.setStatus({
+          ...f.set().status,
+          phase: "Suspended",
+          observedGeneration: generation,
+        } as CocoonSet["status"]);
+      },
+    ],
+  ];
+  for (const [what, change] of changes) {
+    it(`copies nothing into a set the server shows ${what} while the cache shows it ready`, async () => {
+      const cs = setIn("Running", false);
+      cs.metadata.finalizers = ["cocoonset.cocoonstack.io/finalizer"];
+      const f = seeded(cs);
+      await suspendedForCopy(f);
+      const ready = f.set().metadata.resourceVersion;
+      await change(f);
+      cacheSetAt(f, ready);
+      const before = record(f.set());
+      assert.deepEqual(await f.run(), { requeueAfterMs: 1_000 });
+      assert.ok(!f.log.some((l) => l.startsWith("put")), "no copy");
+      assert.deepEqual(record(f.set()), before, "nothing recorded");
+      assert.equal(f.restore()?.status?.members, undefined);
+    });
+  }
+
+  it("a hold the cache does not show yet is no removed hold: the pass looks again", async () => {
+    const f = seeded(setIn("Running", false));
+    const unheld = f.set().metadata.resourceVersion;
+    await f.run();
+    cacheSetAt(f, unheld);
+    assert.deepEqual(await f.run(), { requeueAfterMs: 1_000 });
+    assert.equal(f.restore()?.status?.phase, "Restoring");
+    assert.ok(restoreHoldOf(f.set()));
+  });
+});
+
+describe("RestoreReconciler: letting go", () => {
+  it("past its deadline it removes its own hold only: another restore's hold on the set stays", async () => {
+    const f = seeded(setIn("Running", false));
+    await f.run();
+    const theirs = encodeRestoreHold({ restore: "r2", uid: "uid-r2", checkpoint: "ck", suspend: false });
+    await f.client.patch(COCOONSETS, NS, SET, { metadata: { annotations: { [ANN_RESTORE_HOLD]: theirs } } });
+    f.clock.advance(60 * 60_000);
+    assert.deepEqual(await f.run(), {});
+    assert.equal(f.restore()?.status?.reason, REASON_DEADLINE_EXCEEDED);
+    assert.equal(f.set().metadata.annotations?.[ANN_RESTORE_HOLD], theirs);
+  });
+
+  it("past its deadline with its set gone, it fails all the same", async () => {
+    const f = seeded(setIn("Running", false));
+    await f.run();
+    await f.client.delete(COCOONSETS, NS, SET);
+    f.clock.advance(60 * 60_000);
+    assert.deepEqual(await f.run(), {});
+    assert.equal(f.restore()?.status?.reason, REASON_DEADLINE_EXCEEDED);
+  });
+
+  it("a checkpoint whose delete begins as the hold is taken: the hold goes again and the restore is refused", async () => {
+    const f = seeded(setIn("Running", false));
+    const patch = f.client.patch.bind(f.client);
+    f.client.patch = (async (...args: Parameters<typeof patch>) => {
+      const out = await patch(...args);
+      const ck = f.client.peek<CocoonCheckpoint>(COCOONCHECKPOINTS, NS, "ck") as CocoonCheckpoint;
+      if (args[0] === COCOONSETS && !ck.metadata.deletionTimestamp) {
+        f.client.seed(COCOONCHECKPOINTS, {
+          ...ck,
+          metadata: { ...ck.metadata, deletionTimestamp: "2026-01-01T00:00:00Z" },
+        });
+      }
+      return out;
+    }) as typeof f.client.patch;
+    await f.run();
+    assert.equal(f.restore()?.status?.phase, "Failed");
+    assert.equal(f.restore()?.status?.reason, "CheckpointDeleting");
+    assert.deepEqual(setWrites(f), ["hold", "release"]);
+  });
+
+  it("a hold already gone from the deleted set when it lets go is no error; any other failure is", async () => {
+    for (const [error, fails] of [
+      [new NotFoundError(404, "NotFound", "cocoonsets gone"), false],
+      [new ConflictError(409, "Conflict", "modified"), true],
+    ] as const) {
+      const f = seeded(setIn("Suspended", true));
+      await f.run();
+      await f.run();
+      assert.equal(f.restore()?.status?.phase, "Restored");
+      // The hold is still there: the pass that finished could not remove it.
+      const cs = f.set();
+      const hold = encodeRestoreHold({ restore: "r1", uid: "uid-r1", checkpoint: "ck", suspend: true });
+      f.client.seed(COCOONSETS, {
+        ...cs,
+        metadata: { ...cs.metadata, annotations: { [ANN_RESTORE_HOLD]: hold } },
+      });
+      failPatch(f, (body) => JSON.stringify(body).includes(ANN_RESTORE_HOLD), error);
+      if (fails) await assert.rejects(f.run(), /modified/);
+      else assert.deepEqual(await f.run(), {});
+    }
+  });
+
+  it("a deleted restore's pass lets go of its own holds only, and with none makes no call", async () => {
+    const f = seeded(setIn("Running", false));
+    await f.run();
+    const other = (name: string, hold?: string) => {
+      const cs = setIn("Running", false);
+      f.client.seed(COCOONSETS, {
+        ...cs,
+        metadata: {
+          ...cs.metadata,
+          name,
+          uid: `uid-${name}`,
+          ...(hold ? { annotations: { [ANN_RESTORE_HOLD]: hold } } : {}),
+        },
+      });
+    };
+    other("plain");
+    other("unreadable", "{");
+    const theirs = encodeRestoreHold({ restore: "r9", uid: "uid-r9", checkpoint: "ck", suspend: false });
+    other("theirs", theirs);
+    await f.client.delete(COCOONRESTORES, NS, "r1");
+    f.client.clearCalls();
+    await f.run();
+    assert.equal(restoreHoldOf(f.set()), undefined);
+    assert.deepEqual(
+      f.client.calls.map((c) => `${c.verb} ${c.resource} ${c.name}`),
+      [`get cocoonrestores r1`, `get cocoonsets ${SET}`, `patch cocoonsets ${SET}`],
+    );
+    assert.equal(
+      f.client.peek<CocoonSet>(COCOONSETS, NS, "theirs")?.metadata.annotations?.[ANN_RESTORE_HOLD],
+      theirs,
+    );
+    f.client.clearCalls();
+    await f.run("nobody");
+    assert.deepEqual(f.client.calls, []);
   });
 });
