@@ -726,3 +726,202 @@ describe("RestoreReconciler: letting go", () => {
     assert.deepEqual(f.client.calls, []);
   });
 });
+
+describe("RestoreReconciler: waiting and retrying", () => {
+  /** The set "demo", suspended, in the middle of its branch from checkpoint `from`. */
+  function branching(from: string): CocoonSet {
+    const cs = setIn("Suspended", true);
+    cs.metadata.annotations = { [ANN_FROM_CHECKPOINT]: from };
+    cs.status = {
+      ...(cs.status as NonNullable<CocoonSet["status"]>),
+      conditions: [
+        {
+          type: CONDITION_BRANCHED,
+          status: "False",
+          reason: BRANCH_COPYING,
+          message: "copying",
+          lastTransitionTime: "2026-01-01T00:00:00Z",
+        },
+      ],
+    };
+    return cs;
+  }
+
+  it("waits for a set's branch 30 s at a time, or until its deadline if sooner, saying so once per change", async () => {
+    const f = seeded(branching("ck"));
+    assert.deepEqual(await f.run(), { requeueAfterMs: 30_000 });
+    f.client.clearCalls();
+    assert.deepEqual(await f.run(), { requeueAfterMs: 30_000 });
+    assert.deepEqual(f.client.writes(), [], "the same wait is not written again");
+    assert.deepEqual(
+      f.events.events.map((e) => `${e.reason} ${e.type}`),
+      [`${REASON_SET_HELD} Normal`],
+    );
+
+    // The branch now comes from another checkpoint: the message changes, and is said again.
+    const cs = f.set();
+    f.client.seed(COCOONSETS, {
+      ...cs,
+      metadata: { ...cs.metadata, annotations: { [ANN_FROM_CHECKPOINT]: "ck2" } },
+    });
+    f.clock.advance(60 * 60_000 - 10_000);
+    assert.deepEqual(await f.run(), { requeueAfterMs: 10_000 });
+    assert.match(f.restore()?.status?.message ?? "", /branch from CocoonCheckpoint ck2/);
+    assert.equal(f.events.events.length, 2);
+  });
+
+  it("a refused write is said once per answer: the same refusal again adds no Warning", async () => {
+    const f = seeded(setIn("Running", false));
+    const denied = new ApiError(403, "Forbidden", "denied by a policy");
+    f.client.failNext("patch", "cocoonsets", denied);
+    await assert.rejects(f.run(), /denied by a policy/);
+    assert.equal(f.restore()?.status?.phase, "Pending", "a restore refused before it began is Pending");
+    assert.deepEqual(
+      f.restore()?.status?.conditions?.map((c) => c.type),
+      ["Restored", "Progressing"],
+    );
+    f.client.failNext("patch", "cocoonsets", denied);
+    await assert.rejects(f.run(), /denied by a policy/);
+    f.client.failNext("patch", "cocoonsets", new ApiError(403, "Forbidden", "denied by another policy"));
+    await assert.rejects(f.run(), /another policy/);
+    assert.deepEqual(
+      f.events.events.map((e) => `${e.reason} ${e.type}`),
+      ["RestoreWriteRefused Warning", "RestoreWriteRefused Warning"],
+    );
+  });
+
+  it("a begin retried after its hold was taken keeps that hold: no second hold write", async () => {
+    const f = seeded(setIn("Running", false));
+    f.client.failNext("patch", "cocoonrestores/status", new Error("connection reset"));
+    await assert.rejects(f.run(), /connection reset/);
+    assert.ok(restoreHoldBy(f.set(), "uid-r1"));
+    assert.deepEqual(await f.run(), { requeue: true });
+    assert.equal(f.restore()?.status?.phase, "Restoring");
+    assert.deepEqual(setWrites(f), ["hold"]);
+  });
+
+  it("a copy cut short by the operator's shutdown is no failed copy; past the deadline the set stays suspended", async () => {
+    const f = seeded(setIn("Running", false));
+    await suspendedForCopy(f);
+    f.registry.failOn = (op, repo) => {
+      if (op !== "put" || repo !== SUB) return undefined;
+      const abort = new Error("aborted");
+      abort.name = "AbortError";
+      return abort;
+    };
+    await assert.rejects(f.run(), /aborted/);
+    assert.equal(f.restore()?.status?.reason, "Copying");
+    assert.ok(!f.events.reasons().includes("RestoreCopyFailed"));
+    f.clock.advance(60 * 60_000);
+    await f.run();
+    assert.equal(f.restore()?.status?.reason, REASON_DEADLINE_EXCEEDED);
+    assert.equal(f.set().spec.suspend, true, "copies had begun: the set stays suspended");
+  });
+
+  it("copies landed but the resume not written: past the deadline the set stays suspended", async () => {
+    const f = seeded(setIn("Running", false));
+    await suspendedForCopy(f);
+    failPatch(
+      f,
+      (body) => (body as { spec?: { suspend?: boolean } }).spec?.suspend === false,
+      new Error("connection reset"),
+    );
+    await assert.rejects(f.run(), /connection reset/);
+    assert.equal(f.restore()?.status?.reason, "Resuming");
+    assert.notEqual(f.restore()?.status?.members, undefined);
+    f.clock.advance(60 * 60_000);
+    await f.run();
+    assert.equal(f.restore()?.status?.reason, REASON_DEADLINE_EXCEEDED);
+    assert.equal(f.set().spec.suspend, true);
+  });
+
+  it("a copy that fails says so with a Warning", async () => {
+    const f = seeded(setIn("Suspended", true));
+    await f.run();
+    f.registry.failOn = (op) => (op === "put" ? new Error("quota") : undefined);
+    await assert.rejects(f.run(), /quota/);
+    assert.equal(f.events.events.find((e) => e.reason === "RestoreCopyFailed")?.type, "Warning");
+  });
+
+  it("a restore refused says so with a Warning", async () => {
+    const f = restoreFixture();
+    f.client.seed(COCOONSETS, setIn("Running", false));
+    f.client.seed(COCOONRESTORES, restoreOf("r1", "missing"));
+    await f.run();
+    assert.equal(f.events.events.find((e) => e.reason === "RestoreRefused")?.type, "Warning");
+  });
+});
+
+describe("RestoreReconciler: what it judges a start on", () => {
+  it("with the checkpoint API not served it is refused CheckpointsUnavailable", async () => {
+    const f = seeded(setIn("Running", false));
+    f.cachedCheckpoint.value = "unavailable";
+    await f.run();
+    assert.equal(f.restore()?.status?.reason, "CheckpointsUnavailable");
+    assert.equal(restoreHoldOf(f.set()), undefined);
+  });
+
+  it("takes a checkpoint of the set this one was branched from, and refuses one when that is unknown", async () => {
+    const cs = setIn("Running", false);
+    cs.metadata.annotations = { [ANN_FROM_CHECKPOINT]: "ck-origin" };
+    cs.status = {
+      ...(cs.status as NonNullable<CocoonSet["status"]>),
+      conditions: [
+        {
+          type: CONDITION_BRANCHED,
+          status: "True",
+          reason: "FromCheckpoint",
+          message: "branched",
+          lastTransitionTime: "2026-01-01T00:00:00Z",
+        },
+      ],
+    };
+    const f = restoreFixture();
+    f.client.seed(COCOONSETS, cs);
+    f.client.seed(COCOONCHECKPOINTS, readyCheckpoint({ main: "sha256:m", sub: "sha256:s" }, "origin", "ck"));
+    f.client.seed(COCOONRESTORES, restoreOf());
+    await f.run();
+    assert.equal(f.restore()?.status?.reason, "CheckpointOfAnotherSet", "ck-origin is not known yet");
+
+    f.client.seed(
+      COCOONCHECKPOINTS,
+      readyCheckpoint({ main: "sha256:m", sub: "sha256:s" }, "origin", "ck-origin"),
+    );
+    f.client.seed(COCOONRESTORES, restoreOf("r2"));
+    await f.run("r2");
+    assert.equal(f.restore("r2")?.status?.phase, "Restoring");
+  });
+
+  it("takes over the hold of a restore that has finished", async () => {
+    const cs = setIn("Suspended", true);
+    const stale = encodeRestoreHold({ restore: "r0", uid: "uid-r0", checkpoint: "ck", suspend: false });
+    const f = seeded({ ...cs, metadata: { ...cs.metadata, annotations: { [ANN_RESTORE_HOLD]: stale } } });
+    f.client.seed(COCOONRESTORES, { ...restoreOf("r0"), status: { phase: "Restored" } });
+    await f.run();
+    assert.equal(f.restore()?.status?.phase, "Restoring");
+    assert.equal(
+      restoreHoldBy(f.set(), "uid-r1")?.suspend,
+      false,
+      "the suspend state the stale hold recorded",
+    );
+  });
+
+  it("a restore the cache shows but the API server no longer has is left alone", async () => {
+    const f = seeded(setIn("Running", false));
+    await f.client.delete(COCOONRESTORES, NS, "r1");
+    f.restoreCache.lag = 1;
+    f.client.clearCalls();
+    assert.deepEqual(await f.run(), {});
+    assert.deepEqual(f.client.writes(), []);
+  });
+
+  it("a set suspended before and abandoned, or expired, before any copy gets no suspend write", async () => {
+    const f = seeded(setIn("Suspended", true));
+    await f.client.patch(COCOONRESTORES, NS, "r1", { spec: { failureDeadline: "5m" } });
+    await f.run();
+    f.clock.advance(5 * 60_000);
+    await f.run();
+    assert.equal(f.restore()?.status?.reason, REASON_DEADLINE_EXCEEDED);
+    assert.deepEqual(setWrites(f), ["hold", "release"]);
+  });
+});
