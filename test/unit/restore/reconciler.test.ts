@@ -925,3 +925,28 @@ describe("RestoreReconciler: what it judges a start on", () => {
     assert.deepEqual(setWrites(f), ["hold", "release"]);
   });
 });
+
+describe("RestoreReconciler: refusals and give-ups that touch nothing more", () => {
+  it("a restore of a set that does not exist is refused SetNotFound", async () => {
+    const f = restoreFixture();
+    f.client.seed(COCOONRESTORES, restoreOf());
+    await f.run();
+    assert.equal(f.restore()?.status?.phase, "Failed");
+    assert.equal(f.restore()?.status?.reason, "SetNotFound");
+  });
+
+  it("a spec that no longer fits a set suspended before gives it up with no suspend write", async () => {
+    const f = seeded(setIn("Suspended", true));
+    f.setStatus({ ...f.set().status, phase: "Running" } as CocoonSet["status"]);
+    await f.run();
+    const cs = f.set();
+    f.client.seed(COCOONSETS, {
+      ...cs,
+      spec: { ...cs.spec, agent: { ...cs.spec.agent, image: "other" } },
+      status: { ...cs.status, phase: "Suspended", observedGeneration: cs.metadata.generation },
+    } as CocoonSet);
+    await f.run();
+    assert.equal(f.restore()?.status?.reason, "Incompatible");
+    assert.deepEqual(setWrites(f), ["hold", "release"]);
+  });
+});
