@@ -782,6 +782,7 @@ describe("RestoreReconciler: waiting and retrying", () => {
     );
     f.client.failNext("patch", "cocoonsets", denied);
     await assert.rejects(f.run(), /denied by a policy/);
+    assert.equal(f.events.events.length, 1, "the same answer again is not said again");
     f.client.failNext("patch", "cocoonsets", new ApiError(403, "Forbidden", "denied by another policy"));
     await assert.rejects(f.run(), /another policy/);
     assert.deepEqual(
