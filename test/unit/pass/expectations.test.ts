@@ -264,6 +264,50 @@ describe("PodCreateExpectations", () => {
     assert.equal(e.pendingMs(NS, "a"), undefined);
   });
 
+  it("a create answered without a uid ends on the delete of any pod of that name", () => {
+    const e = new PodCreateExpectations(new FakeClock());
+    e.created(NS, "a", undefined, "demo");
+    e.observe(pod("a", "whichever", true));
+    assert.notEqual(e.pendingMs(NS, "a"), undefined, "a terminating pod of the name is not the created one");
+    e.observeDeleted(pod("a", "whichever"));
+    assert.equal(e.pendingMs(NS, "a"), undefined);
+    assert.equal(e.awaitsCreates(NS, "demo"), false);
+  });
+
+  it("awaitsCreates holds while any pod of the set is expected, though another one lapsed", () => {
+    const clock = new FakeClock();
+    const e = new PodCreateExpectations(clock, 1_000);
+    e.created(NS, "demo-0", "u0", "demo");
+    clock.advance(600);
+    e.created(NS, "demo-1", "u1", "demo");
+    clock.advance(400);
+    assert.equal(e.pendingMs(NS, "demo-1"), 600);
+    assert.equal(e.awaitsCreates(NS, "demo"), true, "demo-1 is still expected");
+  });
+
+  it("the sweep drops the lapsed expectations only: one still pending keeps the pod from a second create", () => {
+    const clock = new FakeClock();
+    const e = new PodCreateExpectations(clock, 1_000);
+    e.created(NS, "demo-0", "u0", "demo");
+    clock.advance(900);
+    e.created(NS, "demo-1", "u1", "demo");
+    clock.advance(100);
+    // A TTL after the last sweep: this create sweeps, and demo-0 has lapsed, demo-1 has not.
+    e.created(NS, "other-0", "u2", "other");
+    assert.equal(e.size, 2);
+    assert.equal(e.pendingMs(NS, "demo-1"), 900);
+    assert.deepEqual([...e.pendingForSet(NS, "demo")], [["demo-1", clock.now() + 900]]);
+  });
+
+  it("a pod created again for another set is expected of that set alone", () => {
+    const e = new PodCreateExpectations(new FakeClock());
+    e.created(NS, "a-b-0", "u0", "a");
+    e.created(NS, "a-b-0", "u1", "a-b");
+    assert.equal(e.pendingForSet(NS, "a").size, 0);
+    assert.equal(e.awaitsCreates(NS, "a"), false);
+    assert.deepEqual([...e.pendingForSet(NS, "a-b").keys()], ["a-b-0"]);
+  });
+
   it("awaitsCreates answers per set while a create is expected, and not once it is seen or lapses", () => {
     const clock = new FakeClock();
     const e = new PodCreateExpectations(clock, 1_000);

@@ -93,3 +93,60 @@ describe("the reclaim record's releasedUnder", () => {
     assert.equal(encodeReclaim(forgetReleased(woken, VM0)), GO_RECORD);
   });
 });
+
+describe("reading the reclaim record as the Go operator's encoding/json does", () => {
+  const MALFORMED = "hibernate-reclaim is malformed, read as empty";
+
+  it("a missing generation or a null list reads as zero or empty: the record is kept", () => {
+    for (const raw of [
+      `{"vms":["${VM0}"],"restore":["${VM0}"]}`,
+      `{"generation":null,"vms":["${VM0}"],"restore":["${VM0}"],"suspended":null}`,
+    ]) {
+      assert.deepEqual(
+        readReclaim(raw),
+        { value: { generation: 0, vms: [VM0], restore: [VM0], suspended: [] } },
+        raw,
+      );
+    }
+  });
+
+  it("a record that is not a JSON object, or holds a list with a non-string, reads as empty with a warning", () => {
+    for (const raw of [
+      "7",
+      "true",
+      `"x"`,
+      "[]",
+      `["${VM0}"]`,
+      `{"vms":["${VM0}",1]}`,
+      `{"generation":1.5}`,
+    ]) {
+      assert.deepEqual(readReclaim(raw), { value: EMPTY_RECLAIM, warning: MALFORMED }, raw);
+    }
+  });
+
+  it("a null releasedUnder reads as absent, with no warning", () => {
+    assert.deepEqual(readReclaim(`{"generation":3,"vms":["${VM0}"],"releasedUnder":null}`), {
+      value: { generation: 3, vms: [VM0], restore: [], suspended: [] },
+    });
+  });
+
+  it("a releasedUnder that is no map of complete entries reads as absent with a warning", () => {
+    for (const bad of [
+      "[]",
+      "7",
+      `{"${VM0}":null}`,
+      `{"${VM0}":[]}`,
+      `{"${VM0}":{"backend":"cloud-hypervisor","snapshotCompatibilityClass":""}}`,
+    ]) {
+      const read = readReclaim(`{"generation":3,"vms":["${VM0}"],"releasedUnder":${bad}}`);
+      assert.deepEqual(
+        read,
+        {
+          value: { generation: 3, vms: [VM0], restore: [], suspended: [] },
+          warning: "hibernate-reclaim releasedUnder is malformed, read as absent",
+        },
+        bad,
+      );
+    }
+  });
+});

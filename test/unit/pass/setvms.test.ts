@@ -105,12 +105,12 @@ describe("keepsSharedNames: a set with VMs", () => {
   });
 });
 
-describe("collisionsWithKeepers", () => {
-  /** An index over `sets` as the informer keeps it. */
-  function naming(sets: CocoonSet[]) {
-    return (vm: string) => sets.filter((cs) => setVMNames(cs).includes(vm));
-  }
+/** An index over `sets` as the informer keeps it. */
+function naming(sets: CocoonSet[]) {
+  return (vm: string) => sets.filter((cs) => setVMNames(cs).includes(vm));
+}
 
+describe("collisionsWithKeepers", () => {
   it("refuses the later of namespace a-b set c and namespace a set b-c, not the earlier", () => {
     const first = set("a-b", "c", { created: "2026-01-01T00:00:00Z" });
     const second = set("a", "b-c", { created: "2026-01-01T00:00:05Z" });
@@ -140,5 +140,79 @@ describe("collisionsWithKeepers", () => {
       ["vk-ns-web-2-0"],
     );
     assert.deepEqual(collisionsWithKeepers(web, setVMNames(web), lookup), []);
+  });
+});
+
+describe("setVMNames: what the spec and status name", () => {
+  it("a spec without toolboxes names the agents' VMs only", () => {
+    const cs = set("ns", "web", { replicas: 1 });
+    delete cs.spec.toolboxes;
+    assert.deepEqual(setVMNames(cs), ["vk-ns-web-0", "vk-ns-web-1"]);
+  });
+
+  it("a toolbox gone from the spec still names its VM while the status lists it", () => {
+    const cs = set("ns", "web", {
+      status: {
+        readyAgents: 0,
+        desiredAgents: 1,
+        readyToolboxes: 0,
+        desiredToolboxes: 0,
+        toolboxes: [{ name: "db", vmName: "vk-ns-web-db" }],
+      },
+    });
+    assert.deepEqual(setVMNames(cs), ["vk-ns-web-0", "vk-ns-web-db"]);
+  });
+});
+
+describe("keepsSharedNames: agents' VMs", () => {
+  it("a set whose status lists agent VMs keeps its names over a later-uid set created before it", () => {
+    const running = set("ns", "web", {
+      uid: "z",
+      created: "2026-01-01T00:00:09Z",
+      status: {
+        readyAgents: 1,
+        desiredAgents: 1,
+        readyToolboxes: 0,
+        desiredToolboxes: 0,
+        agents: [{ slot: 0, role: "main", vmName: "vk-ns-web-0" }],
+      },
+    });
+    const fresh = set("ns", "web-x", { uid: "a" });
+    assert.equal(keepsSharedNames(running, fresh), true);
+    assert.equal(keepsSharedNames(fresh, running), false);
+  });
+});
+
+describe("collisionsWithKeepers: the holder", () => {
+  it("names the set that keeps the name over every other, whatever order the index lists them in", () => {
+    const first = set("ns", "web", { toolboxes: ["2-0"], created: "2026-01-01T00:00:00Z" });
+    const second = set("ns", "web-2", { created: "2026-01-01T00:00:05Z" });
+    const third = set("ns", "web-2-x", { created: "2026-01-01T00:00:09Z" });
+    const vm = "vk-ns-web-2-0";
+    for (const order of [
+      [second, first, third],
+      [third, second, first],
+      [first, third, second],
+    ]) {
+      const refused = collisionsWithKeepers(third, [vm], () => order);
+      assert.deepEqual(
+        refused.map((c) => [c.vm, c.holder.metadata.name]),
+        [[vm, "web"]],
+      );
+    }
+  });
+});
+
+describe("collisionsWithKeepers: sets of one name in two namespaces", () => {
+  it("refuses set web of namespace x-web-0 once web of namespace x names its main VM", () => {
+    const first = set("x", "web", { toolboxes: ["0-web-0"], created: "2026-01-01T00:00:00Z" });
+    const second = set("x-web-0", "web", { created: "2026-01-01T00:00:05Z" });
+    const lookup = naming([first, second]);
+    const refused = collisionsWithKeepers(second, setVMNames(second), lookup);
+    assert.deepEqual(
+      refused.map((c) => [c.vm, c.holder.metadata.namespace]),
+      [["vk-x-web-0-web-0", "x"]],
+    );
+    assert.deepEqual(collisionsWithKeepers(first, setVMNames(first), lookup), []);
   });
 });

@@ -69,11 +69,16 @@ export function restoreFixture() {
   const registry = new FakeCheckpointRegistry(log);
   const events = new RecordingEvents();
   const clock = new FakeClock();
-  /** A lagging cache: a checkpoint it shows instead of the stored one, restores it does not show yet. */
-  const cachedCheckpoint: { value: CocoonCheckpoint | undefined } = { value: undefined };
+  /**
+   * A lagging cache: a checkpoint it shows instead of the stored one ("unavailable": the checkpoint
+   * API is not served), restores it does not show yet.
+   */
+  const cachedCheckpoint: { value: CocoonCheckpoint | "unavailable" | undefined } = { value: undefined };
   const hiddenRestores = new Set<string>();
   /** How many store changes the cached restores lag behind (a restore watch behind the sets'). */
   const restoreCache = { lag: 0 };
+  /** How many store changes the cached sets lag behind the API server. */
+  const setCache = { lag: 0 };
   const reconciler = new RestoreReconciler({
     client,
     view: {
@@ -82,10 +87,11 @@ export function restoreFixture() {
         client
           .all<CocoonRestore>(COCOONRESTORES, ns)
           .filter((r) => !hiddenRestores.has(r.metadata.name ?? "")),
-      getCocoonSet: (ns, name) => client.peek<CocoonSet>(COCOONSETS, ns, name),
-      listCocoonSets: (ns) => client.all<CocoonSet>(COCOONSETS, ns),
+      getCocoonSet: (ns, name) => client.peek<CocoonSet>(COCOONSETS, ns, name, setCache.lag),
+      listCocoonSets: (ns) => client.all<CocoonSet>(COCOONSETS, ns, setCache.lag),
       checkpoints: {
-        getCheckpoint: (ns, name) => client.peek<CocoonCheckpoint>(COCOONCHECKPOINTS, ns, name),
+        getCheckpoint: (ns, name) =>
+          cachedCheckpoint.value ?? client.peek<CocoonCheckpoint>(COCOONCHECKPOINTS, ns, name),
       },
     },
     registry,
@@ -114,5 +120,6 @@ export function restoreFixture() {
     cachedCheckpoint,
     hiddenRestores,
     restoreCache,
+    setCache,
   };
 }

@@ -13,7 +13,7 @@ import {
 } from "../../../src/checkpoint/keys.ts";
 import { manifestDigest, sameRepositoryBranchManifest } from "../../../src/checkpoint/manifest.ts";
 import { ANN_HIBERNATE_RECLAIM } from "../../../src/contract/keys.ts";
-import { ApiError } from "../../../src/controller/errors.ts";
+import { ApiError, ConflictError, NotFoundError } from "../../../src/controller/errors.ts";
 import { COCOONCHECKPOINTS, COCOONRESTORES, COCOONSETS } from "../../../src/controller/resources.ts";
 import { encodeRestoreHold, REASON_SET_HELD, restoreHoldBy, restoreHoldOf } from "../../../src/holds.ts";
 import { readReclaim } from "../../../src/pass/reclaimrecord.ts";
@@ -472,5 +472,482 @@ describe("RestoreReconciler: deadline", () => {
     assert.equal(restoreHoldOf(f.set()), undefined);
     await f.run();
     assert.equal(f.restore()?.status?.phase, "Restoring", "the next pass takes the hold");
+  });
+});
+
+/** Runs r1 of `f` until the set is Suspended at the generation its suspend gave it (2), tags pushed. */
+async function suspendedForCopy(f: ReturnType<typeof seeded>): Promise<void> {
+  await f.run();
+  await f.run();
+  f.registry.push(MAIN, "hibernate", IMAGE);
+  f.registry.push(SUB, "hibernate", IMAGE);
+  f.setStatus({ ...f.set().status, phase: "Suspended", observedGeneration: 2 } as CocoonSet["status"]);
+}
+
+/** Makes the next client.patch that `matches` fail with `error` (after nothing was written). */
+function failPatch(f: ReturnType<typeof seeded>, matches: (body: unknown) => boolean, error: Error): void {
+  const patch = f.client.patch.bind(f.client);
+  let armed = true;
+  f.client.patch = (async (...args: Parameters<typeof patch>) => {
+    if (armed && matches(args[3])) {
+      armed = false;
+      throw error;
+    }
+    return patch(...args);
+  }) as typeof f.client.patch;
+}
+
+/** The set cache lags until it shows the set at resourceVersion `version` again. */
+function cacheSetAt(f: ReturnType<typeof seeded>, version: string | undefined): void {
+  while (f.client.peek<CocoonSet>(COCOONSETS, NS, SET, f.setCache.lag)?.metadata.resourceVersion !== version)
+    f.setCache.lag++;
+}
+
+describe("RestoreReconciler: Restored only once its VMs run from the copies", () => {
+  it("a set Running at its generation with a VM still owed its restore keeps the restore waiting", async () => {
+    const f = seeded(setIn("Running", false));
+    await suspendedForCopy(f);
+    await f.run();
+    assert.equal(record(f.set()).generation, 2, "the record takes the set's generation at the copy");
+    assert.equal(f.restore()?.status?.resumed, true);
+    f.setStatus({ ...f.set().status, phase: "Running", observedGeneration: 3 } as CocoonSet["status"]);
+    // The set's pass has not dropped the copies yet: both VMs are still owed their restore.
+    assert.deepEqual(record(f.set()).restore, [MAIN, SUB]);
+    await f.run();
+    assert.equal(f.restore()?.status?.phase, "Restoring");
+    assert.match(f.restore()?.status?.message ?? "", new RegExp(`waiting for ${MAIN}, ${SUB} to run`));
+    assert.ok(restoreHoldOf(f.set()), "the hold stays");
+
+    // A settled waiting pass reads only its cache and writes nothing.
+    f.client.clearCalls();
+    await f.run();
+    assert.deepEqual(f.client.calls, []);
+
+    // The set's pass drops the copies as the VMs run: then Restored, and a finished restore makes no call.
+    const cs = f.set();
+    f.client.seed(COCOONSETS, {
+      ...cs,
+      metadata: {
+        ...cs.metadata,
+        annotations: { [ANN_RESTORE_HOLD]: cs.metadata.annotations?.[ANN_RESTORE_HOLD] ?? "" },
+      },
+    });
+    await f.run();
+    assert.equal(f.restore()?.status?.phase, "Restored");
+    assert.deepEqual(
+      f.events.events.map((e) => `${e.object} ${e.reason} ${e.type}`),
+      [
+        "r1 RestoreStarted Normal",
+        `${SET} RestoreStarted Normal`,
+        "r1 RestoreCopied Normal",
+        "r1 Restored Normal",
+        `${SET} Restored Normal`,
+      ],
+    );
+    f.client.clearCalls();
+    assert.deepEqual(await f.run(), {});
+    assert.deepEqual(f.client.calls, []);
+  });
+
+  it("a pass waiting for the suspend writes its wait once", async () => {
+    const f = seeded(setIn("Running", false));
+    await f.run();
+    await f.run();
+    await f.run();
+    f.client.clearCalls();
+    await f.run();
+    assert.deepEqual(f.client.writes(), []);
+  });
+
+  it("the status it writes while copying keeps what it said before, and says Copying at the first copy", async () => {
+    const f = seeded(setIn("Running", false));
+    await suspendedForCopy(f);
+    const atPut: (string | undefined)[] = [];
+    f.registry.failOn = (op) => {
+      if (op === "put") atPut.push(f.restore()?.status?.reason);
+      return undefined;
+    };
+    await f.run();
+    assert.equal(atPut[0], "Copying");
+    const status = f.restore()?.status;
+    assert.equal(status?.suspendedBefore, false);
+    assert.notEqual(status?.startTime, undefined);
+    assert.deepEqual(
+      status?.conditions?.map((c) => c.type),
+      ["Restored", "Progressing"],
+    );
+  });
+});
+
+describe("RestoreReconciler: the copy re-checks the API server's set", () => {
+  const changes: [string, (f: ReturnType<typeof seeded>) => Promise<unknown>][] = [
+    ["unsuspended", (f) => f.client.patch(COCOONSETS, NS, SET, { spec: { suspend: false } })],
+    [
+      "its hold removed",
+      (f) => f.client.patch(COCOONSETS, NS, SET, { metadata: { annotations: { [ANN_RESTORE_HOLD]: null } } }),
+    ],
+    [
+      "being deleted (its status Suspended at the generation the delete gave it)",
+      async (f) => {
+        await f.client.delete(COCOONSETS, NS, SET);
+        const generation = f.set().metadata.generation;
+        f.setStatus({
+          ...f.set().status,
+          phase: "Suspended",
+          observedGeneration: generation,
+        } as CocoonSet["status"]);
+      },
+    ],
+  ];
+  for (const [what, change] of changes) {
+    it(`copies nothing into a set the server shows ${what} while the cache shows it ready`, async () => {
+      const cs = setIn("Running", false);
+      cs.metadata.finalizers = ["cocoonset.cocoonstack.io/finalizer"];
+      const f = seeded(cs);
+      await suspendedForCopy(f);
+      const ready = f.set().metadata.resourceVersion;
+      await change(f);
+      cacheSetAt(f, ready);
+      const before = record(f.set());
+      assert.deepEqual(await f.run(), { requeueAfterMs: 1_000 });
+      assert.ok(!f.log.some((l) => l.startsWith("put")), "no copy");
+      assert.deepEqual(record(f.set()), before, "nothing recorded");
+      assert.equal(f.restore()?.status?.members, undefined);
+    });
+  }
+
+  it("a hold the cache does not show yet is no removed hold: the pass looks again", async () => {
+    const f = seeded(setIn("Running", false));
+    const unheld = f.set().metadata.resourceVersion;
+    await f.run();
+    cacheSetAt(f, unheld);
+    assert.deepEqual(await f.run(), { requeueAfterMs: 1_000 });
+    assert.equal(f.restore()?.status?.phase, "Restoring");
+    assert.ok(restoreHoldOf(f.set()));
+  });
+});
+
+describe("RestoreReconciler: letting go", () => {
+  it("past its deadline it removes its own hold only: another restore's hold on the set stays", async () => {
+    const f = seeded(setIn("Running", false));
+    await f.run();
+    const theirs = encodeRestoreHold({ restore: "r2", uid: "uid-r2", checkpoint: "ck", suspend: false });
+    await f.client.patch(COCOONSETS, NS, SET, { metadata: { annotations: { [ANN_RESTORE_HOLD]: theirs } } });
+    f.clock.advance(60 * 60_000);
+    assert.deepEqual(await f.run(), {});
+    assert.equal(f.restore()?.status?.reason, REASON_DEADLINE_EXCEEDED);
+    assert.equal(f.set().metadata.annotations?.[ANN_RESTORE_HOLD], theirs);
+  });
+
+  it("past its deadline with its set gone, it fails all the same", async () => {
+    const f = seeded(setIn("Running", false));
+    await f.run();
+    await f.client.delete(COCOONSETS, NS, SET);
+    f.clock.advance(60 * 60_000);
+    assert.deepEqual(await f.run(), {});
+    assert.equal(f.restore()?.status?.reason, REASON_DEADLINE_EXCEEDED);
+  });
+
+  it("a checkpoint whose delete begins as the hold is taken: the hold goes again and the restore is refused", async () => {
+    const f = seeded(setIn("Running", false));
+    const patch = f.client.patch.bind(f.client);
+    f.client.patch = (async (...args: Parameters<typeof patch>) => {
+      const out = await patch(...args);
+      const ck = f.client.peek<CocoonCheckpoint>(COCOONCHECKPOINTS, NS, "ck") as CocoonCheckpoint;
+      if (args[0] === COCOONSETS && !ck.metadata.deletionTimestamp) {
+        f.client.seed(COCOONCHECKPOINTS, {
+          ...ck,
+          metadata: { ...ck.metadata, deletionTimestamp: "2026-01-01T00:00:00Z" },
+        });
+      }
+      return out;
+    }) as typeof f.client.patch;
+    await f.run();
+    assert.equal(f.restore()?.status?.phase, "Failed");
+    assert.equal(f.restore()?.status?.reason, "CheckpointDeleting");
+    assert.deepEqual(setWrites(f), ["hold", "release"]);
+  });
+
+  it("a hold already gone from the deleted set when it lets go is no error; any other failure is", async () => {
+    for (const [error, fails] of [
+      [new NotFoundError(404, "NotFound", "cocoonsets gone"), false],
+      [new ConflictError(409, "Conflict", "modified"), true],
+    ] as const) {
+      const f = seeded(setIn("Suspended", true));
+      await f.run();
+      await f.run();
+      assert.equal(f.restore()?.status?.phase, "Restored");
+      // The hold is still there: the pass that finished could not remove it.
+      const cs = f.set();
+      const hold = encodeRestoreHold({ restore: "r1", uid: "uid-r1", checkpoint: "ck", suspend: true });
+      f.client.seed(COCOONSETS, {
+        ...cs,
+        metadata: { ...cs.metadata, annotations: { [ANN_RESTORE_HOLD]: hold } },
+      });
+      failPatch(f, (body) => JSON.stringify(body).includes(ANN_RESTORE_HOLD), error);
+      if (fails) await assert.rejects(f.run(), /modified/);
+      else assert.deepEqual(await f.run(), {});
+    }
+  });
+
+  it("a deleted restore's pass lets go of its own holds only, and with none makes no call", async () => {
+    const f = seeded(setIn("Running", false));
+    await f.run();
+    const other = (name: string, hold?: string) => {
+      const cs = setIn("Running", false);
+      f.client.seed(COCOONSETS, {
+        ...cs,
+        metadata: {
+          ...cs.metadata,
+          name,
+          uid: `uid-${name}`,
+          ...(hold ? { annotations: { [ANN_RESTORE_HOLD]: hold } } : {}),
+        },
+      });
+    };
+    other("plain");
+    other("unreadable", "{");
+    const theirs = encodeRestoreHold({ restore: "r9", uid: "uid-r9", checkpoint: "ck", suspend: false });
+    other("theirs", theirs);
+    await f.client.delete(COCOONRESTORES, NS, "r1");
+    f.client.clearCalls();
+    await f.run();
+    assert.equal(restoreHoldOf(f.set()), undefined);
+    assert.deepEqual(
+      f.client.calls.map((c) => `${c.verb} ${c.resource} ${c.name}`),
+      [`get cocoonrestores r1`, `get cocoonsets ${SET}`, `patch cocoonsets ${SET}`],
+    );
+    assert.equal(
+      f.client.peek<CocoonSet>(COCOONSETS, NS, "theirs")?.metadata.annotations?.[ANN_RESTORE_HOLD],
+      theirs,
+    );
+    f.client.clearCalls();
+    await f.run("nobody");
+    assert.deepEqual(f.client.calls, []);
+  });
+});
+
+describe("RestoreReconciler: waiting and retrying", () => {
+  /** The set "demo", suspended, in the middle of its branch from checkpoint `from`. */
+  function branching(from: string): CocoonSet {
+    const cs = setIn("Suspended", true);
+    cs.metadata.annotations = { [ANN_FROM_CHECKPOINT]: from };
+    cs.status = {
+      ...(cs.status as NonNullable<CocoonSet["status"]>),
+      conditions: [
+        {
+          type: CONDITION_BRANCHED,
+          status: "False",
+          reason: BRANCH_COPYING,
+          message: "copying",
+          lastTransitionTime: "2026-01-01T00:00:00Z",
+        },
+      ],
+    };
+    return cs;
+  }
+
+  it("waits for a set's branch 30 s at a time, or until its deadline if sooner, saying so once per change", async () => {
+    const f = seeded(branching("ck"));
+    assert.deepEqual(await f.run(), { requeueAfterMs: 30_000 });
+    f.client.clearCalls();
+    assert.deepEqual(await f.run(), { requeueAfterMs: 30_000 });
+    assert.deepEqual(f.client.writes(), [], "the same wait is not written again");
+    assert.deepEqual(
+      f.events.events.map((e) => `${e.reason} ${e.type}`),
+      [`${REASON_SET_HELD} Normal`],
+    );
+
+    // The branch now comes from another checkpoint: the message changes, and is said again.
+    const cs = f.set();
+    f.client.seed(COCOONSETS, {
+      ...cs,
+      metadata: { ...cs.metadata, annotations: { [ANN_FROM_CHECKPOINT]: "ck2" } },
+    });
+    f.clock.advance(60 * 60_000 - 10_000);
+    assert.deepEqual(await f.run(), { requeueAfterMs: 10_000 });
+    assert.match(f.restore()?.status?.message ?? "", /branch from CocoonCheckpoint ck2/);
+    assert.equal(f.events.events.length, 2);
+  });
+
+  it("a refused write is said once per answer: the same refusal again adds no Warning", async () => {
+    const f = seeded(setIn("Running", false));
+    const denied = new ApiError(403, "Forbidden", "denied by a policy");
+    f.client.failNext("patch", "cocoonsets", denied);
+    await assert.rejects(f.run(), /denied by a policy/);
+    assert.equal(f.restore()?.status?.phase, "Pending", "a restore refused before it began is Pending");
+    assert.deepEqual(
+      f.restore()?.status?.conditions?.map((c) => c.type),
+      ["Restored", "Progressing"],
+    );
+    f.client.failNext("patch", "cocoonsets", denied);
+    await assert.rejects(f.run(), /denied by a policy/);
+    assert.equal(f.events.events.length, 1, "the same answer again is not said again");
+    f.client.failNext("patch", "cocoonsets", new ApiError(403, "Forbidden", "denied by another policy"));
+    await assert.rejects(f.run(), /another policy/);
+    assert.deepEqual(
+      f.events.events.map((e) => `${e.reason} ${e.type}`),
+      ["RestoreWriteRefused Warning", "RestoreWriteRefused Warning"],
+    );
+  });
+
+  it("a begin retried after its hold was taken keeps that hold: no second hold write", async () => {
+    const f = seeded(setIn("Running", false));
+    f.client.failNext("patch", "cocoonrestores/status", new Error("connection reset"));
+    await assert.rejects(f.run(), /connection reset/);
+    assert.ok(restoreHoldBy(f.set(), "uid-r1"));
+    assert.deepEqual(await f.run(), { requeue: true });
+    assert.equal(f.restore()?.status?.phase, "Restoring");
+    assert.deepEqual(setWrites(f), ["hold"]);
+  });
+
+  it("a copy cut short by the operator's shutdown is no failed copy; past the deadline the set stays suspended", async () => {
+    const f = seeded(setIn("Running", false));
+    await suspendedForCopy(f);
+    f.registry.failOn = (op, repo) => {
+      if (op !== "put" || repo !== SUB) return undefined;
+      const abort = new Error("aborted");
+      abort.name = "AbortError";
+      return abort;
+    };
+    await assert.rejects(f.run(), /aborted/);
+    assert.equal(f.restore()?.status?.reason, "Copying");
+    assert.ok(!f.events.reasons().includes("RestoreCopyFailed"));
+    f.clock.advance(60 * 60_000);
+    await f.run();
+    assert.equal(f.restore()?.status?.reason, REASON_DEADLINE_EXCEEDED);
+    assert.equal(f.set().spec.suspend, true, "copies had begun: the set stays suspended");
+  });
+
+  it("copies landed but the resume not written: past the deadline the set stays suspended", async () => {
+    const f = seeded(setIn("Running", false));
+    await suspendedForCopy(f);
+    failPatch(
+      f,
+      (body) => (body as { spec?: { suspend?: boolean } }).spec?.suspend === false,
+      new Error("connection reset"),
+    );
+    await assert.rejects(f.run(), /connection reset/);
+    assert.equal(f.restore()?.status?.reason, "Resuming");
+    assert.notEqual(f.restore()?.status?.members, undefined);
+    f.clock.advance(60 * 60_000);
+    await f.run();
+    assert.equal(f.restore()?.status?.reason, REASON_DEADLINE_EXCEEDED);
+    assert.equal(f.set().spec.suspend, true);
+  });
+
+  it("a copy that fails says so with a Warning", async () => {
+    const f = seeded(setIn("Suspended", true));
+    await f.run();
+    f.registry.failOn = (op) => (op === "put" ? new Error("quota") : undefined);
+    await assert.rejects(f.run(), /quota/);
+    assert.equal(f.events.events.find((e) => e.reason === "RestoreCopyFailed")?.type, "Warning");
+  });
+
+  it("a restore refused says so with a Warning", async () => {
+    const f = restoreFixture();
+    f.client.seed(COCOONSETS, setIn("Running", false));
+    f.client.seed(COCOONRESTORES, restoreOf("r1", "missing"));
+    await f.run();
+    assert.equal(f.events.events.find((e) => e.reason === "RestoreRefused")?.type, "Warning");
+  });
+});
+
+describe("RestoreReconciler: what it judges a start on", () => {
+  it("with the checkpoint API not served it is refused CheckpointsUnavailable", async () => {
+    const f = seeded(setIn("Running", false));
+    f.cachedCheckpoint.value = "unavailable";
+    await f.run();
+    assert.equal(f.restore()?.status?.reason, "CheckpointsUnavailable");
+    assert.equal(restoreHoldOf(f.set()), undefined);
+  });
+
+  it("takes a checkpoint of the set this one was branched from, and refuses one when that is unknown", async () => {
+    const cs = setIn("Running", false);
+    cs.metadata.annotations = { [ANN_FROM_CHECKPOINT]: "ck-origin" };
+    cs.status = {
+      ...(cs.status as NonNullable<CocoonSet["status"]>),
+      conditions: [
+        {
+          type: CONDITION_BRANCHED,
+          status: "True",
+          reason: "FromCheckpoint",
+          message: "branched",
+          lastTransitionTime: "2026-01-01T00:00:00Z",
+        },
+      ],
+    };
+    const f = restoreFixture();
+    f.client.seed(COCOONSETS, cs);
+    f.client.seed(COCOONCHECKPOINTS, readyCheckpoint({ main: "sha256:m", sub: "sha256:s" }, "origin", "ck"));
+    f.client.seed(COCOONRESTORES, restoreOf());
+    await f.run();
+    assert.equal(f.restore()?.status?.reason, "CheckpointOfAnotherSet", "ck-origin is not known yet");
+
+    f.client.seed(
+      COCOONCHECKPOINTS,
+      readyCheckpoint({ main: "sha256:m", sub: "sha256:s" }, "origin", "ck-origin"),
+    );
+    f.client.seed(COCOONRESTORES, restoreOf("r2"));
+    await f.run("r2");
+    assert.equal(f.restore("r2")?.status?.phase, "Restoring");
+  });
+
+  it("takes over the hold of a restore that has finished", async () => {
+    const cs = setIn("Suspended", true);
+    const stale = encodeRestoreHold({ restore: "r0", uid: "uid-r0", checkpoint: "ck", suspend: false });
+    const f = seeded({ ...cs, metadata: { ...cs.metadata, annotations: { [ANN_RESTORE_HOLD]: stale } } });
+    f.client.seed(COCOONRESTORES, { ...restoreOf("r0"), status: { phase: "Restored" } });
+    await f.run();
+    assert.equal(f.restore()?.status?.phase, "Restoring");
+    assert.equal(
+      restoreHoldBy(f.set(), "uid-r1")?.suspend,
+      false,
+      "the suspend state the stale hold recorded",
+    );
+  });
+
+  it("a restore the cache shows but the API server no longer has is left alone", async () => {
+    const f = seeded(setIn("Running", false));
+    await f.client.delete(COCOONRESTORES, NS, "r1");
+    f.restoreCache.lag = 1;
+    f.client.clearCalls();
+    assert.deepEqual(await f.run(), {});
+    assert.deepEqual(f.client.writes(), []);
+  });
+
+  it("a set suspended before and abandoned, or expired, before any copy gets no suspend write", async () => {
+    const f = seeded(setIn("Suspended", true));
+    await f.client.patch(COCOONRESTORES, NS, "r1", { spec: { failureDeadline: "5m" } });
+    await f.run();
+    f.clock.advance(5 * 60_000);
+    await f.run();
+    assert.equal(f.restore()?.status?.reason, REASON_DEADLINE_EXCEEDED);
+    assert.deepEqual(setWrites(f), ["hold", "release"]);
+  });
+});
+
+describe("RestoreReconciler: refusals and give-ups that touch nothing more", () => {
+  it("a restore of a set that does not exist is refused SetNotFound", async () => {
+    const f = restoreFixture();
+    f.client.seed(COCOONRESTORES, restoreOf());
+    await f.run();
+    assert.equal(f.restore()?.status?.phase, "Failed");
+    assert.equal(f.restore()?.status?.reason, "SetNotFound");
+  });
+
+  it("a spec that no longer fits a set suspended before gives it up with no suspend write", async () => {
+    const f = seeded(setIn("Suspended", true));
+    f.setStatus({ ...f.set().status, phase: "Running" } as CocoonSet["status"]);
+    await f.run();
+    const cs = f.set();
+    f.client.seed(COCOONSETS, {
+      ...cs,
+      spec: { ...cs.spec, agent: { ...cs.spec.agent, image: "other" } },
+      status: { ...cs.status, phase: "Suspended", observedGeneration: cs.metadata.generation },
+    } as CocoonSet);
+    await f.run();
+    assert.equal(f.restore()?.status?.reason, "Incompatible");
+    assert.deepEqual(setWrites(f), ["hold", "release"]);
   });
 });
