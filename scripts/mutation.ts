@@ -83,7 +83,7 @@ async function mutateFile(
     // The tests run the .ts sources as they are; there is no tsconfig for Stryker to rewrite (and
     // TypeScript 7 has no JavaScript API to rewrite it with).
     tsconfigFile: "stryker-has-no-tsconfig.json",
-    ignorePatterns: [".sandbox", ".testenv", "dist", "reports", "bench", "docs"],
+    ignorePatterns: [".sandbox", ".testenv", "dist", "reports", "bench"],
     cleanTempDir: "always",
   }).runMutationTest();
   const counted = results.filter((r) => COUNTED.has(r.status));
