@@ -2,7 +2,13 @@
 // keep-alive connections (plain objects, string timestamps), plus streaming watches. Every request
 // is counted and reported to listeners (metrics, "a settled pass makes no writes" assertions).
 
-import type { Agent, ClientRequest, IncomingHttpHeaders, IncomingMessage } from "node:http";
+import type {
+  Agent,
+  ClientRequest,
+  IncomingHttpHeaders,
+  IncomingMessage,
+  OutgoingHttpHeaders,
+} from "node:http";
 import type { AgentOptions } from "node:https";
 import type { Socket } from "node:net";
 import type { Duplex, Readable } from "node:stream";
@@ -456,34 +462,14 @@ export class KubeClient implements Client, WatchClient {
       (query ? `?${query}` : "");
     const headers: Record<string, string | string[]> = { "User-Agent": this.userAgent, ...request.headers };
     if (conn.credentials.authorization) headers.Authorization = conn.credentials.authorization;
-    const resource = `${request.rt.plural}/${request.subresource}`;
-    const started = performance.now();
-    const report = (code: string) => {
-      const key = `${request.verb} ${resource}`;
-      this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
-      const info: RequestInfo = {
-        verb: request.verb,
-        resource,
-        namespace: request.namespace,
-        method: request.method,
-        host: this.hostLabel,
-        code,
-        durationMs: performance.now() - started,
-      };
-      for (const listener of this.listeners) listener(info);
-    };
-    const transport = this.server.protocol === "http:" ? http : https;
+    const report = this.reporter(
+      request.verb,
+      `${request.rt.plural}/${request.subresource}`,
+      request.namespace,
+      request.method,
+    );
     return new Promise((resolve, reject) => {
-      const req = transport.request({
-        protocol: this.server.protocol,
-        hostname: this.server.hostname.replace(/^\[|\]$/g, ""),
-        port: this.server.port || undefined,
-        method: request.method,
-        path,
-        headers,
-        agent: conn.agent,
-        signal: request.signal,
-      });
+      const req = this.request(conn, request.method, path, headers, request.signal);
       let answered = false;
       req.once("upgrade", (res, socket, head) => {
         answered = true;
@@ -544,32 +530,9 @@ export class KubeClient implements Client, WatchClient {
       headers["Content-Length"] = String(Buffer.byteLength(payload));
     }
     const resource = opts.subresource ? `${rt.plural}/${opts.subresource}` : rt.plural;
-    const started = performance.now();
-    const report = (code: string) => {
-      const key = `${verb} ${resource}`;
-      this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
-      const info: RequestInfo = {
-        verb,
-        resource,
-        namespace,
-        method,
-        host: this.hostLabel,
-        code,
-        durationMs: performance.now() - started,
-      };
-      for (const listener of this.listeners) listener(info);
-    };
-    const transport = this.server.protocol === "http:" ? http : https;
+    const report = this.reporter(verb, resource, namespace, method);
     return new Promise((resolve, reject) => {
-      const req = transport.request({
-        protocol: this.server.protocol,
-        hostname: this.server.hostname.replace(/^\[|\]$/g, ""),
-        port: this.server.port || undefined,
-        method,
-        path,
-        headers,
-        agent: conn.agent,
-      });
+      const req = this.request(conn, method, path, headers);
       if (opts.timeoutMs) {
         req.setTimeout(opts.timeoutMs, () => {
           req.destroy(new Error(`${method} ${path}: no response within ${opts.timeoutMs} ms`));
@@ -590,6 +553,51 @@ export class KubeClient implements Client, WatchClient {
         reject(err);
       });
       req.end(payload);
+    });
+  }
+
+  /** Starts timing a request; the function returned counts it and tells the listeners its code. */
+  private reporter(
+    verb: string,
+    resource: string,
+    namespace: string | undefined,
+    method: string,
+  ): (code: string) => void {
+    const started = performance.now();
+    return (code) => {
+      const key = `${verb} ${resource}`;
+      this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
+      const info: RequestInfo = {
+        verb,
+        resource,
+        namespace,
+        method,
+        host: this.hostLabel,
+        code,
+        durationMs: performance.now() - started,
+      };
+      for (const listener of this.listeners) listener(info);
+    };
+  }
+
+  /** A request to the API server over the connection's agent (CA, client certificate, proxy). */
+  private request(
+    conn: Connection,
+    method: string,
+    path: string,
+    headers: OutgoingHttpHeaders,
+    signal?: AbortSignal,
+  ): ClientRequest {
+    const transport = this.server.protocol === "http:" ? http : https;
+    return transport.request({
+      protocol: this.server.protocol,
+      hostname: this.server.hostname.replace(/^\[|\]$/g, ""),
+      port: this.server.port || undefined,
+      method,
+      path,
+      headers,
+      agent: conn.agent,
+      signal,
     });
   }
 
