@@ -6,7 +6,6 @@ import { describe, test } from "node:test";
 import type { CocoonHibernation } from "../../../src/apis/v1/types.ts";
 import { FakeClock } from "../../../src/clock.ts";
 import type { EventHandler, Informer } from "../../../src/controller/cache.ts";
-import type { Controller } from "../../../src/controller/controller.ts";
 import type { ManagedInformer } from "../../../src/controller/manager.ts";
 import { Manager } from "../../../src/controller/manager.ts";
 import { type IndexFunc, Store } from "../../../src/controller/store.ts";
@@ -18,6 +17,7 @@ import {
 import { hibernationIndexers } from "../../../src/informers/informers.ts";
 import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
 import { RecordingEvents } from "../../support/events.ts";
+import { drain } from "../../support/wiring.ts";
 import { PodApi } from "./podapi.ts";
 import { hibernationFixture, podFixture, settle } from "./support.ts";
 
@@ -102,18 +102,6 @@ function options(overrides: Partial<HibernationControllerOptions> = {}) {
       ...overrides,
     },
   };
-}
-
-/** Every key waiting in the controller's queue, drained. */
-async function drain(controller: Controller): Promise<string[]> {
-  const keys: string[] = [];
-  while (controller.queue.len() > 0) {
-    const key = await controller.queue.get();
-    if (key === undefined) break;
-    keys.push(key);
-    controller.queue.done(key);
-  }
-  return keys.sort();
 }
 
 describe("setupHibernationController", () => {
