@@ -37,6 +37,8 @@ describe("pool names", () => {
     const reasons = Object.entries(keys).filter(([name]) => name.startsWith("REASON_"));
     assert.ok(reasons.length >= 15);
     for (const [name, reason] of reasons) {
+      // A condition's or event's reason is a CamelCase word (metav1.Condition's reason pattern).
+      assert.match(reason as string, /^[A-Z][A-Za-z0-9]*$/, name);
       const onPool = docs.includes(`| CocoonPool | \`${reason}\` |`);
       const onClaim = docs.includes(`| CocoonClaim | \`${reason}\` |`);
       assert.ok(onPool || onClaim || docs.includes(`\`${reason}\``), `${name} = ${JSON.stringify(reason)}`);
