@@ -53,6 +53,7 @@ import { applyMergePatch } from "../../src/controller/mergepatch.ts";
 import { COCOONHIBERNATIONS, COCOONSETS, PODS, type ResourceType } from "../../src/controller/resources.ts";
 import type { CachedHibernation, CocoonSetView } from "../../src/pass/pass.ts";
 import { setVMNames } from "../../src/pass/setvms.ts";
+import { sshExecMessage } from "../env/simulator/exec.ts";
 
 export interface RecordedCall {
   verb: "get" | "list" | "create" | "update" | "patch" | "delete";
@@ -265,7 +266,7 @@ export class FakeClient implements Client, PodExecutor {
     const exitCode = answer.exitCode ?? 0;
     if (exitCode !== 0) {
       throw providerError(
-        `ssh exec ${request.command[0] ?? ""} on ${ip}: Process exited with status ${exitCode}`,
+        sshExecMessage(request.command[0] ?? "", ip, `Process exited with status ${exitCode}`),
       );
     }
     return {

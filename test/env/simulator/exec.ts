@@ -11,6 +11,11 @@ import type { NodeRuntime } from "./worker.ts";
 
 const SSH_PORT = 22;
 
+/** How vk-cocoon words a guest command's error: the SSH error wrapped with the command and address. */
+export function sshExecMessage(command: string, ip: string, detail: string): string {
+  return `ssh exec ${command} on ${ip}: ${detail}`;
+}
+
 export interface ExecDeps {
   node: NodeRuntime;
   faults: Faults;
@@ -73,10 +78,10 @@ export function runInContainer(deps: ExecDeps): ExecHandler {
         });
     if (session.signal.aborted) {
       journal("cancelled");
-      throw new Error(`ssh exec ${first} on ${target.ip}: context canceled`);
+      throw new Error(sshExecMessage(first, target.ip, "context canceled"));
     }
     journal(`exit ${status}`);
     if (status !== 0)
-      throw new Error(`ssh exec ${first} on ${target.ip}: Process exited with status ${status}`);
+      throw new Error(sshExecMessage(first, target.ip, `Process exited with status ${status}`));
   };
 }
