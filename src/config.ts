@@ -22,6 +22,8 @@ export interface Config {
   copyConcurrency: number;
   /** --restore-concurrency / RESTORE_CONCURRENCY: CocoonRestores reconciled at once; at least 1. */
   restoreConcurrency: number;
+  /** --guest-hooks / GUEST_HOOKS: false turns guest hooks off cluster-wide (docs/guest.md). */
+  guestHooks: boolean;
   /** OCI_REGISTRY: the repository base snapshots live under; never empty. */
   registryBase: string;
   /** OPERATOR_LOG_LEVEL as the Go operator reads it (zerolog's names or numbers), as a log threshold (src/log.ts). */
@@ -98,6 +100,12 @@ const FLAGS: readonly FlagDef[] = [
     kind: "int",
     env: "COPY_CONCURRENCY",
     help: "VM snapshots a branch copies at once.",
+  },
+  {
+    name: "guest-hooks",
+    kind: "bool",
+    env: "GUEST_HOOKS",
+    help: "Run the hooks and refresh CocoonGuestPolicies ask for inside guests; false ignores every policy.",
   },
   {
     name: "health-probe-bind-address",
@@ -222,6 +230,13 @@ function defaultsFromEnv(env: Env): Defaults {
   if (leader !== undefined && leader !== "" && parsedLeader === undefined)
     ignored("LEADER_ELECT", leader, "a boolean", true);
   values.set("leader-elect", parsedLeader ?? true);
+
+  // Guest hooks are on unless GUEST_HOOKS parses as false.
+  const hooks = env.GUEST_HOOKS;
+  const parsedHooks = hooks === undefined ? undefined : parseGoBool(hooks);
+  if (hooks !== undefined && hooks !== "" && parsedHooks === undefined)
+    ignored("GUEST_HOOKS", hooks, "a boolean", true);
+  values.set("guest-hooks", parsedHooks ?? true);
 
   // strconv.Atoi; an error (including unset) → the default. Range is checked later, with the flag's value.
   for (const [flag, name, fallback] of [
@@ -371,6 +386,7 @@ export function loadConfig(argv: readonly string[], env: Env): LoadedConfig {
       copyChunkBytes: copyChunkMiB * 1024 * 1024,
       copyConcurrency: concurrency("copy-concurrency", "copy"),
       restoreConcurrency: concurrency("restore-concurrency", "restore"),
+      guestHooks: values.get("guest-hooks") as boolean,
       registryBase,
       logLevel,
       kubeconfig: values.get("kubeconfig") as string,

@@ -60,6 +60,7 @@ function build(env: Env): { operator: Operator; config: Config } {
     copyChunkBytes: config.copyChunkBytes,
     copyConcurrency: config.copyConcurrency,
     restoreConcurrency: config.restoreConcurrency,
+    guestHooks: config.guestHooks,
   });
   return { operator, config };
 }

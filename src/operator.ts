@@ -3,13 +3,17 @@
 // main.ts builds the config from flags and environment; tests and benchmarks call this directly.
 
 import { readFileSync } from "node:fs";
+import type { Pod } from "./apis/core.ts";
 import { CheckpointCatalog } from "./checkpoint/catalog.ts";
 import { asCheckpointRegistry, setsBranchingFrom, setupCheckpointController } from "./checkpoint/setup.ts";
 import type { Clock } from "./clock.ts";
 import { systemClock } from "./clock.ts";
 import { setupCocoonSetController, watchActivity } from "./cocoonset/setup.ts";
+import { KIND_COCOONSET } from "./contract/keys.ts";
+import { controllerOf } from "./contract/pod.ts";
 import { KubeClient, type KubeClientConfig } from "./controller/client.ts";
 import { KubeEventRecorder } from "./controller/events.ts";
+import { KubeExecutor, type PodExecutor } from "./controller/exec.ts";
 import { DEFAULT_LEASE_NAME, LeaderElector } from "./controller/leaderelection.ts";
 import { Manager } from "./controller/manager.ts";
 import { recordRestRequest, type SecureMetrics } from "./controller/metrics.ts";
@@ -17,12 +21,18 @@ import { RequestReviewer, withAuthenticationAndAuthorization } from "./controlle
 import {
   COCOONCHECKPOINTS,
   COCOONCLAIMS,
+  COCOONGUESTPOLICIES,
   COCOONPOOLS,
   COCOONRESTORES,
   type ResourceType,
 } from "./controller/resources.ts";
 import { selfSignedCertificate } from "./controller/selfsigned.ts";
 import { KIND_REPROBE_MS, kindsServed, whenKindsServed } from "./controller/served.ts";
+import { GuestPolicyCatalog } from "./guest/catalog.ts";
+import { GuestHooksGate } from "./guest/gate.ts";
+import { PreHibernateRequests } from "./guest/requests.ts";
+import { setupGuestController } from "./guest/setup.ts";
+import type { HibernateVerdict } from "./guestgate.ts";
 import { setupHibernationController } from "./hibernation/setup.ts";
 import { ActivityLeases, mayListActivityLeases } from "./idle/activity.ts";
 import { createOperatorInformers, type OperatorInformers } from "./informers/informers.ts";
@@ -70,6 +80,12 @@ export interface OperatorConfig {
   claimConcurrency?: number;
   /** CocoonRestore workers (each copies one restore's snapshots); default 4. */
   restoreConcurrency?: number;
+  /** false turns guest hooks off: every guest-policy annotation is ignored (docs/guest.md). Default on. */
+  guestHooks?: boolean;
+  /** Pods whose guest hooks run at once; default 16. */
+  guestConcurrency?: number;
+  /** Runs guest hooks; default the API server's pod exec. */
+  executor?: PodExecutor;
 }
 
 /** A feature of v1alpha1 kinds that a cluster may not serve (src/controller/served.ts). */
@@ -115,6 +131,24 @@ function secureMetrics(
           },
     guard: (handler) => withAuthenticationAndAuthorization(reviewer, handler),
   };
+}
+
+/** Guest hooks' parts the controllers share: the policies' cache, the gate, the pre-hibernate requests. */
+function guestHooks(client: KubeClient, clock: Clock, namespace: string | undefined) {
+  const catalog = new GuestPolicyCatalog(client, { clock, namespace });
+  const requests = new PreHibernateRequests();
+  const gate = new GuestHooksGate({ policy: (ns, name) => catalog.policy(ns, name), requests, clock });
+  return { catalog, requests, gate };
+}
+
+/** The gate's verdict for a pod a CocoonHibernation would hibernate, through the set that controls it. */
+function hibernateVerdict(informers: OperatorInformers, gate: GuestHooksGate, pod: Pod): HibernateVerdict {
+  const owner = controllerOf(pod);
+  const cs =
+    owner?.kind === KIND_COCOONSET
+      ? informers.cocoonSets.get(pod.metadata.namespace ?? "", owner.name)
+      : undefined;
+  return cs ? gate.beforeHibernate(cs, pod) : { action: "proceed" };
 }
 
 /** Builds the operator; setup errors (a concurrency below 1) throw here, before anything runs. */
@@ -165,6 +199,7 @@ export function createOperator(config: OperatorConfig): Operator {
   const restores = new RestoreCatalog(client, { clock, namespace: config.watchNamespace });
   const suspendConfirmations = new SuspendConfirmations();
   const activity = new ActivityLeases(client, { clock, namespace: config.watchNamespace });
+  const guest = config.guestHooks === false ? undefined : guestHooks(client, clock, config.watchNamespace);
   const cocoonSetController = setupCocoonSetController(manager, {
     client,
     informers,
@@ -173,6 +208,7 @@ export function createOperator(config: OperatorConfig): Operator {
     clock,
     suspendConfirmations,
     activity,
+    ...(guest ? { guest: guest.gate } : {}),
     concurrency: config.cocoonSetConcurrency,
     ...(checkpointRegistry
       ? {
@@ -193,6 +229,7 @@ export function createOperator(config: OperatorConfig): Operator {
     events,
     clock,
     concurrency: config.hibernationConcurrency,
+    ...(guest ? { beforeHibernate: (pod: Pod) => hibernateVerdict(informers, guest.gate, pod) } : {}),
   });
 
   const enableCheckpoints = (registry: CheckpointRegistry): void => {
@@ -272,6 +309,35 @@ export function createOperator(config: OperatorConfig): Operator {
       },
     },
   ];
+  if (guest) {
+    optionalFeatures.push({
+      name: "guest hooks",
+      kinds: [COCOONGUESTPOLICIES],
+      reprobeMs: config.checkpointReprobeMs,
+      // The policies' cache syncs first: until then a set naming one would read as naming none that exists.
+      beforeLateEnable: async (signal) => {
+        manager.addInformer(guest.catalog.informer);
+        await guest.catalog.informer.waitForSync(signal);
+      },
+      enable: () => {
+        setupGuestController(manager, {
+          client,
+          catalog: guest.catalog,
+          informers,
+          executor: config.executor ?? new KubeExecutor(client, clock),
+          gate: guest.gate,
+          requests: guest.requests,
+          events,
+          clock,
+          log,
+          ...(config.guestConcurrency ? { concurrency: config.guestConcurrency } : {}),
+          claimParameters: (namespace, claim) => pools.claim(namespace, claim)?.spec.parameters,
+        });
+      },
+    });
+  } else {
+    log.info("guest hooks are off (--guest-hooks=false): guest-policy annotations are ignored");
+  }
   if (checkpointRegistry) {
     optionalFeatures.push({
       name: "checkpoints",

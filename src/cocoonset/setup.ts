@@ -14,6 +14,7 @@ import type { EventRecorder } from "../controller/events.ts";
 import type { Manager } from "../controller/manager.ts";
 import { generationChangedOrStatusChanged, podRelevantChange } from "../controller/predicates.ts";
 import { type Request, requestFromKey } from "../controller/reconciler.ts";
+import type { GuestGate } from "../guestgate.ts";
 import { type ActivityLeases, setOfLease } from "../idle/activity.ts";
 import { idlePolicyAnnotationsChanged } from "../idle/policy.ts";
 import { type OperatorInformers, POD_BY_COCOONSET_INDEX } from "../informers/informers.ts";
@@ -46,6 +47,8 @@ export interface CocoonSetControllerOptions {
   suspendConfirmations?: SuspendConfirmations;
   /** The sets' activity Leases; watchActivity() starts their watch once they may be listed. */
   activity?: ActivityLeases;
+  /** Guest hooks' gate (docs/guest.md); absent: hooks are off. */
+  guest?: GuestGate;
 }
 
 export function setupCocoonSetController(manager: Manager, options: CocoonSetControllerOptions): Controller {
@@ -71,6 +74,7 @@ export function setupCocoonSetController(manager: Manager, options: CocoonSetCon
     failedMains: new FailedMains(),
     ...(options.branching ? { branching: options.branching } : {}),
     ...(options.activity ? { activity: options.activity } : {}),
+    ...(options.guest ? { guest: options.guest } : {}),
   });
   const controller = new Controller({
     name: COCOONSET_CONTROLLER,

@@ -18,7 +18,7 @@ import {
 } from "./keys.ts";
 import { readLifecycleState } from "./lifecycle.ts";
 
-type PodMeta = Pick<Pod, "metadata">;
+export type PodMeta = Pick<Pod, "metadata">;
 
 function annotation(pod: PodMeta, key: string): string {
   return pod.metadata.annotations?.[key] ?? "";

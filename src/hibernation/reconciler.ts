@@ -15,6 +15,7 @@ import { isNotFound } from "../controller/errors.ts";
 import type { EventRecorder, EventType } from "../controller/events.ts";
 import type { Reconciler, Request, Result } from "../controller/reconciler.ts";
 import { COCOONHIBERNATIONS, PODS } from "../controller/resources.ts";
+import type { HibernateVerdict } from "../guestgate.ts";
 import { log } from "../log.ts";
 import { hibernatePhaseDurationSeconds, wakePhaseDurationSeconds } from "../metrics/cocoon.ts";
 import type { SnapshotRegistry } from "../registry/index.ts";
@@ -47,6 +48,8 @@ export interface HibernationDeps {
   registry: SnapshotRegistry;
   events: EventRecorder;
   clock: Clock;
+  /** Asked before the pod is annotated to hibernate (docs/guest.md); absent: no guest hooks. */
+  beforeHibernate?: (pod: Pod) => HibernateVerdict;
 }
 
 const REQUEUE: Result = { requeueAfterMs: REQUEUE_INTERVAL_MS };
@@ -127,7 +130,15 @@ export class HibernationReconciler implements Reconciler {
     signal: AbortSignal,
   ): Promise<Result> {
     this.announceRetryAfterFailure(ch, "Hibernate");
-    if (!readHibernateState(pod)) await this.patchHibernateAnnotation(pod, true);
+    if (!readHibernateState(pod)) {
+      // The VM's pre-hibernate hooks first; one failed under Fail keeps it running, Pending, saying why.
+      const hooks = this.deps.beforeHibernate?.(pod);
+      if (hooks && hooks.action !== "proceed") {
+        await this.markPending(ch, hooks.message);
+        return hooks.action === "refused" ? { requeueAfterMs: hooks.retryAfterMs } : REQUEUE;
+      }
+      await this.patchHibernateAnnotation(pod, true);
+    }
 
     // Probe only once vk reports this round done: a stale tag from an earlier round would
     // otherwise confirm the hibernate at once.

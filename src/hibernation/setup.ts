@@ -12,6 +12,7 @@ import { Controller, type Predicate } from "../controller/controller.ts";
 import type { EventRecorder } from "../controller/events.ts";
 import type { Manager } from "../controller/manager.ts";
 import type { Request } from "../controller/reconciler.ts";
+import type { HibernateVerdict } from "../guestgate.ts";
 import { POD_REF_INDEX, podRefIndexKey } from "../informers/informers.ts";
 import type { SnapshotRegistry } from "../registry/index.ts";
 import { NamedPods } from "./podwatch.ts";
@@ -32,6 +33,8 @@ export interface HibernationControllerOptions {
   clock: Clock;
   /** Workers (HIBERNATION_CONCURRENCY, default 4); below 1 is a setup error. */
   concurrency: number;
+  /** Asked before a pod is annotated to hibernate (docs/guest.md); absent: no guest hooks. */
+  beforeHibernate?: (pod: Pod) => HibernateVerdict;
 }
 
 /**
@@ -72,6 +75,7 @@ export function setupHibernationController(
     registry: options.registry,
     events: options.events,
     clock: options.clock,
+    ...(options.beforeHibernate ? { beforeHibernate: options.beforeHibernate } : {}),
   });
   const controller = new Controller({
     name: HIBERNATION_CONTROLLER,

@@ -11,6 +11,7 @@ import type { Clock } from "../clock.ts";
 import type { Client } from "../controller/client.ts";
 import type { EventRecorder } from "../controller/events.ts";
 import type { Result } from "../controller/reconciler.ts";
+import type { GuestGate } from "../guestgate.ts";
 import type { Logger } from "../log.ts";
 import type { SnapshotManifest, SnapshotRegistry } from "../registry/index.ts";
 import type { Classification } from "./classify.ts";
@@ -67,6 +68,8 @@ export interface PassDeps {
   failedMains?: FailedMains;
   /** Reports of the sets' use beside their last-activity annotation. Absent: the annotation only. */
   activity?: ActivitySource;
+  /** Guest hooks (docs/guest.md). Absent: hooks are off, and a guest-policy annotation is ignored. */
+  guest?: GuestGate;
 }
 
 /** Where else a set's use is reported (src/idle/activity.ts: a Lease per set). */

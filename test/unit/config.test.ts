@@ -42,6 +42,7 @@ describe("defaults", () => {
       copyChunkBytes: 16 * 1024 * 1024,
       copyConcurrency: 4,
       restoreConcurrency: 4,
+      guestHooks: true,
       registryBase: "example.com/proj/repo",
       logLevel: "info",
       kubeconfig: "",

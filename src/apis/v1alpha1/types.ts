@@ -138,6 +138,11 @@ export type ClaimPhase = (typeof CLAIM_PHASES)[number];
 
 export interface CocoonClaimSpec {
   poolRef: { name: string };
+  /**
+   * Handed to the bound set's PostClaim hooks on their stdin (docs/guest.md); never logged, never in
+   * an event. Not a place for secrets: anyone who may read the claim reads them.
+   */
+  parameters?: Record<string, string>;
 }
 
 export interface CocoonClaimStatus {
@@ -220,4 +225,59 @@ export interface CocoonRestore {
   metadata: ObjectMeta;
   spec: CocoonRestoreSpec;
   status?: CocoonRestoreStatus;
+}
+
+// ---- CocoonGuestPolicy (docs/guest.md) ----
+
+export const KIND_COCOONGUESTPOLICY = "CocoonGuestPolicy";
+export const PLURAL_COCOONGUESTPOLICIES = "cocoonguestpolicies";
+
+/**
+ * When a hook runs. PreHibernate: before a VM is asked to hibernate (a suspend, a CocoonHibernation,
+ * a migration's quiesce). PostWake: once a VM runs again on its own state. PostClone: once a VM runs
+ * on state copied from another machine (a sub-agent fork, a branch, a pool member, a restore of
+ * another set's checkpoint, a first boot from an image). PostClaim: once a claim has bound the set.
+ */
+export const HOOK_POINTS = ["PreHibernate", "PostWake", "PostClone", "PostClaim"] as const;
+export type HookPoint = (typeof HOOK_POINTS)[number];
+
+/** Fail: the member is not Ready (or the hibernate does not happen) until the hook succeeds. Ignore: a Warning. */
+export const FAILURE_POLICIES = ["Fail", "Ignore"] as const;
+export type FailurePolicy = (typeof FAILURE_POLICIES)[number];
+
+export const DEFAULT_HOOK_TIMEOUT_SECONDS = 30;
+export const DEFAULT_HOOK_BACKOFF_SECONDS = 2;
+
+export interface GuestHook {
+  /** Unique within the policy; events and status name the hook by it, never by its command. */
+  name: string;
+  on: HookPoint[];
+  exec: { command: string[] };
+  /** Each attempt's deadline; default DEFAULT_HOOK_TIMEOUT_SECONDS. */
+  timeoutSeconds?: number;
+  /** Default Fail. */
+  failurePolicy?: FailurePolicy;
+  /** Attempts after the first; default 0. */
+  retries?: number;
+  /** The wait before the first retry, doubled for each further one; default DEFAULT_HOOK_BACKOFF_SECONDS. */
+  backoffSeconds?: number;
+}
+
+export interface GuestRefresh {
+  /** The built-in refresh (a new identity, entropy, the clock) once a VM runs on copied state. */
+  afterClone?: boolean;
+  /** Entropy and the clock once a VM runs again on its own state. */
+  afterWake?: boolean;
+}
+
+export interface CocoonGuestPolicySpec {
+  refresh?: GuestRefresh;
+  hooks?: GuestHook[];
+}
+
+export interface CocoonGuestPolicy {
+  apiVersion: typeof API_VERSION_V1ALPHA1;
+  kind: typeof KIND_COCOONGUESTPOLICY;
+  metadata: ObjectMeta;
+  spec: CocoonGuestPolicySpec;
 }

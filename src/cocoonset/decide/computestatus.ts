@@ -16,6 +16,13 @@ import { ANN_CONN_TYPE, ANN_OS, ROLE_MAIN, ROLE_SUB_AGENT } from "../../contract
 import { byteOrder } from "../../contract/order.ts";
 import { isPodReady, vmNameOf } from "../../contract/pod.ts";
 import { parseVMRuntime } from "../../contract/vmruntime.ts";
+import {
+  CONDITION_GUEST_HOOKS,
+  REASON_HOOK_FAILED,
+  REASON_HOOKS_PENDING,
+  REASON_HOOKS_SUCCEEDED,
+} from "../../guest/keys.ts";
+import type { HeldMember } from "../../guestgate.ts";
 import { idleStatusFields } from "../../idle/deadlines.ts";
 import { readIdlePolicy } from "../../idle/policy.ts";
 import type { Classification } from "../../pass/classify.ts";
@@ -38,8 +45,15 @@ export interface StatusOptions {
   now: string;
   /** Why the set is Failed, when a step knows: the Ready condition's reason and message. */
   failure?: { reason: string; message: string };
+  /** Why a requested suspend does not go ahead (a failed pre-hibernate hook): the Suspended condition's. */
+  suspendHeld?: { reason: string; message: string };
   /** The set's last use reported beside its last-activity annotation (its activity Lease). */
   lastUseMs?: number;
+  /**
+   * For a set naming a guest policy: the members its hooks hold back from Ready, by pod name. They
+   * count as not ready, and the GuestHooks condition says why.
+   */
+  guestHooks?: { held: ReadonlyMap<string, HeldMember> };
 }
 
 export function computeStatus(
@@ -51,6 +65,8 @@ export function computeStatus(
   const desiredAgents = 1 + (cs.spec.agent.replicas ?? 0);
   const desiredToolboxes = cs.spec.toolboxes?.length ?? 0;
   const { main } = classification;
+  const held = opts.guestHooks?.held;
+  const ready = (pod: Pod): boolean => isPodReady(pod) && !held?.has(pod.metadata.name ?? "");
 
   const agents: AgentStatus[] = [];
   const mainVMName = main ? vmNameOf(main) : "";
@@ -59,17 +75,17 @@ export function computeStatus(
     const pod = classification.subAgents.get(slot);
     if (pod) agents.push(agentStatus(pod, slot, ROLE_SUB_AGENT, mainVMName));
   }
-  const readyAgents = (main && isPodReady(main) ? 1 : 0) + countReady(classification.subAgents.values());
+  const readyAgents = (main && ready(main) ? 1 : 0) + countReady(classification.subAgents.values(), ready);
 
   const toolboxes: ToolboxStatus[] = [];
   for (const name of [...classification.toolboxes.keys()].sort(byteOrder)) {
     const pod = classification.toolboxes.get(name);
     if (pod) toolboxes.push(toolboxStatus(pod, name));
   }
-  const readyToolboxes = countReady(classification.toolboxes.values());
+  const readyToolboxes = countReady(classification.toolboxes.values(), ready);
 
   const counts = { readyAgents, desiredAgents, readyToolboxes, desiredToolboxes };
-  const phase = opts.phase ?? derivePhase(main, counts);
+  const phase = opts.phase ?? derivePhase(main !== undefined && ready(main), counts);
   const status: CocoonSetStatus = { ...counts, phase };
   if (generation !== 0) status.observedGeneration = generation;
   if (agents.length > 0) status.agents = agents;
@@ -84,9 +100,22 @@ export function computeStatus(
       Date.parse(opts.now),
     ),
   );
+  // A set that no longer names a guest policy drops the condition that reported on its hooks.
+  const current = (cs.status?.conditions ?? []).filter(
+    (c) => opts.guestHooks !== undefined || c.type !== CONDITION_GUEST_HOOKS,
+  );
   status.conditions = setStatusConditions(
-    cs.status?.conditions ?? [],
-    buildConditions(generation, counts, phase, cs.spec.suspend === true, opts.failure),
+    current,
+    buildConditions(
+      generation,
+      counts,
+      phase,
+      cs.spec.suspend === true,
+      opts.failure,
+      opts.suspendHeld,
+      held && held.size > 0 ? guestHooksVerdict(held) : undefined,
+      opts.guestHooks ? guestHooksCondition(generation, opts.guestHooks.held) : undefined,
+    ),
     Date.parse(opts.now),
   );
   return status;
@@ -99,18 +128,57 @@ interface Counts {
   desiredToolboxes: number;
 }
 
-function derivePhase(main: Pod | undefined, counts: Counts): CocoonSetPhase {
+function derivePhase(mainReady: boolean, counts: Counts): CocoonSetPhase {
   // Sub-agents and toolboxes wait for a Ready main (step 11), so until then the set is Pending.
-  if (!main || !isPodReady(main)) return "Pending";
+  if (!mainReady) return "Pending";
   if (counts.readyAgents < counts.desiredAgents || counts.readyToolboxes < counts.desiredToolboxes)
     return "Scaling";
   return "Running";
 }
 
-function countReady(pods: Iterable<Pod>): number {
+function countReady(pods: Iterable<Pod>, isReady: (pod: Pod) => boolean): number {
   let ready = 0;
-  for (const pod of pods) if (isPodReady(pod)) ready++;
+  for (const pod of pods) if (isReady(pod)) ready++;
   return ready;
+}
+
+/** Members named in a condition message at most; the rest are counted. */
+const MAX_MEMBERS_NAMED = 3;
+
+/** The held members' reason (a failure before a missing policy before hooks still to run) and their messages. */
+function guestHooksVerdict(held: ReadonlyMap<string, HeldMember>): { reason: string; message: string } {
+  const members = [...held.entries()].sort(([a], [b]) => byteOrder(a, b)).map(([, m]) => m);
+  const reasons = new Set(members.map((m) => m.reason));
+  const reason = reasons.has(REASON_HOOK_FAILED)
+    ? REASON_HOOK_FAILED
+    : (members.find((m) => m.reason !== REASON_HOOKS_PENDING)?.reason ?? REASON_HOOKS_PENDING);
+  const named = members
+    .filter((m) => m.reason === reason)
+    .slice(0, MAX_MEMBERS_NAMED)
+    .map((m) => m.message);
+  const more = members.length - named.length;
+  return {
+    reason,
+    message: `${named.join("; ")}${more > 0 ? `; and ${more} more held by guest hooks` : ""}`,
+  };
+}
+
+function guestHooksCondition(generation: number, held: ReadonlyMap<string, HeldMember>): ConditionUpdate {
+  if (held.size === 0) {
+    return {
+      type: CONDITION_GUEST_HOOKS,
+      status: "True",
+      reason: REASON_HOOKS_SUCCEEDED,
+      message: "no member is held by its guest hooks",
+      observedGeneration: generation,
+    };
+  }
+  return {
+    type: CONDITION_GUEST_HOOKS,
+    status: "False",
+    ...guestHooksVerdict(held),
+    observedGeneration: generation,
+  };
 }
 
 function agentStatus(pod: Pod, slot: number, role: string, forkedFrom: string): AgentStatus {
@@ -163,6 +231,9 @@ function buildConditions(
   phase: CocoonSetPhase,
   suspendRequested: boolean,
   failure: StatusOptions["failure"],
+  suspendHeld: StatusOptions["suspendHeld"],
+  guestHeld: { reason: string; message: string } | undefined,
+  guestHooks: ConditionUpdate | undefined,
 ): ConditionUpdate[] {
   const { readyAgents, desiredAgents, readyToolboxes, desiredToolboxes } = counts;
   const allReady = readyAgents === desiredAgents && desiredAgents > 0 && readyToolboxes === desiredToolboxes;
@@ -174,10 +245,11 @@ function buildConditions(
       type: CONDITION_READY,
       status: ready ? "True" : "False",
       reason:
-        failure?.reason ?? (ready ? REASON_ALL_AGENTS_READY : allReady ? phase : REASON_AGENTS_NOT_READY),
+        failure?.reason ??
+        (ready ? REASON_ALL_AGENTS_READY : allReady ? phase : (guestHeld?.reason ?? REASON_AGENTS_NOT_READY)),
       message:
         failure?.message ??
-        `${readyAgents}/${desiredAgents} agents ready, ${readyToolboxes}/${desiredToolboxes} toolboxes ready`,
+        `${readyAgents}/${desiredAgents} agents ready, ${readyToolboxes}/${desiredToolboxes} toolboxes ready${guestHeld ? `; ${guestHeld.message}` : ""}`,
       observedGeneration: generation,
     },
     {
@@ -193,12 +265,17 @@ function buildConditions(
       reason: suspended
         ? REASON_SUSPENDED
         : suspendRequested
-          ? REASON_SUSPEND_IN_PROGRESS
+          ? (suspendHeld?.reason ?? REASON_SUSPEND_IN_PROGRESS)
           : REASON_NOT_SUSPENDED,
-      message: suspended ? "every VM is hibernated" : suspendRequested ? phase : "spec.suspend is false",
+      message: suspended
+        ? "every VM is hibernated"
+        : suspendRequested
+          ? (suspendHeld?.message ?? phase)
+          : "spec.suspend is false",
       observedGeneration: generation,
     },
   ];
+  if (guestHooks) conditions.push(guestHooks);
   // metav1.Condition omits a zero observedGeneration on the wire.
   if (generation === 0) for (const condition of conditions) delete condition.observedGeneration;
   return conditions;

@@ -23,6 +23,7 @@ import {
   REQUEUE_POLL_MS,
   type StepOutcome,
 } from "../../pass/pass.ts";
+import { preHibernateGate } from "../../pass/prehibernate.ts";
 import { deletePod, patchPodFlag, readPodFromServer, setEvent } from "../../pass/writes.ts";
 import { createPod } from "../create.ts";
 import {
@@ -70,13 +71,20 @@ export async function reconcileMigration(pass: Pass): Promise<StepOutcome> {
   switch (action.kind) {
     case "hand-back":
       return CONTINUE;
-    case "quiesce-old-main":
-      log.info({ from: action.main.spec.nodeName }, "migration: quiescing the main for its snapshot");
+    case "quiesce-old-main": {
       // Migrating first, so a pass that finds the quiesce can trust the phase.
       pass.phase = "Migrating";
       await writeStatus(pass, "Migrating");
+      // The main's pre-hibernate hooks come first; one failed under Fail keeps it running where it is.
+      const hooks = preHibernateGate(pass, [action.main]);
+      if (hooks.action !== "proceed") {
+        log.info({ hooks: hooks.action }, `migration: waiting on pre-hibernate hooks: ${hooks.message}`);
+        return finish({ requeueAfterMs: hooks.action === "refused" ? hooks.retryAfterMs : REQUEUE_POLL_MS });
+      }
+      log.info({ from: action.main.spec.nodeName }, "migration: quiescing the main for its snapshot");
       await patchPodFlag(pass, action.main, ANN_HIBERNATE, true);
       return finish({ requeueAfterMs: REQUEUE_POLL_MS });
+    }
     case "drop-leftover-tag": {
       // The cached main may predate this controller's own quiesce, whose snapshot the probe just saw:
       // the drop is irreversible, so it needs the main as the API server holds it after the probe.

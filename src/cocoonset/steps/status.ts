@@ -28,14 +28,18 @@ export async function writeStatus(
   pass: Pass,
   phase: CocoonSetPhase | undefined = pass.phase,
   failure?: StatusOptions["failure"],
+  suspendHeld?: StatusOptions["suspendHeld"],
 ): Promise<boolean> {
   const now = formatRFC3339(pass.deps.clock.now());
   const lastUseMs = pass.deps.activity?.lastUseMs(pass.cs);
+  const guest = pass.deps.guest?.heldMembers(pass.cs, pass.pods.all.values());
   const next = computeStatus(pass.cs, pass.pods, {
     now,
     ...(phase ? { phase } : {}),
     ...(failure ? { failure } : {}),
+    ...(suspendHeld ? { suspendHeld } : {}),
     ...(lastUseMs === undefined ? {} : { lastUseMs }),
+    ...(guest?.named ? { guestHooks: { held: guest.held } } : {}),
   });
   if (statusEqual(pass.cs.status, next)) return false;
   await patchSetStatus(pass, statusMergePatch(pass.cs.status, next), next);

@@ -3,10 +3,14 @@
 // durable before the first hibernate annotation (a restart mid-suspend still drops the tags later),
 // and under release a pod dies only after the gate saw its snapshot in the registry.
 
+import type { Pod } from "../../apis/core.ts";
 import { DEFAULT_HIBERNATE_POLICY } from "../../apis/v1/types.ts";
 import { ANN_HIBERNATE, ANN_SUSPENDING_SINCE, ROLE_MAIN, TAG_HIBERNATE } from "../../contract/keys.ts";
 import { readLifecycleState } from "../../contract/lifecycle.ts";
 import { sortByName } from "../../contract/order.ts";
+import { readHibernateState } from "../../contract/pod.ts";
+import { REASON_PRE_HIBERNATE_FAILED } from "../../guest/keys.ts";
+import type { HibernateVerdict } from "../../guestgate.ts";
 import {
   awaitCreated,
   CONTINUE,
@@ -15,6 +19,7 @@ import {
   REQUEUE_POLL_MS,
   type StepOutcome,
 } from "../../pass/pass.ts";
+import { preHibernateGate } from "../../pass/prehibernate.ts";
 import { gateFingerprint } from "../../pass/suspendconfirmations.ts";
 import {
   patchPodFlag,
@@ -66,6 +71,11 @@ export async function reconcileSuspend(pass: Pass): Promise<StepOutcome> {
     return createMainBeforeSuspend(pass);
   }
 
+  // The group is quiesced before any VM of it is asked to hibernate: a failed pre-hibernate hook under
+  // Fail leaves the set running, saying why, and nothing of it is snapshotted.
+  const hooks = preHibernateGate(pass, toHibernate(pass));
+  if (hooks.action !== "proceed") return holdForHooks(pass, hooks);
+
   await persistReclaim(pass, recordSuspend(reclaimRecord(pass), managedVMNames(pass.pods.all.values())));
   for (const pod of sortByName(pass.pods.all.values())) {
     // vk-cocoon acts on the hibernate annotation only in UpdatePod: a pod it first sees already
@@ -96,6 +106,34 @@ export async function reconcileSuspend(pass: Pass): Promise<StepOutcome> {
   await settleSuspended(pass);
   if (gate.fingerprint !== undefined) pass.deps.suspendConfirmations?.confirm(setKey(pass), gate.fingerprint);
   return finish();
+}
+
+/** The pods this pass would annotate: reported on by vk-cocoon, not yet asked to hibernate. */
+function toHibernate(pass: Pass): Pod[] {
+  return sortByName(pass.pods.all.values()).filter(
+    (pod) => readLifecycleState(pod) !== "" && !readHibernateState(pod),
+  );
+}
+
+/**
+ * Pre-hibernate hooks still run: Suspending, looked at again when a pod's record changes (or within
+ * the poll). One failed under Fail: the set stays as it runs, its Suspended condition says why, the
+ * suspend deadline is not armed, and the hook runs again when it is due.
+ */
+async function holdForHooks(
+  pass: Pass,
+  hooks: Exclude<HibernateVerdict, { action: "proceed" }>,
+): Promise<StepOutcome> {
+  if (hooks.action === "wait") {
+    await writeStatus(pass, "Suspending");
+    return finish({ requeueAfterMs: REQUEUE_POLL_MS });
+  }
+  if (shouldClearSuspendingSince(pass.cs)) await patchSetAnnotations(pass, { [ANN_SUSPENDING_SINCE]: null });
+  await writeStatus(pass, undefined, undefined, {
+    reason: REASON_PRE_HIBERNATE_FAILED,
+    message: hooks.message,
+  });
+  return finish({ requeueAfterMs: hooks.retryAfterMs });
 }
 
 /**
