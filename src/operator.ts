@@ -305,6 +305,7 @@ export function createOperator(config: OperatorConfig): Operator {
           clock,
           log,
           ...(config.claimConcurrency ? { claimConcurrency: config.claimConcurrency } : {}),
+          ...(guest ? { guest: guest.gate } : {}),
         });
       },
     },

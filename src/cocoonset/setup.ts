@@ -14,6 +14,7 @@ import type { EventRecorder } from "../controller/events.ts";
 import type { Manager } from "../controller/manager.ts";
 import { generationChangedOrStatusChanged, podRelevantChange } from "../controller/predicates.ts";
 import { type Request, requestFromKey } from "../controller/reconciler.ts";
+import { guestInputsChanged } from "../guest/decide.ts";
 import type { GuestGate } from "../guestgate.ts";
 import { type ActivityLeases, setOfLease } from "../idle/activity.ts";
 import { idlePolicyAnnotationsChanged } from "../idle/policy.ts";
@@ -110,13 +111,16 @@ export function watchActivity(manager: Manager, controller: Controller, activity
 /**
  * A new generation or a status change (each status patch brings one more pass, which corrects a status
  * computed from a stale view of the pods), plus an edit of the idle policy's annotations (docs/idle.md)
- * or of from-checkpoint (one added to a set with state of its own is answered at once).
+ * or of from-checkpoint (one added to a set with state of its own is answered at once), and of what
+ * its guest hooks hold (docs/guest.md).
  */
 export const cocoonSetChange: Predicate<CocoonSet> = {
   update: (oldSet, newSet) =>
     (generationChangedOrStatusChanged.update?.(oldSet, newSet) ?? true) ||
     idlePolicyAnnotationsChanged(oldSet.metadata.annotations, newSet.metadata.annotations) ||
-    oldSet.metadata.annotations?.[ANN_FROM_CHECKPOINT] !== newSet.metadata.annotations?.[ANN_FROM_CHECKPOINT],
+    oldSet.metadata.annotations?.[ANN_FROM_CHECKPOINT] !==
+      newSet.metadata.annotations?.[ANN_FROM_CHECKPOINT] ||
+    guestInputsChanged(oldSet, newSet),
 };
 
 /** The set that controls the pod a CocoonHibernation names, read from the cached pod; none if unknown. */

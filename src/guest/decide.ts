@@ -81,11 +81,13 @@ export function hostnameFor(podName: string): string {
 }
 
 /**
- * The built-in refresh, one shell line whose stdin is fresh randomness. After a clone: a new
- * machine-id, hostname = the pod's name, new SSH host keys, then (after a wake too) the randomness
- * mixed into the kernel's pool and the clock set from the operator's.
+ * The built-in refresh, one shell line whose stdin is fresh randomness. First the clock is set from
+ * the operator's and the randomness mixed into the kernel's pool; then, after a clone, a new
+ * machine-id, hostname = the pod's name and new SSH host keys. The order matters: copies of one guest
+ * share its random state, so identities generated before the mix would come out the same in every copy.
  */
 export function refreshCommand(origin: Origin, podName: string, nowMs: number): string[] {
+  const fresh = [`date -s @${Math.floor(nowMs / 1000)}`, "cat > /dev/urandom"];
   const identity = [
     "rm -f /etc/machine-id",
     "systemd-machine-id-setup",
@@ -93,8 +95,7 @@ export function refreshCommand(origin: Origin, podName: string, nowMs: number): 
     "rm -f /etc/ssh/ssh_host_*",
     "ssh-keygen -A",
   ];
-  const fresh = [`date -s @${Math.floor(nowMs / 1000)}`, "cat > /dev/urandom"];
-  return ["sh", "-c", [...(origin === "clone" ? identity : []), ...fresh].join(" && ")];
+  return ["sh", "-c", [...fresh, ...(origin === "clone" ? identity : [])].join(" && ")];
 }
 
 /** One hook as it runs: the policy's fields with their defaults. */
@@ -172,6 +173,15 @@ function postGates(policy: CocoonGuestPolicy, origin: Origin | undefined): boole
   return origin
     ? gates(postRuns(policy, origin))
     : gates(postRuns(policy, "clone")) || gates(postRuns(policy, "wake"));
+}
+
+/**
+ * A change of a set that changes what its hooks hold: the policy it names, or (naming one) the claim
+ * that bound it. Such a change is no new generation, so the set's watch lets it pass on this.
+ */
+export function guestInputsChanged(oldSet: CocoonSet, newSet: CocoonSet): boolean {
+  if (guestPolicyName(oldSet) !== guestPolicyName(newSet)) return true;
+  return guestPolicyName(newSet) !== "" && claimOf(oldSet) !== claimOf(newSet);
 }
 
 /** The claim that bound the set, "" for none. */

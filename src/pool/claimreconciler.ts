@@ -16,6 +16,7 @@ import { type ApiError, isConflict, isNotFound, isRefused, unlessNotFound } from
 import type { EventRecorder } from "../controller/events.ts";
 import { type Reconciler, type Request, type Result, requestKey } from "../controller/reconciler.ts";
 import { COCOONCLAIMS, COCOONSETS } from "../controller/resources.ts";
+import type { HeldMember } from "../guestgate.ts";
 import { type Held, heldAgainst } from "../holds.ts";
 import type { Logger } from "../log.ts";
 import { type ClaimResult, claimReadySeconds, claimsTotal } from "../metrics/pool.ts";
@@ -53,7 +54,15 @@ export interface ClaimDeps {
   events: EventRecorder;
   clock: Clock;
   log: Logger;
+  /**
+   * A member of the bound set its guest hooks hold back (docs/guest.md), PostClaim hooks among them;
+   * absent: no guest hooks. The set's own status may still say Running from before the bind.
+   */
+  guestHeld?: (cs: CocoonSet) => HeldMember | undefined;
 }
+
+/** A claim whose set's hooks still run is looked at again after this (their record wakes no claim). */
+const GUEST_HOOKS_POLL_MS = 500;
 
 interface Pending {
   reason: string;
@@ -275,6 +284,7 @@ export class ClaimReconciler implements Reconciler {
     // it and the cache does not show the bind yet.
     const own =
       cs && (isControlledBy(cs, claim.metadata) || this.recentBinds.get(claim) === setName) ? cs : undefined;
+    const held = own && boundSetReady(own) ? this.deps.guestHeld?.(own) : undefined;
     if (!own && this.recentBinds.get(claim) === undefined) {
       condition = {
         type: CONDITION_READY,
@@ -282,6 +292,9 @@ export class ClaimReconciler implements Reconciler {
         reason: REASON_SET_GONE,
         message: `CocoonSet ${setName} is gone`,
       };
+    } else if (held) {
+      // Running, but not yet for this claim: its PostClaim hooks (or another Fail hook) have not succeeded.
+      condition = { type: CONDITION_READY, status: "False", reason: held.reason, message: held.message };
     } else if (own && boundSetReady(own)) {
       condition = {
         type: CONDITION_READY,
@@ -327,7 +340,7 @@ export class ClaimReconciler implements Reconciler {
       if (Number.isFinite(since)) claimReadySeconds.observe(labels, Math.max(0, now - since) / 1000);
       this.deps.events.event(claim, "Normal", REASON_CLAIM_READY, condition.message);
     }
-    return {};
+    return held ? { requeueAfterMs: GUEST_HOOKS_POLL_MS } : {};
   }
 
   private async writePending(

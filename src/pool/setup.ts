@@ -10,7 +10,8 @@ import { Controller } from "../controller/controller.ts";
 import type { EventRecorder } from "../controller/events.ts";
 import type { Manager } from "../controller/manager.ts";
 import type { Request } from "../controller/reconciler.ts";
-import type { OperatorInformers } from "../informers/informers.ts";
+import type { GuestGate, HeldMember } from "../guestgate.ts";
+import { type OperatorInformers, POD_BY_COCOONSET_INDEX } from "../informers/informers.ts";
 import type { Logger } from "../log.ts";
 import type { PoolCatalog } from "./catalog.ts";
 import { ClaimReconciler } from "./claimreconciler.ts";
@@ -35,9 +36,20 @@ export interface PoolControllerOptions {
   log: Logger;
   /** Claim workers: claims bind in parallel, each a few sequential API calls (default 64). */
   claimConcurrency?: number;
+  /** Guest hooks' gate (docs/guest.md): a claim is Ready only once its set's hooks hold no member. */
+  guest?: GuestGate;
 }
 
 const namespaceOf = (cs: CocoonSet): string => cs.metadata.namespace ?? "";
+
+/** The first member of a set the gate holds back, read from the pods' cache. */
+function heldBy(gate: GuestGate, informers: OperatorInformers): (cs: CocoonSet) => HeldMember | undefined {
+  return (cs) => {
+    const pods = informers.pods.byIndex(POD_BY_COCOONSET_INDEX, `${namespaceOf(cs)}/${cs.metadata.name}`);
+    const { held } = gate.heldMembers(cs, pods);
+    return held.values().next().value;
+  };
+}
 
 /** The pool a set is an unclaimed member of or was claimed from. */
 function poolsOfSet(cs: CocoonSet): Request[] {
@@ -67,6 +79,7 @@ export function setupPoolControllers(manager: Manager, options: PoolControllerOp
     events: options.events,
     clock,
     log: options.log.child({ controller: CLAIM_CONTROLLER }),
+    ...(options.guest ? { guestHeld: heldBy(options.guest, options.informers) } : {}),
   });
   /** The pool's claims still waiting for a member (a member turning ready, or the pool appearing). */
   const pendingClaims = (namespace: string, pool: string): Request[] =>
