@@ -110,6 +110,7 @@ export class GuestReconciler implements Reconciler {
     const pod = view.getPod(req.namespace, req.name);
     if (!pod || pod.metadata.deletionTimestamp) {
       requests.forget(req.namespace, req.name);
+      this.written.delete(`${req.namespace}/${req.name}`);
       return {};
     }
     const cs = view.getCocoonSet(req.namespace, pod.metadata.labels?.[LABEL_COCOONSET] ?? "");

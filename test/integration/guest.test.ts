@@ -24,6 +24,7 @@ import {
 import { readGuestHooksRecord } from "../../src/guest/record.ts";
 import { OciClient, type Simulator } from "../env/simulator/index.ts";
 import { type ApiConnection, apiRequest, testEnv, waitFor } from "../env/testenv.ts";
+import { startTestOperator } from "../support/operator.ts";
 import {
   claimReady,
   claimsPath,
@@ -352,5 +353,36 @@ describe("guest hooks", () => {
     assert.equal(res.status, 200, JSON.stringify(res.body));
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     assert.deepEqual(execs().slice(before), []);
+  });
+
+  it("--guest-hooks=false ignores every policy: no exec, no gate, no condition", async () => {
+    await e2e?.operator.stop();
+    const off = await startTestOperator({
+      kubeconfigPath: env.kubeconfigPath,
+      registryBase: env.registry,
+      namespace: ns,
+      guestHooks: false,
+    });
+    try {
+      await putPolicy(env, "never", {
+        hooks: [{ name: "fail", on: ["PostClone", "PostWake"], exec: { command: ["false"] } }],
+      });
+      await createPoolSet(env, ns, pool, "unhooked", {}, { [ANN_GUEST_POLICY]: "never" });
+      const cs = await waitFor(
+        "unhooked Running",
+        async () => {
+          const cs = await getSet(env, ns, "unhooked");
+          return isRunning(cs, 1) ? cs : undefined;
+        },
+        90_000,
+      );
+      assert.equal(condition(cs, CONDITION_GUEST_HOOKS), undefined);
+      assert.deepEqual(execs("unhooked-0"), []);
+      const [pod] = await setPods(env, ns, "unhooked");
+      assert.equal(pod?.metadata.annotations?.[ANN_GUEST_HOOKS], undefined);
+    } finally {
+      await off.stop();
+      await e2e?.startOperator();
+    }
   });
 });

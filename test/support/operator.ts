@@ -23,6 +23,8 @@ export interface TestOperatorOptions {
   checkpointReprobeMs?: number;
   /** CocoonClaim workers; default the operator's 64. */
   claimConcurrency?: number;
+  /** false: guest hooks off, as --guest-hooks=false; default on. */
+  guestHooks?: boolean;
   /** Where /metrics listens ("127.0.0.1:0" picks a port: operator.manager.ports()); default none. */
   metricsAddr?: string;
   /** Lead through a Lease in this namespace before reconciling; default no leader election. */
@@ -56,6 +58,7 @@ export async function startTestOperator(opts: TestOperatorOptions = {}): Promise
     ...(opts.clock ? { clock: opts.clock } : {}),
     ...(opts.checkpointReprobeMs ? { checkpointReprobeMs: opts.checkpointReprobeMs } : {}),
     ...(opts.claimConcurrency ? { claimConcurrency: opts.claimConcurrency } : {}),
+    ...(opts.guestHooks === undefined ? {} : { guestHooks: opts.guestHooks }),
   });
   await operator.start();
   const { cocoonSets, pods, hibernations } = operator.informers;
