@@ -1,9 +1,10 @@
 // config/policy/bookkeeping-policy.yaml on the real API server: a tenant (a service account with every
 // right in its namespace) can neither add, change nor remove one of the operator's bookkeeping keys on
-// a CocoonSet or a CocoonClaim, nor put one in a CocoonPool's template; the operator's service account
-// can; an admin overrides only by acting as that account (kubectl --as), explicitly. The binding is the
-// shipped one narrowed to this test's namespace, so the other test files' operators (which run as the
-// API server's admin) are not judged by it.
+// a CocoonSet or a CocoonClaim, nor put one in a CocoonPool's template, nor the guest hooks record on a
+// pod (through the pod or its status); the operator's service account can; other pod annotations stay
+// the tenant's; an admin overrides only by acting as that account (kubectl --as), explicitly. The
+// bindings are the shipped ones narrowed to this test's namespace, so the other test files' operators
+// (which run as the API server's admin) are not judged by them.
 
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -12,6 +13,7 @@ import { join, resolve } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { parseAllDocuments } from "yaml";
 import { ANN_DELETE_VM_NAMES, ANN_HIBERNATE_RECLAIM } from "../../src/contract/keys.ts";
+import { ANN_GUEST_HOOKS } from "../../src/guest/keys.ts";
 import { BOOKKEEPING_KEYS } from "../../src/pool/bookkeeping.ts";
 import { controlPlaneBinDir } from "../env/controlplane.ts";
 import { type ApiConnection, apiRequest, createNamespace, testEnv, waitFor } from "../env/testenv.ts";
@@ -28,8 +30,8 @@ const REFUSED = /only the cocoon-operator service account writes/;
 // biome-ignore lint/suspicious/noExplicitAny: manifests are arbitrary YAML
 type Obj = any;
 let ns: string;
-let policy: Obj;
-let binding: Obj;
+let policies: Obj[];
+let bindings: Obj[];
 let tenant: ApiConnection;
 let operator: ApiConnection;
 
@@ -69,6 +71,25 @@ function pool(name: string, annotations: Record<string, string>, labels: Record<
     },
   };
 }
+
+const podsPath = (namespace: string) => `/api/v1/namespaces/${namespace}/pods`;
+
+/** A pod as far as admission cares: no node runs it. */
+function pod(name: string, annotations: Record<string, string> = {}): Obj {
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, annotations },
+    spec: { containers: [{ name: "agent", image: "ubuntu-dev-base" }] },
+  };
+}
+
+/** A guest hooks record as a tenant would forge it: every phase Succeeded. */
+const RECORD = JSON.stringify({
+  vmID: "vm-1",
+  origin: "clone",
+  post: { result: "Succeeded", at: "2025-01-01T00:00:00Z", policyGeneration: 1 },
+});
 
 /** Whether `key` is one of the pool's and claim's labels rather than an annotation. */
 const isLabel = (key: string) =>
@@ -134,13 +155,18 @@ before(async () => {
   const docs = parseAllDocuments(
     readFileSync(resolve(import.meta.dirname, "../../config/policy/bookkeeping-policy.yaml"), "utf8"),
   ).map((d) => d.toJS() as Obj);
-  policy = docs.find((d) => d.kind === "ValidatingAdmissionPolicy");
-  binding = docs.find((d) => d.kind === "ValidatingAdmissionPolicyBinding");
-  // The shipped policy, under a name of this run's own.
-  policy.metadata.name = `${ns}.cocoonstack.io`;
-  binding.metadata.name = `${ns}.cocoonstack.io`;
-  binding.spec.policyName = policy.metadata.name;
-  binding.spec.matchResources = { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": ns } } };
+  policies = docs.filter((d) => d.kind === "ValidatingAdmissionPolicy");
+  bindings = docs.filter((d) => d.kind === "ValidatingAdmissionPolicyBinding");
+  assert.equal(policies.length, 2, "one policy for the operator's kinds, one for pods");
+  // The shipped policies, under names of this run's own.
+  for (const policy of policies) policy.metadata.name = `${ns}.${policy.metadata.name}`;
+  for (const binding of bindings) {
+    binding.metadata.name = `${ns}.${binding.metadata.name}`;
+    binding.spec.policyName = `${ns}.${binding.spec.policyName}`;
+    binding.spec.matchResources = {
+      namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": ns } },
+    };
+  }
   // Written by the operator before the policy exists, as an upgrade finds it.
   created(
     await apiRequest(
@@ -150,26 +176,32 @@ before(async () => {
       set("kept", { [ANN_DELETE_VM_NAMES]: `vk-${ns}-kept-0` }),
     ),
   );
-  for (const [path, obj] of [
-    ["validatingadmissionpolicies", policy],
-    ["validatingadmissionpolicybindings", binding],
-  ] as const) {
-    created(await apiRequest(env, "POST", `${ADMISSION}/${path}`, obj));
+  created(await apiRequest(operator, "POST", podsPath(ns), pod("recorded", { [ANN_GUEST_HOOKS]: RECORD })));
+  for (const policy of policies) {
+    created(await apiRequest(env, "POST", `${ADMISSION}/validatingadmissionpolicies`, policy));
   }
-  await waitFor("the policy to refuse a tenant's bookkeeping key", async () => {
-    const res = await apiRequest(
-      tenant,
-      "POST",
-      setsPath(ns),
-      set(`probe-${Date.now()}`, { [ANN_DELETE_VM_NAMES]: "x" }),
-    );
-    return res.status === 403 || res.status === 422 ? true : undefined;
+  for (const binding of bindings) {
+    created(await apiRequest(env, "POST", `${ADMISSION}/validatingadmissionpolicybindings`, binding));
+  }
+  await waitFor("the policies to refuse a tenant's bookkeeping keys", async () => {
+    const probe = `probe-${Date.now()}`;
+    const onSet = await apiRequest(tenant, "POST", setsPath(ns), set(probe, { [ANN_DELETE_VM_NAMES]: "x" }));
+    const onPod = await apiRequest(tenant, "POST", podsPath(ns), pod(probe, { [ANN_GUEST_HOOKS]: RECORD }));
+    return [onSet, onPod].every((res) => res.status === 403 || res.status === 422) ? true : undefined;
   });
 });
 
 after(async () => {
-  await apiRequest(env, "DELETE", `${ADMISSION}/validatingadmissionpolicybindings/${binding.metadata.name}`);
-  await apiRequest(env, "DELETE", `${ADMISSION}/validatingadmissionpolicies/${policy.metadata.name}`);
+  for (const binding of bindings ?? []) {
+    await apiRequest(
+      env,
+      "DELETE",
+      `${ADMISSION}/validatingadmissionpolicybindings/${binding.metadata.name}`,
+    );
+  }
+  for (const policy of policies ?? []) {
+    await apiRequest(env, "DELETE", `${ADMISSION}/validatingadmissionpolicies/${policy.metadata.name}`);
+  }
 });
 
 describe("the bookkeeping ValidatingAdmissionPolicy", () => {
@@ -252,6 +284,53 @@ describe("the bookkeeping ValidatingAdmissionPolicy", () => {
     );
     assert.match(refusal(labelled), /spec\.template\.metadata: cocoonset\.cocoonstack\.io\/claim/);
     created(await apiRequest(tenant, "POST", poolsPath(ns), pool("plain", { note: "x" }, { team: "a" })));
+  });
+
+  it("refuses a tenant the guest hooks record on a new pod, naming it; the operator's account may write it", async () => {
+    const message = refusal(
+      await apiRequest(tenant, "POST", podsPath(ns), pod("forged", { [ANN_GUEST_HOOKS]: RECORD })),
+    );
+    assert.match(message, REFUSED);
+    assert.ok(message.includes(ANN_GUEST_HOOKS), message);
+    created(
+      await apiRequest(operator, "POST", podsPath(ns), pod("by-operator", { [ANN_GUEST_HOOKS]: RECORD })),
+    );
+    created(await apiRequest(tenant, "POST", podsPath(ns), pod("plain", { note: "the tenant's" })));
+  });
+
+  it("refuses a tenant adding, changing or removing the record on a pod or its status, and lets other annotations through", async () => {
+    const path = `${podsPath(ns)}/recorded`;
+    const failed = JSON.stringify({ ...JSON.parse(RECORD), post: { result: "Failed" } });
+    for (const target of [path, `${path}/status`]) {
+      assert.match(
+        refusal(await patchMeta(tenant, target, { annotations: { [ANN_GUEST_HOOKS]: failed } })),
+        REFUSED,
+      );
+      assert.match(
+        refusal(await patchMeta(tenant, target, { annotations: { [ANN_GUEST_HOOKS]: null } })),
+        REFUSED,
+      );
+    }
+    const plain = `${podsPath(ns)}/plain`;
+    for (const target of [plain, `${plain}/status`]) {
+      assert.match(
+        refusal(await patchMeta(tenant, target, { annotations: { [ANN_GUEST_HOOKS]: RECORD } })),
+        REFUSED,
+      );
+    }
+    // The pod already holds a record: other annotations are the tenant's to write.
+    const other = await patchMeta(tenant, path, { annotations: { note: "edited by the tenant" } });
+    assert.equal(other.status, 200, JSON.stringify(other.body));
+    assert.equal(other.body.metadata.annotations[ANN_GUEST_HOOKS], RECORD);
+    // A status write changes annotations too: that is why the policy judges pods/status.
+    const byOperator = await patchMeta(operator, `${path}/status`, {
+      annotations: { [ANN_GUEST_HOOKS]: failed },
+    });
+    assert.equal(byOperator.status, 200, JSON.stringify(byOperator.body));
+    assert.equal(byOperator.body.metadata.annotations[ANN_GUEST_HOOKS], failed);
+    const removed = await patchMeta(operator, path, { annotations: { [ANN_GUEST_HOOKS]: null } });
+    assert.equal(removed.status, 200, JSON.stringify(removed.body));
+    assert.equal(removed.body.metadata.annotations?.[ANN_GUEST_HOOKS], undefined);
   });
 
   it("refuses the admin too, who overrides only by acting as the operator's account (kubectl --as)", async () => {

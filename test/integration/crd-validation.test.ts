@@ -1,19 +1,29 @@
-// Our CRDs on the real kube-apiserver: every CEL case of test/fixtures/cel-cases.ts is admitted or
-// rejected with its message, and every CocoonSet sample users apply is accepted.
+// Our CRDs on the real kube-apiserver: every case of test/fixtures/cel-cases.ts is admitted or
+// rejected with its message, every CocoonSet sample users apply is accepted, and the guest policy
+// sample is accepted as written, the schema adding no field the operator defaults itself.
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { before, describe, it } from "node:test";
 import { parseAllDocuments } from "yaml";
 import { type ApiResponse, apiRequest, createNamespace, type TestEnvInfo, testEnv } from "../env/testenv.ts";
-import { celCases } from "../fixtures/cel-cases.ts";
+import { type CelCase, celCases } from "../fixtures/cel-cases.ts";
 import { referenceSamplesDir } from "../support/shared.ts";
+
+const repoRoot = join(import.meta.dirname, "..", "..");
 
 const samplesDir = referenceSamplesDir;
 
-function collectionPath(ns: string, kind: string): string {
-  const plural = kind === "CocoonSet" ? "cocoonsets" : "cocoonhibernations";
-  return `/apis/cocoonset.cocoonstack.io/v1/namespaces/${ns}/${plural}`;
+const RESOURCES: Record<CelCase["kind"], string> = {
+  CocoonSet: "v1/cocoonsets",
+  CocoonHibernation: "v1/cocoonhibernations",
+  CocoonGuestPolicy: "v1alpha1/cocoonguestpolicies",
+  CocoonClaim: "v1alpha1/cocoonclaims",
+};
+
+function collectionPath(ns: string, kind: CelCase["kind"]): string {
+  const [version, plural] = RESOURCES[kind].split("/");
+  return `/apis/cocoonset.cocoonstack.io/${version}/namespaces/${ns}/${plural}`;
 }
 
 function inNamespace(object: unknown, ns: string): { metadata: { name: string; namespace: string } } {
@@ -77,4 +87,34 @@ describe("CRD validation on the real API server", () => {
       });
     }
   }
+
+  it("accepts config/samples/guest-policy.yaml as written: every default stays the operator's", async () => {
+    const sample = parseAllDocuments(
+      readFileSync(join(repoRoot, "config", "samples", "guest-policy.yaml"), "utf8"),
+    ).map((d) => d.toJS());
+    assert.equal(sample.length, 1);
+    const res = await apiRequest(
+      env,
+      "POST",
+      collectionPath(ns, "CocoonGuestPolicy"),
+      inNamespace(sample[0], ns),
+    );
+    assert.equal(res.status, 201, describeResponse(res));
+    const created = res.body as { spec: unknown; status?: unknown };
+    assert.deepEqual(created.spec, sample[0].spec);
+    const bare = {
+      apiVersion: "cocoonset.cocoonstack.io/v1alpha1",
+      kind: "CocoonGuestPolicy",
+      metadata: { name: "bare" },
+      spec: { hooks: [{ name: "h", on: ["PostClone"], exec: { command: ["true"] } }] },
+    };
+    const bareRes = await apiRequest(
+      env,
+      "POST",
+      collectionPath(ns, "CocoonGuestPolicy"),
+      inNamespace(bare, ns),
+    );
+    assert.equal(bareRes.status, 201, describeResponse(bareRes));
+    assert.deepEqual((bareRes.body as { spec: unknown }).spec, bare.spec, "no field was defaulted");
+  });
 });

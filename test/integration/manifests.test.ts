@@ -61,6 +61,8 @@ const API_CALLS: { group: string; resource: string; verbs: string[]; namespaced?
   // CocoonRestore informer (and the startup probe); status patches.
   { group: GROUP, resource: "cocoonrestores", verbs: ["get", "list", "watch"] },
   { group: GROUP, resource: "cocoonrestores/status", verbs: ["patch"] },
+  // CocoonGuestPolicy informer (and the startup probe): the operator only reads policies.
+  { group: GROUP, resource: "cocoonguestpolicies", verbs: ["list", "watch"] },
   // Pod informer; uncached reads (toolbox collision, wake liveness); creates; annotation patches; deletes.
   { group: "", resource: "pods", verbs: ["get", "list", "watch", "create", "patch", "delete"] },
   // Exec in a pod: the WebSocket upgrade is a GET (get, plus the create check the API server adds),
@@ -221,7 +223,7 @@ describe("install manifests", () => {
     saKey = render("config/overlays/sa-key");
   });
 
-  it("config/default renders the namespace, the six CRDs, RBAC, the Deployment, its config and metrics Service, the annotation and bookkeeping policies", () => {
+  it("config/default renders the namespace, the seven CRDs, RBAC, the Deployment, its config and metrics Service, the annotation and bookkeeping policies", () => {
     const names = defaults.map((o) => `${o.kind}/${o.metadata.name}`).sort();
     assert.deepEqual(names, [
       "ClusterRole/cocoon-operator",
@@ -229,6 +231,7 @@ describe("install manifests", () => {
       `ConfigMap/${configMap(defaults).metadata.name}`,
       "CustomResourceDefinition/cocooncheckpoints.cocoonset.cocoonstack.io",
       "CustomResourceDefinition/cocoonclaims.cocoonset.cocoonstack.io",
+      "CustomResourceDefinition/cocoonguestpolicies.cocoonset.cocoonstack.io",
       "CustomResourceDefinition/cocoonhibernations.cocoonset.cocoonstack.io",
       "CustomResourceDefinition/cocoonpools.cocoonset.cocoonstack.io",
       "CustomResourceDefinition/cocoonrestores.cocoonset.cocoonstack.io",
@@ -241,16 +244,19 @@ describe("install manifests", () => {
       "ServiceAccount/cocoon-operator",
       "ValidatingAdmissionPolicy/cocoonset-annotations.cocoonstack.io",
       "ValidatingAdmissionPolicy/cocoonset-bookkeeping.cocoonstack.io",
+      "ValidatingAdmissionPolicy/cocoonset-pod-bookkeeping.cocoonstack.io",
       "ValidatingAdmissionPolicyBinding/cocoonset-annotations.cocoonstack.io",
       "ValidatingAdmissionPolicyBinding/cocoonset-bookkeeping.cocoonstack.io",
+      "ValidatingAdmissionPolicyBinding/cocoonset-pod-bookkeeping.cocoonstack.io",
     ]);
-    // The bookkeeping policy lets through exactly the service account the Deployment runs as.
+    // The bookkeeping policies let through exactly the service account the Deployment runs as.
     const deploy = find(defaults, "Deployment", "cocoon-operator");
     const account = `system:serviceaccount:${deploy.metadata.namespace}:${deploy.spec.template.spec.serviceAccountName}`;
-    const bookkeeping = find(defaults, "ValidatingAdmissionPolicy", "cocoonset-bookkeeping.cocoonstack.io");
-    assert.deepEqual(bookkeeping.spec.matchConditions, [
-      { name: "not-the-operator", expression: `request.userInfo.username != '${account}'` },
-    ]);
+    for (const name of ["cocoonset-bookkeeping.cocoonstack.io", "cocoonset-pod-bookkeeping.cocoonstack.io"]) {
+      assert.deepEqual(find(defaults, "ValidatingAdmissionPolicy", name).spec.matchConditions, [
+        { name: "not-the-operator", expression: `request.userInfo.username != '${account}'` },
+      ]);
+    }
     for (const obj of defaults) {
       const namespaced = ![
         "Namespace",
@@ -513,6 +519,8 @@ describe("the rendered RBAC on a real API server", () => {
       attributes(GROUP, "cocoonhibernations", "delete", "some-tenant"),
       attributes(GROUP, "cocoonpools", "delete", "some-tenant"),
       attributes(GROUP, "cocoonhibernations", "patch", "some-tenant"),
+      attributes(GROUP, "cocoonguestpolicies", "get", "some-tenant"),
+      attributes(GROUP, "cocoonguestpolicies", "update", "some-tenant"),
       attributes("", "pods", "update", "some-tenant"),
       attributes("", "pods/status", "patch", "some-tenant"),
       attributes("", "secrets", "get", "cocoon-system"),

@@ -19,7 +19,9 @@ export interface JSONSchemaProps {
   maximum?: number;
   minLength?: number;
   maxLength?: number;
+  minItems?: number;
   maxItems?: number;
+  maxProperties?: number;
   required?: string[];
   properties?: Record<string, JSONSchemaProps>;
   additionalProperties?: JSONSchemaProps;
@@ -34,7 +36,7 @@ export interface JSONSchemaProps {
 
 export interface PrinterColumn {
   name: string;
-  type: "string" | "integer" | "date";
+  type: "string" | "integer" | "boolean" | "date";
   jsonPath: string;
 }
 
@@ -59,7 +61,7 @@ export interface CustomResourceDefinition {
       storage: boolean;
       additionalPrinterColumns: PrinterColumn[];
       subresources: {
-        status: Record<string, never>;
+        status?: Record<string, never>;
         scale?: { specReplicasPath: string; statusReplicasPath: string; labelSelectorPath?: string };
       };
       schema: { openAPIV3Schema: JSONSchemaProps };

@@ -27,6 +27,24 @@ const objectName = (description: string): JSONSchemaProps => ({
 });
 const stringMap: JSONSchemaProps = { type: "object", additionalProperties: str };
 
+export const MAX_CLAIM_PARAMETERS = 64;
+export const MAX_CLAIM_PARAMETER_VALUE_LENGTH = 4096;
+/** A parameter's name: an environment variable's, with the '-' and '.' a label's name may hold too. */
+export const CLAIM_PARAMETER_NAME = "^[A-Za-z_][-._A-Za-z0-9]{0,62}$";
+
+const parametersSchema: JSONSchemaProps = {
+  description: `Passed as they are to the bound set's PostClaim hooks on their stdin (docs/guest.md); never logged, never in an event. At most ${MAX_CLAIM_PARAMETERS}, each name 1 to 63 letters, digits, '_', '-' or '.' starting with a letter or '_', each value at most ${MAX_CLAIM_PARAMETER_VALUE_LENGTH} characters. Not a place for secrets: whoever may read the claim reads them. Fixed once the claim is created, like the rest of the spec.`,
+  type: "object",
+  maxProperties: MAX_CLAIM_PARAMETERS,
+  additionalProperties: { maxLength: MAX_CLAIM_PARAMETER_VALUE_LENGTH, type: "string" },
+  "x-kubernetes-validations": [
+    {
+      rule: `self.all(k, k.matches('${CLAIM_PARAMETER_NAME}'))`,
+      message: "parameter names are 1 to 63 letters, digits, '_', '-' or '.', starting with a letter or '_'",
+    },
+  ],
+};
+
 /**
  * A member is named `<pool>-<5 characters>`, and a CocoonSet name ends up in VM names and pod names:
  * 63 characters leave the member's name room under a label value's limit.
@@ -102,9 +120,10 @@ const claimSchema: JSONSchemaProps = {
   properties: {
     ...typeMetaProperties,
     spec: {
-      description: "CocoonClaimSpec names the pool to claim from.",
+      description: "CocoonClaimSpec names the pool to claim from, and what the bound set's hooks are given.",
       type: "object",
       properties: {
+        parameters: parametersSchema,
         poolRef: {
           description: "The CocoonPool in the same namespace.",
           type: "object",

@@ -7,6 +7,7 @@ import { conditionListSchema, typeMetaProperties } from "../v1/k8s-schemas.ts";
 import type { CustomResourceDefinition, JSONSchemaProps } from "../v1/openapi.ts";
 import { crd, GO_DURATION, int32, int64, str } from "../v1/schema.ts";
 import { GROUP } from "../v1/types.ts";
+import { cocoonGuestPolicyCRD } from "./guestschema.ts";
 import { cocoonClaimCRD, cocoonPoolCRD } from "./poolschema.ts";
 import { cocoonRestoreCRD } from "./restoreschema.ts";
 import {
@@ -14,6 +15,7 @@ import {
   KIND_COCOONCHECKPOINT,
   PLURAL_COCOONCHECKPOINTS,
   PLURAL_COCOONCLAIMS,
+  PLURAL_COCOONGUESTPOLICIES,
   PLURAL_COCOONPOOLS,
   PLURAL_COCOONRESTORES,
   VERSION_V1ALPHA1,
@@ -145,4 +147,5 @@ export const v1alpha1CrdFiles: { file: string; crd: CustomResourceDefinition }[]
   { file: `${GROUP}_${PLURAL_COCOONPOOLS}.yaml`, crd: cocoonPoolCRD },
   { file: `${GROUP}_${PLURAL_COCOONCLAIMS}.yaml`, crd: cocoonClaimCRD },
   { file: `${GROUP}_${PLURAL_COCOONRESTORES}.yaml`, crd: cocoonRestoreCRD },
+  { file: `${GROUP}_${PLURAL_COCOONGUESTPOLICIES}.yaml`, crd: cocoonGuestPolicyCRD },
 ];
