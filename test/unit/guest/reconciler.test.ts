@@ -316,6 +316,27 @@ describe("GuestReconciler: claim and pre-hibernate", () => {
     assert.equal(f.execs.length, 1);
   });
 
+  it("a request the record already answers is dropped: a failed hook is not re-run unasked", async () => {
+    const pre = policy({ hooks: [hook("flush", ["PreHibernate"])] });
+    const f = fixture({ policy: pre, answers: { "run-flush": { exitCode: 2 } } });
+    const before = f.stored();
+    f.requests.ask(f.pod, "vm-demo-1");
+    await f.reconcile();
+    assert.equal(f.record().preHibernate?.result, "Failed");
+    // The gate, on a cache without that record yet, asks again; the reconciler's own view (the
+    // record it wrote) answers it, so nothing runs and the request must not linger.
+    f.holdCache(before);
+    assert.equal(f.requests.ask(f.pod, "vm-demo-1"), true);
+    await f.reconcile();
+    assert.equal(f.execs.length, 1);
+    assert.equal(f.requests.has(f.pod, "vm-demo-1"), false);
+    // The suspend is called off; when the retry comes due nobody has asked for a hibernate.
+    f.holdCache(undefined);
+    f.clock.current += FAILED_HOOK_RETRY_MS;
+    await f.reconcile();
+    assert.equal(f.execs.length, 1, "no quiesce hook in a VM that is not going to hibernate");
+  });
+
   it("a set without a policy, or naming a missing one, costs no exec and no write", async () => {
     for (const setup of [
       { cs: guestSet({ policy: "" }), policy: cloneWake },
