@@ -3,7 +3,12 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
-import type { ExecRequest, ExecResult, PodExecutor } from "../../../src/controller/exec.ts";
+import {
+  type ExecRequest,
+  type ExecResult,
+  ExecTimeoutError,
+  type PodExecutor,
+} from "../../../src/controller/exec.ts";
 import { PODS } from "../../../src/controller/resources.ts";
 import type { HookRun } from "../../../src/guest/decide.ts";
 import { MAX_REPORTED_OUTPUT } from "../../../src/guest/keys.ts";
@@ -153,6 +158,19 @@ describe("runHook", () => {
     assert.equal(failed.message.length, MAX_REPORTED_OUTPUT, "the whole message is bounded, status included");
     const retried = await runHook(target, run({ retries: 1 }), undefined);
     assert.equal(retried.ok, true);
+  });
+
+  it("bounds a timeout's message with the stderr read until the deadline", async () => {
+    const clock = new SteppingClock();
+    const executor: PodExecutor = {
+      exec: async () => {
+        throw new ExecTimeoutError("ended", Buffer.from(""), Buffer.from(`waiting ${"w".repeat(1000)}`));
+      },
+    };
+    const target = { namespace: NS, pod: "demo-0", executor, clock, signal: new AbortController().signal };
+    const outcome = await runHook(target, run({ timeoutMs: 30_000 }), undefined);
+    assert.match(outcome.message, /^timed out after 30s: waiting w+…$/);
+    assert.equal(outcome.message.length, MAX_REPORTED_OUTPUT);
   });
 
   it("gives up at once when its signal is aborted", async () => {
