@@ -125,8 +125,11 @@ export class GuestReconciler implements Reconciler {
       if (work === undefined) break;
       record = await this.runPhase(work, pod, cs, policy, record, signal);
       await this.writeRecord(pod, record);
-      if (work === "preHibernate") requests.done(pod, vmID);
     }
+    // Nothing is due any more, so a pre-hibernate request is answered by the record: the phase just
+    // run, or one this process recorded that a pass on a stale cache asked for again. Kept, it would
+    // run the hook unasked once a failure came due again, in a VM no one is hibernating any more.
+    requests.done(pod, vmID);
     const retry = nextRetry(record, policy);
     return retry === undefined ? {} : { requeueAfterMs: Math.max(1, retry - this.deps.clock.now()) };
   }

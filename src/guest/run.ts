@@ -32,8 +32,8 @@ const EXIT_STATUS = /Process exited with status (\d+)/;
 /** How an attempt failed, without the command: an exit status, a timeout, or the error's own words. */
 export function describeFailure(error: unknown, timeoutMs: number): string {
   if (error instanceof ExecTimeoutError) {
-    const stderr = bounded(error.stderr.toString("utf8"));
-    return `timed out after ${timeoutMs / 1000}s${stderr ? `: ${stderr}` : ""}`;
+    const stderr = error.stderr.toString("utf8").trim();
+    return bounded(`timed out after ${timeoutMs / 1000}s${stderr ? `: ${stderr}` : ""}`);
   }
   const message = error instanceof Error ? error.message : String(error);
   const status = EXIT_STATUS.exec(message);
@@ -80,8 +80,9 @@ export async function runHook(
         message = "";
         break;
       }
-      const stderr = bounded(result.stderr.toString("utf8"));
-      message = `exited with status ${result.exitCode}${stderr ? `: ${stderr}` : ""}`;
+      // The whole message is bounded, not the output alone: it lands in events and the record as is.
+      const stderr = result.stderr.toString("utf8").trim();
+      message = bounded(`exited with status ${result.exitCode}${stderr ? `: ${stderr}` : ""}`);
     } catch (error) {
       if (target.signal.aborted) throw error;
       message = describeFailure(error, run.timeoutMs);
