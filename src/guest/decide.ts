@@ -75,7 +75,7 @@ export const WRITE_OWNER_COMMAND = [
 /** Bytes of the operator's randomness written into the guest's pool by a refresh. */
 export const REFRESH_ENTROPY_BYTES = 64;
 
-/** A hostname is one DNS label: the pod's name, cut to 63 characters without a trailing '-' or '.'. */
+/** The pod's name as a hostname: cut to 63 characters (the kernel's limit), no trailing '-' or '.'. */
 export function hostnameFor(podName: string): string {
   return podName.slice(0, 63).replace(/[-.]+$/, "");
 }
@@ -293,7 +293,8 @@ export function memberGate(
 }
 
 /**
- * Whether `pod` may be annotated to hibernate. A VM that does not run has nothing to quiesce; a VM
+ * Whether `pod` may be annotated to hibernate. A VM that does not run has nothing to quiesce; one that
+ * runs, Ready or not, is asked (a guest that does not answer fails the hook); a VM
  * whose pre-hibernate phase succeeded (Ignore failures included) goes; a failed one is refused until
  * it is due again; otherwise the hook is owed ("run": the caller queues it and waits).
  */

@@ -13,7 +13,7 @@ import type { Clock } from "../clock.ts";
 import { LABEL_COCOONSET } from "../contract/keys.ts";
 import { isControlledBy, type PodMeta, vmNameOf } from "../contract/pod.ts";
 import type { Client } from "../controller/client.ts";
-import { isConflict, isNotFound } from "../controller/errors.ts";
+import { isInvalid, isNotFound } from "../controller/errors.ts";
 import type { EventRecorder } from "../controller/events.ts";
 import type { PodExecutor } from "../controller/exec.ts";
 import type { Reconciler, Request, Result } from "../controller/reconciler.ts";
@@ -350,7 +350,9 @@ export class GuestReconciler implements Reconciler {
         value,
       });
     } catch (error) {
-      if (!isNotFound(error) && !isConflict(error)) throw error;
+      // The API server refuses a patch whose uid is not the pod's (the uid is immutable): a pod of the
+      // same name made since is not the VM this record is about.
+      if (!isNotFound(error) && !isInvalid(error)) throw error;
     }
   }
 }

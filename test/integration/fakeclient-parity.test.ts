@@ -4,6 +4,7 @@
 //   pod, and an unbound one, goes at once;
 // - the first deletionTimestamp bumps metadata.generation (a later delete does not);
 // - an update of a custom resource without metadata.resourceVersion is refused (a pod's is not);
+// - a merge patch carrying metadata.uid is refused (422, the uid is immutable) when the object's differs;
 // - no finalizer can be added to an object being deleted (update or merge patch); removing the last
 //   finalizer of a deleting custom resource removes it.
 
@@ -139,6 +140,22 @@ for (const backend of backends) {
       const { resourceVersion: _podVersion, ...podMeta } = created.metadata;
       await client.update(PODS, { ...created, metadata: { ...podMeta, labels: { edited: "yes" } } });
       assert.equal((await client.get<Pod>(PODS, ns, "unconditional-pod")).metadata.labels?.edited, "yes");
+    });
+
+    it("a merge patch naming another uid is refused as invalid and changes nothing", async () => {
+      const created = await client.create<Pod>(PODS, ns, pod("uid-guarded"));
+      await assert.rejects(
+        client.patch(PODS, ns, "uid-guarded", {
+          metadata: { uid: "00000000-0000-0000-0000-000000000000", annotations: { stale: "yes" } },
+        }),
+        (error) =>
+          error instanceof InvalidError && error.status === 422 && /metadata\.uid/.test(error.message),
+      );
+      assert.equal((await client.get<Pod>(PODS, ns, "uid-guarded")).metadata.annotations?.stale, undefined);
+      await client.patch(PODS, ns, "uid-guarded", {
+        metadata: { uid: created.metadata.uid, annotations: { current: "yes" } },
+      });
+      assert.equal((await client.get<Pod>(PODS, ns, "uid-guarded")).metadata.annotations?.current, "yes");
     });
 
     it("no finalizer can be added to an object being deleted, by update or by merge patch", async () => {

@@ -367,10 +367,14 @@ export class FakeClient implements Client, PodExecutor {
       ...(opts?.dryRun ? { dryRun: true } : {}),
     });
     const current = this.mustGet(rt, namespace, name);
-    const expected = (mergePatch as { metadata?: { resourceVersion?: string } } | null)?.metadata
-      ?.resourceVersion;
+    const meta = (mergePatch as { metadata?: { resourceVersion?: string; uid?: string } } | null)?.metadata;
+    const expected = meta?.resourceVersion;
     if (expected !== undefined && expected !== current.metadata.resourceVersion) {
       throw new ConflictError(409, "Conflict", `the object ${name} has been modified`);
+    }
+    // A uid in the patch that is not the object's is refused: metadata.uid is immutable.
+    if (meta?.uid !== undefined && meta.uid !== current.metadata.uid) {
+      throw invalid(rt, name, `metadata.uid: Invalid value: "${meta.uid}": field is immutable`);
     }
     const patched = applyMergePatch(current, mergePatch) as StoredObject;
     if (opts?.dryRun) return { ...patched, status: current.status } as T;

@@ -56,12 +56,14 @@ describe("originFromMark", () => {
 describe("refreshCommand", () => {
   const now = Date.parse("2026-01-01T00:00:00.999Z");
   const seconds = Math.floor(now / 1000);
-  it("after a clone: new identity, then the clock and the randomness, as one sh -c line", () => {
+  it("after a clone: the clock and the randomness first, then a new identity, as one sh -c line", () => {
+    // Copies share their random state: an identity made before the mix comes out the same in each.
     assert.deepEqual(refreshCommand("clone", "demo-1", now), [
       "sh",
       "-c",
-      "rm -f /etc/machine-id && systemd-machine-id-setup && hostnamectl set-hostname demo-1 && " +
-        `rm -f /etc/ssh/ssh_host_* && ssh-keygen -A && date -s @${seconds} && cat > /dev/urandom`,
+      `date -s @${seconds} && cat > /dev/urandom && ` +
+        "rm -f /etc/machine-id && systemd-machine-id-setup && hostnamectl set-hostname demo-1 && " +
+        "rm -f /etc/ssh/ssh_host_* && ssh-keygen -A",
     ]);
   });
 

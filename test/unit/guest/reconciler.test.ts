@@ -125,7 +125,10 @@ describe("GuestReconciler: post hooks", () => {
     assert.deepEqual(f.ran(), ["read-owner", "refresh", "run-rekey", "run-resync", "write-owner"]);
 
     const refresh = f.execs[1];
-    assert.match(refresh?.command[2] ?? "", /^rm -f \/etc\/machine-id && .* set-hostname demo-1 && /);
+    assert.match(
+      refresh?.command[2] ?? "",
+      /^date -s @\d+ && cat > \/dev\/urandom && rm -f \/etc\/machine-id && .* set-hostname demo-1 && /,
+    );
     assert.deepEqual(Buffer.from(refresh?.stdin ?? []), Buffer.from(ENTROPY), "64 bytes of randomness");
     assert.equal(refresh?.stdin?.length, 64);
     for (const exec of f.execs.slice(2, 4)) {
@@ -244,6 +247,20 @@ describe("GuestReconciler: post hooks", () => {
     assert.deepEqual(await f.reconcile(), {});
     assert.equal(f.execs.length, 5, "no exec on the stale cache");
     assert.deepEqual(f.client.writes(), [], "no write either");
+  });
+
+  it("a pod replaced while its hooks ran gets no record of the old VM, and the pass does not fail", async () => {
+    const f = fixture({ policy: cloneWake, mark: MAIN_MARK });
+    const old = f.stored();
+    assert.ok(old);
+    // The cache still shows the old pod; the API server holds a new one of the same name.
+    f.holdCache(old);
+    f.client.seed(PODS, {
+      ...old,
+      metadata: { ...old.metadata, uid: "uid-of-the-new-pod", annotations: {} },
+    });
+    assert.deepEqual(await f.reconcile(), {});
+    assert.equal(f.stored()?.metadata.annotations?.[ANN_GUEST_HOOKS], undefined);
   });
 
   it("a new VM of the same pod owes its hooks again", async () => {
