@@ -108,6 +108,8 @@ export interface Operator {
   readonly pools: PoolCatalog;
   /** The suspends the CocoonSet controller's gate confirmed (a second reconciler may share them). */
   readonly suspendConfirmations: SuspendConfirmations;
+  /** Guest hooks' shared parts (docs/guest.md); undefined when they are off. */
+  readonly guest: GuestHooks | undefined;
   /** Resolves once servers listen and informers run; controllers start when caches sync (and lead). */
   start(signal?: AbortSignal): Promise<void>;
   /** Graceful: in-flight reconciles get up to deadlineMs, then everything stops. */
@@ -134,7 +136,13 @@ function secureMetrics(
 }
 
 /** Guest hooks' parts the controllers share: the policies' cache, the gate, the pre-hibernate requests. */
-function guestHooks(client: KubeClient, clock: Clock, namespace: string | undefined) {
+export interface GuestHooks {
+  catalog: GuestPolicyCatalog;
+  requests: PreHibernateRequests;
+  gate: GuestHooksGate;
+}
+
+function guestHooks(client: KubeClient, clock: Clock, namespace: string | undefined): GuestHooks {
   const catalog = new GuestPolicyCatalog(client, { clock, namespace });
   const requests = new PreHibernateRequests();
   const gate = new GuestHooksGate({ policy: (ns, name) => catalog.policy(ns, name), requests, clock });
@@ -381,6 +389,7 @@ export function createOperator(config: OperatorConfig): Operator {
     checkpoints,
     pools,
     suspendConfirmations,
+    guest,
     async start(signal) {
       await startActivity();
       for (const feature of optionalFeatures) await startOptional(feature, signal);

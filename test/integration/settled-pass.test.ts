@@ -4,17 +4,19 @@
 // cached view make no API request, no registry request and list no CocoonHibernation. A set carrying
 // an idle policy costs the same: its pass only asks to be run again at its deadline. So does a
 // set settled in Phase=Suspended (retain): its gate confirmed every `:hibernate` tag once, and the same
-// pods at the same generation are not probed again.
+// pods at the same generation are not probed again. A set naming a guest policy, running or suspended,
+// costs nothing either, and the guest hooks' passes over its pods make no exec and no write.
 // bench/settled.ts measures the same at scale (test/support/settledpass.ts is their shared machinery).
 
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import type { CocoonSet } from "../../src/apis/v1/types.ts";
+import { ANN_GUEST_POLICY, CONDITION_GUEST_HOOKS } from "../../src/guest/keys.ts";
 import { ANN_EXPIRE_AT, ANN_SUSPEND_AFTER_IDLE, DEFAULT_NOTICE_BEFORE_MS } from "../../src/idle/policy.ts";
 import { apiRequest, testEnv, waitFor } from "../env/testenv.ts";
-import { getSet, isRunning, setsPath } from "../support/setapi.ts";
-import { SettledPassProbe, suspendSets } from "../support/settledpass.ts";
+import { getSet, isRunning, setPods, setsPath } from "../support/setapi.ts";
+import { guestReconcilerOf, SettledPassProbe, suspendSets } from "../support/settledpass.ts";
 import { type SetEnv, startSetEnv } from "../support/setwait.ts";
 
 const env = testEnv();
@@ -124,5 +126,70 @@ describe("a settled pass on the real API server", () => {
       requeueAfterMs >= noticeAt - runEnd && requeueAfterMs <= noticeAt - runStart + 1,
       `requeue after ${requeueAfterMs} ms, idle deadline ${armed.status?.idleSuspendAt}`,
     );
+  });
+
+  it("with a guest policy, running or suspended, makes no request and no exec, nor do its pods' guest passes", async () => {
+    const policy = await apiRequest(
+      env,
+      "POST",
+      `/apis/cocoonset.cocoonstack.io/v1alpha1/namespaces/${ns}/cocoonguestpolicies`,
+      {
+        apiVersion: "cocoonset.cocoonstack.io/v1alpha1",
+        kind: "CocoonGuestPolicy",
+        metadata: { name: "settled", namespace: ns },
+        spec: {
+          refresh: { afterClone: true, afterWake: true },
+          hooks: [
+            { name: "flush", on: ["PreHibernate"], exec: { command: ["sync"] } },
+            { name: "resync", on: ["PostClone", "PostWake"], exec: { command: ["true"] } },
+          ],
+        },
+      },
+    );
+    assert.equal(policy.status, 201, JSON.stringify(policy.body));
+    const hooked = ["settled-hooked", "settled-hooked-suspended"];
+    for (const name of hooked) {
+      const cs = settledSet(name);
+      cs.metadata.annotations = { [ANN_GUEST_POLICY]: "settled" };
+      const res = await apiRequest(env, "POST", setsPath(ns), cs);
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+    }
+    for (const name of hooked) {
+      await waitFor(
+        `${name} Running with its hooks done`,
+        async () => {
+          const cs = await getSet(env, ns, name);
+          const hooks = cs.status?.conditions?.find((c) => c.type === CONDITION_GUEST_HOOKS);
+          return isRunning(cs, 3, 1) && hooks?.status === "True" ? true : undefined;
+        },
+        120_000,
+      );
+    }
+    // Its pre-hibernate hooks ran on the way to Suspended.
+    await suspendSets(env, ns, ["settled-hooked-suspended"]);
+    await probe.waitForQuiet(QUIET_MS);
+
+    const run = await probe.run(ns, hooked);
+    assert.deepEqual(
+      { requests: run.requests, registry: run.registryByMethod, chLists: run.chLists, events: run.events },
+      { requests: {}, registry: {}, chLists: 0, events: 0 },
+    );
+    assert.deepEqual(run.results, ["{}"]);
+
+    const pods = (
+      await Promise.all(
+        hooked.map(async (name) => (await setPods(env, ns, name)).map((p) => p.metadata.name ?? "")),
+      )
+    ).flat();
+    assert.equal(pods.length, 8);
+    const executions = { count: 0 };
+    const guestRun = await probe.run(ns, pods, (operator, events) =>
+      guestReconcilerOf(operator, events, executions),
+    );
+    assert.deepEqual(
+      { requests: guestRun.requests, events: guestRun.events, execs: executions.count },
+      { requests: {}, events: 0, execs: 0 },
+    );
+    assert.deepEqual(guestRun.results, ["{}"]);
   });
 });

@@ -11,6 +11,8 @@ import { CocoonSetReconciler } from "../../src/cocoonset/reconciler.ts";
 import { InformerCocoonSetView } from "../../src/cocoonset/view.ts";
 import type { RequestInfo } from "../../src/controller/client.ts";
 import type { EventRecorder } from "../../src/controller/events.ts";
+import { KubeExecutor } from "../../src/controller/exec.ts";
+import { GuestReconciler } from "../../src/guest/reconciler.ts";
 import type { Reconciler } from "../../src/controller/reconciler.ts";
 import { log } from "../../src/log.ts";
 import type { Operator } from "../../src/operator.ts";
@@ -120,6 +122,7 @@ export class SettledPassProbe {
         log: log.child({ controller: "settled-pass" }),
         // The operator's own memory of confirmed suspends: these passes are its settled passes, not a restart's.
         suspendConfirmations: operator.suspendConfirmations,
+        ...(operator.guest ? { guest: operator.guest.gate } : {}),
       });
     this.window.length = 0;
     const registryBefore = this.registryRequests;
@@ -157,6 +160,38 @@ export class SettledPassProbe {
       results: [...results],
     };
   }
+}
+
+/**
+ * The guest hooks reconciler over the operator's own caches, client and shared parts, with an
+ * executor that counts: a settled pod must cost no exec (nor any other request).
+ */
+export function guestReconcilerOf(
+  operator: Operator,
+  events: EventRecorder,
+  executions: { count: number },
+): Reconciler {
+  const guest = operator.guest;
+  if (!guest) throw new Error("the operator runs with guest hooks off");
+  const executor = new KubeExecutor(operator.client);
+  return new GuestReconciler({
+    client: operator.client,
+    view: {
+      getPod: (namespace, name) => operator.informers.pods.get(namespace, name),
+      getCocoonSet: (namespace, name) => operator.informers.cocoonSets.get(namespace, name),
+    },
+    policy: (namespace, name) => guest.catalog.policy(namespace, name),
+    executor: {
+      exec: (request) => {
+        executions.count++;
+        return executor.exec(request);
+      },
+    },
+    requests: guest.requests,
+    events,
+    clock: systemClock,
+    log: log.child({ controller: "settled-guest-pass" }),
+  });
 }
 
 /**
