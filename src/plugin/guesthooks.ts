@@ -123,19 +123,9 @@ export function guestHooksTable(view: GuestHooksView, wide: boolean): string {
       m.claim ? `${m.claim.name}: ${m.claim.result}` : "-",
       result(m.preHibernate),
       named?.hook ?? "-",
-      ...(wide ? [m.vmID ?? "-"] : []),
       named?.message ? cut(named.message, wide ? MAX_REPORTED_OUTPUT : TABLE_MESSAGE_CHARS) : "-",
     ];
   });
-  const headers = [
-    "pod",
-    "origin",
-    "post",
-    "claim",
-    "pre-hibernate",
-    "hook",
-    ...(wide ? ["vm id"] : []),
-    "message",
-  ];
+  const headers = ["pod", "origin", "post", "claim", "pre-hibernate", "hook", "message"];
   return formatTable(headers, rows);
 }

@@ -559,7 +559,7 @@ describe("status of a set naming a guest policy", () => {
     await run(ctx, status, ["demo"]);
     const text = ctx.stdout.join("\n");
     assert.match(text, /^Guest hooks: +\(not reported yet\)$/m);
-    assert.match(text, /^demo-0 +clone +Succeeded +- +- +notify \(ignored\) +vm-a1 +timed out$/m);
+    assert.match(text, /^demo-0 +clone +Succeeded +- +- +notify \(ignored\) +timed out$/m);
   });
 
   it("gives the policy, the condition and each member's record in -o json", async () => {
