@@ -2,7 +2,8 @@
 // virtual nodes, a real registry. Each command succeeds and fails as the docs say, --wait ends on the
 // operator's outcome at the command's generation, and the plugin runs as `kubectl cocoon` from PATH.
 // With the idle policy (docs/idle.md), `status` shows when the set parks and expires, and `touch`
-// postpones the park.
+// postpones the park. For a set naming a guest policy (docs/guest.md), `status` shows what the
+// record on each pod says its hooks did for the VM the pod runs now.
 
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
@@ -13,6 +14,9 @@ import { delimiter, join, resolve } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { parse, stringify } from "yaml";
 import type { CocoonHibernation, CocoonSet, CocoonSetSpec } from "../../src/apis/v1/types.ts";
+import { ANN_VM_ID } from "../../src/contract/keys.ts";
+import { ANN_GUEST_HOOKS, ANN_GUEST_POLICY } from "../../src/guest/keys.ts";
+import { encodeGuestHooksRecord, type GuestHooksRecord } from "../../src/guest/record.ts";
 import {
   ANN_EXPIRE_ACTION,
   ANN_EXPIRE_AT,
@@ -228,6 +232,78 @@ describe("kubectl cocoon suspend / status / snapshots / resume", () => {
     const unknown = await cocoon(["status", "ghost"]);
     expectCode(unknown, EXIT_ERROR);
     assert.equal(unknown.stderr, `error: cocoonset "ghost" not found in namespace "${ns}"\n`);
+  });
+});
+
+describe("kubectl cocoon status of a set with guest hooks", () => {
+  // The record is written here as the operator writes it, for a policy that does not exist: the
+  // operator runs no hook without its policy, so the record stays as written.
+  it("shows the policy, its GuestHooks condition and each member's record for the VM it runs", {
+    timeout: 120_000,
+  }, async () => {
+    await createSet("hooked", {}, { [ANN_GUEST_POLICY]: "seeding" });
+    // Waited for by its VM, not the set's Ready: with the policy missing, the operator may hold the
+    // member back (GuestPolicyNotFound).
+    const vmID = await waitFor("hooked-0 runs a VM", async () => {
+      const [pod] = await setPods(env, ns, "hooked");
+      return pod?.metadata.annotations?.[ANN_VM_ID] || undefined;
+    });
+    const writeRecord = async (record: GuestHooksRecord) => {
+      const res = await apiRequest(
+        env,
+        "PATCH",
+        `/api/v1/namespaces/${ns}/pods/hooked-0`,
+        { metadata: { annotations: { [ANN_GUEST_HOOKS]: encodeGuestHooksRecord(record) } } },
+        "application/merge-patch+json",
+      );
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+    };
+    const at = formatRFC3339(Date.now());
+    const row = (shown: Run) => shown.stdout.split("\n").find((line) => line.startsWith("hooked-0 "));
+
+    // A record of the VM before this one says nothing of this one.
+    await writeRecord({
+      vmID: "an-earlier-vm",
+      origin: "clone",
+      post: { result: "Succeeded", at, policyGeneration: 1 },
+    });
+    const pending = await cocoon(["status", "hooked"]);
+    expectCode(pending, EXIT_OK);
+    assert.match(pending.stdout, /^Guest policy: +seeding$/m);
+    assert.match(pending.stdout, /^Guest hooks: +\S/m);
+    assert.match(row(pending) ?? "", /^hooked-0 +pending +- +- +- +- +-$/);
+
+    await writeRecord({
+      vmID,
+      origin: "clone",
+      post: { result: "Succeeded", at, policyGeneration: 1 },
+      preHibernate: {
+        result: "Failed",
+        at,
+        policyGeneration: 1,
+        hook: "flush",
+        message: "exited with status 3: disk full",
+      },
+    });
+    const shown = await cocoon(["status", "hooked", "-o", "wide"]);
+    expectCode(shown, EXIT_OK);
+    assert.match(
+      row(shown) ?? "",
+      /^hooked-0 +clone +Succeeded +- +Failed +flush +exited with status 3: disk full$/,
+    );
+
+    const json = await cocoon(["status", "hooked", "-o", "json"]);
+    expectCode(json, EXIT_OK);
+    const parsed = JSON.parse(json.stdout) as {
+      guestPolicy: { name: string };
+      members: { guestHooks?: { state: string; vmID?: string; preHibernate?: { hook?: string } } }[];
+    };
+    assert.equal(parsed.guestPolicy.name, "seeding");
+    const hooks = parsed.members[0]?.guestHooks;
+    assert.deepEqual([hooks?.state, hooks?.vmID, hooks?.preHibernate?.hook], ["recorded", vmID, "flush"]);
+
+    const deleted = await apiRequest(env, "DELETE", `${setsPath(ns)}/hooked`);
+    assert.equal(deleted.status, 200, JSON.stringify(deleted.body));
   });
 });
 

@@ -7,6 +7,13 @@ import { type ClusterEvent, eventLines, objectEvents, structuredEvent } from "..
 import type { Command, CommandContext } from "../command.ts";
 import { UsageError } from "../errors.ts";
 import { booleanFlag, stringFlag } from "../flags.ts";
+import {
+  type GuestHooksView,
+  guestHooksHeader,
+  guestHooksTable,
+  guestHooksView,
+  type MemberHooks,
+} from "../guesthooks.ts";
 import { age, formatStructured, formatTable, humanDuration, humanSize, objectName } from "../output.ts";
 import { ALL_NAMESPACES_FLAG, listSets, SELECTOR_FLAG } from "../selection.ts";
 import { type Member, membersOf, readSetState } from "../setstate.ts";
@@ -22,6 +29,9 @@ export const status: Command = {
 per member: slot, pod, node, vk-cocoon's lifecycle state for the VM, readiness, and the snapshot tags
 the VM has in the registry with their age and size (when a registry is configured: --registry or
 OCI_REGISTRY), then the set's recent events. -o wide adds the VM name, VM ID and IP.
+A set naming a guest policy also shows the policy, its GuestHooks condition, and one line per
+member with what the hooks did for the VM the pod runs now: origin (clone or wake, "pending" while
+none ran for this VM), the post, claim and pre-hibernate results, and the hook that failed and why.
 Without SET it lists the namespace's sets (-A: every namespace's; -l: those the selector matches),
 one line each: phase, ready agents and toolboxes, the idle-suspend and expiry times, age. -o name
 prints kubectl's names of the sets.`,
@@ -55,6 +65,7 @@ prints kubectl's names of the sets.`,
       snapshots: await memberSnapshots(ctx, members),
       events: await objectEvents(ctx, KIND_COCOONSET, name),
       schedule: scheduleOf(cs),
+      guestHooks: guestHooksView(cs, members),
     };
     if (ctx.output === "json" || ctx.output === "yaml") {
       ctx.out(formatStructured(structured(view), ctx.output));
@@ -144,9 +155,11 @@ interface StatusView {
   snapshots: Map<string, SnapshotTag[]> | undefined;
   events: readonly ClusterEvent[];
   schedule: { idleSuspendAt?: string; expireAt?: string };
+  /** Undefined for a set naming no guest policy. */
+  guestHooks: GuestHooksView | undefined;
 }
 
-function structured({ cs, members, snapshots, events, schedule }: StatusView): unknown {
+function structured({ cs, members, snapshots, events, schedule, guestHooks }: StatusView): unknown {
   const s = cs.status;
   return {
     name: cs.metadata.name,
@@ -160,7 +173,15 @@ function structured({ cs, members, snapshots, events, schedule }: StatusView): u
     desiredToolboxes: s?.desiredToolboxes,
     ...schedule,
     conditions: s?.conditions ?? [],
-    members: members.map((m) => ({
+    ...(guestHooks
+      ? {
+          guestPolicy: {
+            name: guestHooks.policy,
+            ...(guestHooks.condition ? { condition: guestHooks.condition } : {}),
+          },
+        }
+      : {}),
+    members: members.map((m, i) => ({
       slot: m.slot,
       role: m.role,
       pod: m.pod ? m.podName : undefined,
@@ -169,12 +190,23 @@ function structured({ cs, members, snapshots, events, schedule }: StatusView): u
       lifecycleState: m.pod ? readLifecycleState(m.pod) || undefined : undefined,
       ready: m.pod ? isPodReady(m.pod) : false,
       snapshots: snapshots?.get(m.vmName),
+      ...(guestHooks ? { guestHooks: withoutPod(guestHooks.members[i]) } : {}),
     })),
     events: events.map(structuredEvent),
   };
 }
 
-function render(ctx: CommandContext, { cs, members, snapshots, events, schedule }: StatusView): string {
+/** A member's hooks as -o json|yaml prints them, without the pod name the member already gives. */
+function withoutPod(hooks: MemberHooks | undefined): Omit<MemberHooks, "pod"> | undefined {
+  if (!hooks) return undefined;
+  const { pod: _pod, ...fields } = hooks;
+  return fields;
+}
+
+function render(
+  ctx: CommandContext,
+  { cs, members, snapshots, events, schedule, guestHooks }: StatusView,
+): string {
   const now = ctx.now();
   const s = cs.status;
   const when = (at: string) => {
@@ -200,6 +232,7 @@ function render(ctx: CommandContext, { cs, members, snapshots, events, schedule 
   ];
   if (schedule.idleSuspendAt) header.push(["Idle suspend at", when(schedule.idleSuspendAt)]);
   if (schedule.expireAt) header.push(["Expires at", when(schedule.expireAt)]);
+  if (guestHooks) header.push(...guestHooksHeader(guestHooks));
   const width = Math.max(...header.map(([k]) => k.length)) + 2;
   const lines = header.map(([k, v]) => `${`${k}:`.padEnd(width)}${v}`);
 
@@ -241,6 +274,7 @@ function render(ctx: CommandContext, { cs, members, snapshots, events, schedule 
     ...(wide ? ["vm", "vm id", "ip"] : []),
   ];
   lines.push("", formatTable(headers, rows), "");
+  if (guestHooks) lines.push("Member hooks:", guestHooksTable(guestHooks, wide), "");
   lines.push(...eventLines(events, RECENT_EVENTS, now));
   return lines.join("\n");
 }

@@ -444,6 +444,172 @@ describe("status", () => {
   });
 });
 
+describe("status of a set naming a guest policy", () => {
+  const ANN_POLICY = "cocoonset.cocoonstack.io/guest-policy";
+  const ANN_RECORD = "cocoonset.cocoonstack.io/guest-hooks";
+  const managed = { "cocoonset.cocoonstack.io/managed": "true" };
+
+  /** The stored set, named to follow policy `warmup`. */
+  function followWarmup(ctx: TestContext): void {
+    const cs = ctx.fake.peek<CocoonSet>(COCOONSETS, "ns", "demo") as CocoonSet;
+    ctx.fake.seed(COCOONSETS, {
+      ...cs,
+      metadata: { ...cs.metadata, annotations: { [ANN_POLICY]: "warmup" } },
+    });
+  }
+
+  function seedHookedSet(ctx: TestContext): void {
+    seedSet(
+      ctx,
+      { agent: { image: "img", replicas: 2 }, toolboxes: [{ name: "tb" }] },
+      {
+        phase: "Running",
+        observedGeneration: 1,
+        readyAgents: 1,
+        desiredAgents: 3,
+        readyToolboxes: 0,
+        desiredToolboxes: 1,
+        conditions: [
+          {
+            type: "GuestHooks",
+            status: "False",
+            reason: "HookFailed",
+            message: "demo-1: PostClone hook warm failed",
+            lastTransitionTime: "2026-05-14T11:00:00Z",
+          },
+        ],
+      },
+    );
+    followWarmup(ctx);
+    const phase = (result: string, extra: Record<string, string> = {}) => ({
+      result,
+      at: "2026-05-14T11:59:00Z",
+      policyGeneration: 1,
+      ...extra,
+    });
+    // The main's record is its VM's: every phase ran, a claim's PostClaim among them.
+    seedPod(ctx, "demo-0", {
+      ...managed,
+      "vm.cocoonstack.io/id": "vm-a2",
+      [ANN_RECORD]: JSON.stringify({
+        vmID: "vm-a2",
+        origin: "wake",
+        post: phase("Succeeded"),
+        claim: { name: "job-7", ...phase("Succeeded") },
+        preHibernate: phase("Succeeded"),
+      }),
+    });
+    // A Fail hook failed after a clone; its output spans lines and runs long.
+    seedPod(ctx, "demo-1", {
+      ...managed,
+      "vm.cocoonstack.io/id": "vm-b1",
+      [ANN_RECORD]: JSON.stringify({
+        vmID: "vm-b1",
+        origin: "clone",
+        post: phase("Failed", { hook: "warm", message: `exit status 3:\n${"x".repeat(300)}` }),
+      }),
+    });
+    // The record is of the VM before the last wake: nothing has run for this one yet.
+    seedPod(ctx, "demo-2", {
+      ...managed,
+      "vm.cocoonstack.io/id": "vm-c2",
+      [ANN_RECORD]: JSON.stringify({ vmID: "vm-c1", origin: "clone", post: phase("Succeeded") }),
+    });
+    // Unmanaged: hooks never run in it.
+    seedPod(ctx, "demo-tb", { "vm.cocoonstack.io/id": "vm-d1" });
+  }
+
+  it("shows the policy, the GuestHooks condition and each member's hooks for the VM it runs", async () => {
+    const ctx = testContext();
+    seedHookedSet(ctx);
+    await run(ctx, status, ["demo"]);
+    const text = ctx.stdout.join("\n");
+    assert.match(text, /^Guest policy: +warmup$/m);
+    assert.match(text, /^Guest hooks: +False \(HookFailed\): demo-1: PostClone hook warm failed$/m);
+    const table = text.slice(text.indexOf("Member hooks:\n") + "Member hooks:\n".length).split("\n\n")[0];
+    const rows = table?.split("\n").map((line) => line.split(/ {3,}/));
+    assert.deepEqual(rows, [
+      ["POD", "ORIGIN", "POST", "CLAIM", "PRE-HIBERNATE", "HOOK", "MESSAGE"],
+      ["demo-0", "wake", "Succeeded", "job-7: Succeeded", "Succeeded", "-", "-"],
+      ["demo-1", "clone", "Failed", "-", "-", "warm", `exit status 3: ${"x".repeat(64)}…`],
+      ["demo-2", "pending", "-", "-", "-", "-", "-"],
+      ["demo-tb", "n/a", "-", "-", "-", "-", "-"],
+    ]);
+  });
+
+  it("names a hook that failed under Ignore beside the phase's success", async () => {
+    const ctx = testContext({ output: "wide" });
+    seedSet(ctx);
+    followWarmup(ctx);
+    seedPod(ctx, "demo-0", {
+      ...managed,
+      "vm.cocoonstack.io/id": "vm-a1",
+      [ANN_RECORD]: JSON.stringify({
+        vmID: "vm-a1",
+        origin: "clone",
+        post: {
+          result: "Succeeded",
+          at: "2026-05-14T11:59:00Z",
+          policyGeneration: 2,
+          hook: "notify",
+          message: "timed out",
+        },
+      }),
+    });
+    await run(ctx, status, ["demo"]);
+    const text = ctx.stdout.join("\n");
+    assert.match(text, /^Guest hooks: +\(not reported yet\)$/m);
+    assert.match(text, /^demo-0 +clone +Succeeded +- +- +notify \(ignored\) +timed out$/m);
+  });
+
+  it("gives the policy, the condition and each member's record in -o json", async () => {
+    const ctx = testContext({ output: "json" });
+    seedHookedSet(ctx);
+    await run(ctx, status, ["demo"]);
+    const shown = JSON.parse(ctx.stdout.join("\n")) as {
+      guestPolicy: unknown;
+      members: { pod?: string; guestHooks: Record<string, unknown> }[];
+    };
+    assert.deepEqual(shown.guestPolicy, {
+      name: "warmup",
+      condition: { status: "False", reason: "HookFailed", message: "demo-1: PostClone hook warm failed" },
+    });
+    const [main, failed, pending, unmanaged] = shown.members.map((m) => m.guestHooks);
+    assert.deepEqual(main, {
+      state: "recorded",
+      vmID: "vm-a2",
+      origin: "wake",
+      post: { result: "Succeeded", at: "2026-05-14T11:59:00Z", policyGeneration: 1 },
+      claim: { result: "Succeeded", at: "2026-05-14T11:59:00Z", policyGeneration: 1, name: "job-7" },
+      preHibernate: { result: "Succeeded", at: "2026-05-14T11:59:00Z", policyGeneration: 1 },
+    });
+    const post = failed?.post as { hook: string; message: string };
+    assert.equal(post.hook, "warm");
+    assert.equal(post.message.length, 256, "the message is held to the record's bound");
+    assert.ok(post.message.startsWith("exit status 3: xxx"), post.message);
+    assert.deepEqual(pending, { state: "pending", vmID: "vm-c2" });
+    assert.deepEqual(unmanaged, { state: "not-hookable", vmID: "vm-d1" });
+  });
+
+  it("adds nothing for a set naming no policy, even with records on its pods", async () => {
+    const ctx = testContext({ output: "json" });
+    seedSet(ctx);
+    seedPod(ctx, "demo-0", {
+      ...managed,
+      "vm.cocoonstack.io/id": "vm-a1",
+      [ANN_RECORD]: JSON.stringify({ vmID: "vm-a1", origin: "clone" }),
+    });
+    await run(ctx, status, ["demo"]);
+    const shown = JSON.parse(ctx.stdout.join("\n")) as Record<string, unknown> & { members: object[] };
+    assert.ok(!("guestPolicy" in shown));
+    assert.ok(!("guestHooks" in (shown.members[0] ?? {})));
+    const table = testContext();
+    seedSet(table);
+    await run(table, status, ["demo"]);
+    assert.doesNotMatch(table.stdout.join("\n"), /Guest|Member hooks/);
+  });
+});
+
 describe("snapshots", () => {
   it("needs a registry", async () => {
     const ctx = testContext();
