@@ -11,6 +11,9 @@ import {
   type FailurePolicy,
   type GuestHook,
   type HookPoint,
+  type READ_OWNER_STEP,
+  REFRESH_STEP,
+  type WRITE_OWNER_STEP,
 } from "../apis/v1alpha1/types.ts";
 import { ANN_MANAGED, ANN_OS, ANN_VM_ID, TRUE } from "../contract/keys.ts";
 import { isPodReady, readHibernateState } from "../contract/pod.ts";
@@ -24,7 +27,6 @@ import {
   REASON_HOOK_FAILED,
   REASON_HOOKS_PENDING,
   REASON_POLICY_NOT_FOUND,
-  REFRESH_HOOK,
 } from "./keys.ts";
 import { type GuestHooksRecord, type Origin, type PhaseRecord, readGuestHooksRecord } from "./record.ts";
 
@@ -109,6 +111,15 @@ export interface HookRun {
   backoffMs: number;
 }
 
+/** The owner mark's read and write: small, Fail, retried twice a second apart. */
+export function ownerStepRun(
+  name: typeof READ_OWNER_STEP | typeof WRITE_OWNER_STEP,
+  command: string[],
+  point: HookPoint,
+): HookRun {
+  return { name, point, command, timeoutMs: 30_000, failurePolicy: "Fail", retries: 2, backoffMs: 1_000 };
+}
+
 /** The built-in refresh's own limits: Fail (a clone keeping its source's identity is not Ready), 60 s. */
 const REFRESH_TIMEOUT_MS = 60_000;
 const REFRESH_RETRIES = 2;
@@ -148,7 +159,7 @@ export function postRuns(policy: CocoonGuestPolicy, origin: Origin): HookRun[] {
   const refresh: HookRun[] = refreshes(policy, origin)
     ? [
         {
-          name: REFRESH_HOOK,
+          name: REFRESH_STEP,
           point,
           command: [],
           timeoutMs: REFRESH_TIMEOUT_MS,

@@ -15,9 +15,6 @@ export const ANN_GUEST_HOOKS = "cocoonset.cocoonstack.io/guest-hooks";
  */
 export const GUEST_OWNER_FILE = "/var/lib/cocoon/owner";
 
-/** The built-in refresh, as events and the record name it. */
-export const REFRESH_HOOK = "refresh";
-
 /** The CocoonSet condition that says how its members' hooks stand (sets naming a policy only). */
 export const CONDITION_GUEST_HOOKS = "GuestHooks";
 

@@ -8,7 +8,13 @@
 import { randomBytes } from "node:crypto";
 import type { Pod } from "../apis/core.ts";
 import type { CocoonSet } from "../apis/v1/types.ts";
-import type { CocoonGuestPolicy, HookPoint } from "../apis/v1alpha1/types.ts";
+import {
+  type CocoonGuestPolicy,
+  type HookPoint,
+  READ_OWNER_STEP,
+  REFRESH_STEP,
+  WRITE_OWNER_STEP,
+} from "../apis/v1alpha1/types.ts";
 import type { Clock } from "../clock.ts";
 import { LABEL_COCOONSET } from "../contract/keys.ts";
 import { isControlledBy, type PodMeta, vmNameOf } from "../contract/pod.ts";
@@ -32,6 +38,7 @@ import {
   nextRetry,
   originFromMark,
   ownerMark,
+  ownerStepRun,
   postPoint,
   postRuns,
   READ_OWNER_COMMAND,
@@ -46,7 +53,6 @@ import {
   REASON_EVENT_HOOK_FAILED,
   REASON_EVENT_HOOK_IGNORED,
   REASON_EVENT_HOOK_SUCCEEDED,
-  REFRESH_HOOK,
 } from "./keys.ts";
 import {
   encodeGuestHooksRecord,
@@ -56,7 +62,11 @@ import {
   readGuestHooksRecord,
 } from "./record.ts";
 import type { PreHibernateRequests } from "./requests.ts";
-import { bounded, runHook } from "./run.ts";
+import { bounded, type HookOutcome, type HookTarget, runHook } from "./run.ts";
+
+/** How events name a step: by its name, point and pod, never its command. */
+const describeRun = (run: HookRun, pod: Pod): string =>
+  `hook ${run.name} (${run.point}) on pod ${pod.metadata.name}`;
 
 /** Cached reads: the pod and its set. */
 export interface GuestView {
@@ -150,19 +160,19 @@ export class GuestReconciler implements Reconciler {
         if ("failed" in read) {
           return {
             ...record,
-            post: this.phase(policy, { ok: false, hook: "read-owner", message: read.failed }),
+            post: this.phase(policy, { ok: false, hook: READ_OWNER_STEP, message: read.failed }),
           };
         }
         origin = read.origin;
       }
       const runs = postRuns(policy, origin).map((run) =>
-        run.name === REFRESH_HOOK
+        run.name === REFRESH_STEP
           ? { ...run, command: refreshCommand(origin, pod.metadata.name ?? "", this.deps.clock.now()) }
           : run,
       );
       const context = this.context(postPoint(origin), pod, cs, { origin });
       let result = await this.runAll(target, cs, pod, runs, context);
-      if (result.ok) result = await this.markOwner(pod, cs, target);
+      if (result.ok) result = await this.markOwner(pod, cs, origin, target);
       return { ...record, origin, post: this.phase(policy, result) };
     }
     if (work === "claim") {
@@ -177,55 +187,45 @@ export class GuestReconciler implements Reconciler {
     return { ...record, preHibernate: this.phase(policy, result) };
   }
 
-  /** Where the VM's state came from, by the owner mark its guest carries. */
+  /**
+   * Where the VM's state came from, by the owner mark its guest carries. A guest whose mark cannot be
+   * read is reported as a failed PostClone step: what it owes is not known.
+   */
   private async classify(
     pod: Pod,
     cs: CocoonSet,
     signal: AbortSignal,
   ): Promise<{ origin: Origin } | { failed: string }> {
-    const run: HookRun = {
-      name: "read-owner",
-      point: "PostClone",
-      command: READ_OWNER_COMMAND,
-      timeoutMs: 30_000,
-      failurePolicy: "Fail",
-      retries: 2,
-      backoffMs: 1_000,
-    };
+    const run = ownerStepRun(READ_OWNER_STEP, READ_OWNER_COMMAND, "PostClone");
     let mark = "";
-    const outcome = await runHook(
-      {
-        ...this.target(pod, signal),
-        executor: {
-          exec: async (request) => {
-            const result = await this.deps.executor.exec(request);
-            mark = result.stdout.toString("utf8");
-            return result;
-          },
-        },
+    const target = this.target(pod, signal);
+    const reading: PodExecutor = {
+      exec: async (request) => {
+        const result = await this.deps.executor.exec(request);
+        mark = result.stdout.toString("utf8");
+        return result;
       },
-      run,
-      undefined,
-    );
-    if (!outcome.ok) return { failed: outcome.message };
+    };
+    const outcome = await runHook({ ...target, executor: reading }, run, undefined);
+    if (!outcome.ok) {
+      this.reportFailure(cs, pod, run, outcome);
+      return { failed: outcome.message };
+    }
     return { origin: originFromMark(mark, ownerMark(vmNameOf(pod), cs.metadata.uid ?? "")) };
   }
 
   /** The post phase's last step: the guest is marked as this VM's own, so its next wake is a wake. */
-  private async markOwner(pod: Pod, cs: CocoonSet, target: ReturnType<GuestReconciler["target"]>) {
-    const run: HookRun = {
-      name: "write-owner",
-      point: "PostClone",
-      command: WRITE_OWNER_COMMAND,
-      timeoutMs: 30_000,
-      failurePolicy: "Fail",
-      retries: 2,
-      backoffMs: 1_000,
-    };
+  private async markOwner(
+    pod: Pod,
+    cs: CocoonSet,
+    origin: Origin,
+    target: HookTarget,
+  ): Promise<{ ok: true } | { ok: false; hook: string; message: string }> {
+    const run = ownerStepRun(WRITE_OWNER_STEP, WRITE_OWNER_COMMAND, postPoint(origin));
     const outcome = await runHook(target, run, Buffer.from(ownerMark(vmNameOf(pod), cs.metadata.uid ?? "")));
-    return outcome.ok
-      ? { ok: true as const }
-      : { ok: false as const, hook: run.name, message: outcome.message };
+    if (outcome.ok) return { ok: true };
+    this.reportFailure(cs, pod, run, outcome);
+    return { ok: false, hook: run.name, message: outcome.message };
   }
 
   /**
@@ -233,61 +233,64 @@ export class GuestReconciler implements Reconciler {
    * under Ignore is reported and the phase goes on.
    */
   private async runAll(
-    target: ReturnType<GuestReconciler["target"]>,
+    target: HookTarget,
     cs: CocoonSet,
     pod: Pod,
     runs: readonly HookRun[],
     context: HookContext,
   ): Promise<{ ok: true } | { ok: false; hook: string; message: string }> {
-    const podName = pod.metadata.name ?? "";
     for (const run of runs) {
       // The refresh reads the operator's randomness; a policy's hook reads its context.
       const stdin =
-        run.name === REFRESH_HOOK
+        run.name === REFRESH_STEP
           ? (this.deps.random ?? randomBytes)(REFRESH_ENTROPY_BYTES)
           : Buffer.from(`${JSON.stringify(context)}\n`);
       const outcome = await runHook(target, run, stdin);
-      const what = `hook ${run.name} (${run.point}) on pod ${podName}`;
       if (outcome.ok) {
         guestHooksTotal.inc({ point: run.point, result: "succeeded" });
         this.deps.events.event(
           cs,
           "Normal",
           REASON_EVENT_HOOK_SUCCEEDED,
-          `${what} succeeded in ${outcome.durationMs}ms`,
+          `${describeRun(run, pod)} succeeded in ${outcome.durationMs}ms`,
         );
         continue;
       }
-      const tries = `after ${outcome.attempts} attempt${outcome.attempts === 1 ? "" : "s"}`;
-      if (run.failurePolicy === "Ignore") {
-        guestHooksTotal.inc({ point: run.point, result: "ignored" });
-        this.deps.events.event(
-          cs,
-          "Warning",
-          REASON_EVENT_HOOK_IGNORED,
-          `${what} failed ${tries}, ignored: ${outcome.message}`,
-        );
-        continue;
-      }
-      guestHooksTotal.inc({ point: run.point, result: "failed" });
+      this.reportFailure(cs, pod, run, outcome);
+      if (run.failurePolicy === "Fail") return { ok: false, hook: run.name, message: outcome.message };
+    }
+    return { ok: true };
+  }
+
+  /** A failed step's Warning event and count; under Fail, a log line too. Never the command. */
+  private reportFailure(cs: CocoonSet, pod: Pod, run: HookRun, outcome: HookOutcome): void {
+    const tries = `after ${outcome.attempts} attempt${outcome.attempts === 1 ? "" : "s"}`;
+    if (run.failurePolicy === "Ignore") {
+      guestHooksTotal.inc({ point: run.point, result: "ignored" });
       this.deps.events.event(
         cs,
         "Warning",
-        REASON_EVENT_HOOK_FAILED,
-        `${what} failed ${tries}: ${outcome.message}`,
+        REASON_EVENT_HOOK_IGNORED,
+        `${describeRun(run, pod)} failed ${tries}, ignored: ${outcome.message}`,
       );
-      this.deps.log.info(
-        {
-          cocoonset: `${cs.metadata.namespace}/${cs.metadata.name}`,
-          pod: podName,
-          hook: run.name,
-          point: run.point,
-        },
-        `guest hook failed: ${outcome.message}`,
-      );
-      return { ok: false, hook: run.name, message: outcome.message };
+      return;
     }
-    return { ok: true };
+    guestHooksTotal.inc({ point: run.point, result: "failed" });
+    this.deps.events.event(
+      cs,
+      "Warning",
+      REASON_EVENT_HOOK_FAILED,
+      `${describeRun(run, pod)} failed ${tries}: ${outcome.message}`,
+    );
+    this.deps.log.info(
+      {
+        cocoonset: `${cs.metadata.namespace}/${cs.metadata.name}`,
+        pod: pod.metadata.name,
+        hook: run.name,
+        point: run.point,
+      },
+      `guest hook failed: ${outcome.message}`,
+    );
   }
 
   private phase(
@@ -313,7 +316,7 @@ export class GuestReconciler implements Reconciler {
     };
   }
 
-  private target(pod: Pod, signal: AbortSignal) {
+  private target(pod: Pod, signal: AbortSignal): HookTarget {
     return {
       namespace: pod.metadata.namespace ?? "",
       pod: pod.metadata.name ?? "",

@@ -15,6 +15,7 @@ import {
   HOOK_POINTS,
   KIND_COCOONGUESTPOLICY,
   PLURAL_COCOONGUESTPOLICIES,
+  RESERVED_HOOK_NAMES,
   VERSION_V1ALPHA1,
 } from "./types.ts";
 
@@ -24,12 +25,6 @@ export const MAX_HOOK_ARG_LENGTH = 4096;
 export const MAX_HOOK_TIMEOUT_SECONDS = 3600;
 export const MAX_HOOK_RETRIES = 10;
 export const MAX_HOOK_BACKOFF_SECONDS = 300;
-
-/**
- * The names the operator's own steps are recorded and reported under (the built-in refresh, and the
- * read and write of the guest's owner mark): a hook by one of them could not be told apart from them.
- */
-export const RESERVED_HOOK_NAMES = ["refresh", "read-owner", "write-owner"] as const;
 
 const DNS_LABEL = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
 const quoted = (names: readonly string[]) => names.map((n) => `'${n}'`).join(", ");

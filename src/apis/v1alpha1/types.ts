@@ -245,6 +245,15 @@ export type HookPoint = (typeof HOOK_POINTS)[number];
 export const FAILURE_POLICIES = ["Fail", "Ignore"] as const;
 export type FailurePolicy = (typeof FAILURE_POLICIES)[number];
 
+/** The built-in refresh, as the record and events name it. */
+export const REFRESH_STEP = "refresh";
+/** The read of the guest's owner mark that tells a clone from a wake. */
+export const READ_OWNER_STEP = "read-owner";
+/** The write of the owner mark once a VM's post hooks succeeded. */
+export const WRITE_OWNER_STEP = "write-owner";
+/** The operator's own steps: a policy's hook by one of these names could not be told apart from them. */
+export const RESERVED_HOOK_NAMES = [REFRESH_STEP, READ_OWNER_STEP, WRITE_OWNER_STEP] as const;
+
 export const DEFAULT_HOOK_TIMEOUT_SECONDS = 30;
 export const DEFAULT_HOOK_BACKOFF_SECONDS = 2;
 

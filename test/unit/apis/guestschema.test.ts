@@ -5,15 +5,18 @@ import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { describe, it } from "node:test";
 import type { JSONSchemaProps } from "../../../src/apis/v1/openapi.ts";
-import { cocoonGuestPolicyCRD, RESERVED_HOOK_NAMES } from "../../../src/apis/v1alpha1/guestschema.ts";
+import { cocoonGuestPolicyCRD } from "../../../src/apis/v1alpha1/guestschema.ts";
 import { cocoonClaimCRD } from "../../../src/apis/v1alpha1/poolschema.ts";
-import type {
-  CocoonClaimSpec,
-  CocoonGuestPolicySpec,
-  GuestHook,
-  GuestRefresh,
+import {
+  type CocoonClaimSpec,
+  type CocoonGuestPolicySpec,
+  type GuestHook,
+  type GuestRefresh,
+  READ_OWNER_STEP,
+  REFRESH_STEP,
+  RESERVED_HOOK_NAMES,
+  WRITE_OWNER_STEP,
 } from "../../../src/apis/v1alpha1/types.ts";
-import { REFRESH_HOOK } from "../../../src/guest/keys.ts";
 
 const policySchema = cocoonGuestPolicyCRD.spec.versions[0]?.schema.openAPIV3Schema;
 const specSchema = policySchema?.properties?.spec;
@@ -71,14 +74,20 @@ describe("CocoonGuestPolicy CRD", () => {
     assert.match(hook.failurePolicy?.description ?? "", /Fail \(the default\)/);
   });
 
-  it("reserves the names the operator's own steps are reported under", () => {
+  it("reserves the names the operator's own steps are reported under, and refuses them", () => {
     const reconciler = readFileSync(resolve(import.meta.dirname, "../../../src/guest/reconciler.ts"), "utf8");
-    // The HookRuns the reconciler builds itself, besides the policy's hooks.
-    const ownSteps = [...reconciler.matchAll(/\bname:\s*"([a-z-]+)"/g)].map((m) => m[1] ?? "");
-    assert.ok(ownSteps.length > 0, "the reconciler names its own steps");
-    for (const step of [REFRESH_HOOK, ...ownSteps]) {
-      assert.ok((RESERVED_HOOK_NAMES as readonly string[]).includes(step), `${step} is reserved`);
-    }
+    // Every step the reconciler runs itself is named by one of the reserved constants, none by a literal.
+    assert.deepEqual(
+      [...reconciler.matchAll(/\bname:\s*"([a-z-]+)"/g)].map((m) => m[1]),
+      [],
+    );
+    assert.deepEqual([...RESERVED_HOOK_NAMES], [REFRESH_STEP, READ_OWNER_STEP, WRITE_OWNER_STEP]);
+    const name =
+      cocoonGuestPolicyCRD.spec.versions[0]?.schema.openAPIV3Schema.properties?.spec?.properties?.hooks?.items
+        ?.properties?.name;
+    const rule = name?.["x-kubernetes-validations"]?.find((v) => v.rule.includes("in ["))?.rule ?? "";
+    for (const step of RESERVED_HOOK_NAMES)
+      assert.ok(rule.includes(`'${step}'`), `${step} is refused: ${rule}`);
   });
 });
 

@@ -223,6 +223,12 @@ describe("GuestReconciler: post hooks", () => {
     assert.equal(post?.result, "Failed");
     assert.equal(post?.hook, "read-owner");
     assert.deepEqual(f.clock.slept, [1000, 2000]);
+    // Reported like a hook: a Warning on the set that says what failed, not what ran.
+    assert.deepEqual(f.events.reasons(), [REASON_EVENT_HOOK_FAILED]);
+    assert.match(
+      f.events.events[0]?.message ?? "",
+      /^hook read-owner \(PostClone\) on pod demo-1 failed after 3 attempts: /,
+    );
   });
 
   it("a VM whose phases are recorded costs no exec and no write", async () => {
