@@ -8,7 +8,9 @@
 // deletion tears its set down), never one set bound to two claims; and checkpoints: a set checkpointed
 // while suspended, resumed, then both branched from (a new set) and restored to that checkpoint in
 // place, the checkpoint deleted at a random moment (often while the branch and the restore still use
-// it), the branch torn down.
+// it), the branch torn down; and guest hooks: the retained set names a policy that refreshes its VMs
+// after every clone and wake and quiesces them before every hibernate, and another set, whose post
+// hooks always fail, is suspended and woken over and over and must never be reported Ready (j).
 // Each waits for the target phase or (at random) flips early, while the operator is SIGKILLed at
 // random moments and restarted at once; the kills go on past the requested number until every driver
 // has finished its minimum of cycles (bounded). The invariant checker watches the simulator's VM
@@ -27,7 +29,15 @@ import {
 } from "../../src/apis/v1/types.ts";
 import type { CocoonCheckpoint, CocoonClaim, CocoonRestore } from "../../src/apis/v1alpha1/types.ts";
 import { ANN_FROM_CHECKPOINT } from "../../src/checkpoint/keys.ts";
-import { ANN_HIBERNATE_RECLAIM, ANN_IMAGE, LABEL_COCOONSET, TAG_HIBERNATE } from "../../src/contract/keys.ts";
+import {
+  ANN_HIBERNATE_RECLAIM,
+  ANN_IMAGE,
+  ANN_VM_ID,
+  LABEL_COCOONSET,
+  TAG_HIBERNATE,
+} from "../../src/contract/keys.ts";
+import { ANN_GUEST_POLICY, CONDITION_GUEST_HOOKS, REASON_HOOK_FAILED } from "../../src/guest/keys.ts";
+import { readGuestHooksRecord } from "../../src/guest/record.ts";
 import { LABEL_CLAIM } from "../../src/pool/keys.ts";
 import { OciClient, type Simulator, startSimulator } from "../env/simulator/index.ts";
 import { apiRequest, createNamespace, type TestEnvInfo } from "../env/testenv.ts";
@@ -45,6 +55,8 @@ import { OperatorProcess } from "./operatorprocess.ts";
 const IMAGE = "ubuntu-dev-base";
 const OTHER_IMAGE = "ubuntu-dev-base:v2";
 const TOOLBOX = { name: "tb", image: IMAGE, mode: "run" as const };
+const FRESH_POLICY = "fresh";
+const BROKEN_POLICY = "broken";
 
 /** The drivers, each counting its completed cycles. */
 export const CHAOS_DRIVERS = [
@@ -56,6 +68,7 @@ export const CHAOS_DRIVERS = [
   "image",
   "pool",
   "checkpoint",
+  "guest",
 ] as const;
 export type ChaosDriver = (typeof CHAOS_DRIVERS)[number];
 
@@ -141,12 +154,18 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       checker.note(`spec ${name} ← ${JSON.stringify(spec)}`);
       await api200("PATCH", `${setsPath}/${name}`, { spec }, "application/merge-patch+json");
     };
-    const createSet = async (name: string, spec: Partial<CocoonSetSpec>) => {
-      checker.note(`create ${name} ${JSON.stringify(spec)}`);
+    const createSet = async (
+      name: string,
+      spec: Partial<CocoonSetSpec>,
+      annotations?: Record<string, string>,
+    ) => {
+      checker.note(
+        `create ${name} ${JSON.stringify(spec)}${annotations ? ` ${JSON.stringify(annotations)}` : ""}`,
+      );
       await api200("POST", setsPath, {
         apiVersion: "cocoonset.cocoonstack.io/v1",
         kind: "CocoonSet",
-        metadata: { name, namespace: ns },
+        metadata: { name, namespace: ns, ...(annotations ? { annotations } : {}) },
         spec: { nodePool: pool, agent: { image: IMAGE, replicas: 0, mode: "clone" }, ...spec },
       });
     };
@@ -223,11 +242,62 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       image: 0,
       pool: 0,
       checkpoint: 0,
+      guest: 0,
     };
     let hibernationFlips = 0;
 
+    // Guest hooks: ret's VMs are refreshed after each clone and wake and quiesced before each hibernate;
+    // gst's post hooks always fail, so gst must never be reported Ready, whatever the kills.
+    const policiesPath = `/apis/cocoonset.cocoonstack.io/v1alpha1/namespaces/${ns}/cocoonguestpolicies`;
+    for (const [name, spec] of [
+      [
+        FRESH_POLICY,
+        {
+          refresh: { afterClone: true, afterWake: true },
+          hooks: [
+            {
+              name: "flush",
+              on: ["PreHibernate"],
+              exec: { command: ["sh", "-c", "sync && echo flushed > /var/flushed"] },
+            },
+            { name: "resync", on: ["PostClone", "PostWake"], exec: { command: ["true"] } },
+          ],
+        },
+      ],
+      [
+        BROKEN_POLICY,
+        {
+          hooks: [{ name: "seed", on: ["PostClone", "PostWake"], exec: { command: ["sh", "-c", "exit 7"] } }],
+        },
+      ],
+    ] as const) {
+      await api200("POST", policiesPath, {
+        apiVersion: "cocoonset.cocoonstack.io/v1alpha1",
+        kind: "CocoonGuestPolicy",
+        metadata: { name, namespace: ns },
+        spec,
+      });
+    }
+    const guestHooks = async (name: string) =>
+      (await getSet(name))?.status?.conditions?.find((c) => c.type === CONDITION_GUEST_HOOKS);
+    /** Every member of the set runs on a VM whose post hooks are recorded as succeeded. */
+    const hooksRecorded = async (name: string): Promise<boolean> => {
+      const pods = await setPods(name);
+      return (
+        pods.length > 0 &&
+        pods.every((pod) => {
+          const record = readGuestHooksRecord(pod);
+          return record.vmID === pod.metadata.annotations?.[ANN_VM_ID] && record.post?.result === "Succeeded";
+        })
+      );
+    };
+
     const retainDriver = async () => {
-      await createSet("ret", { agent: { image: IMAGE, replicas: 1, mode: "clone" }, toolboxes: [TOOLBOX] });
+      await createSet(
+        "ret",
+        { agent: { image: IMAGE, replicas: 1, mode: "clone" }, toolboxes: [TOOLBOX] },
+        { [ANN_GUEST_POLICY]: FRESH_POLICY },
+      );
       await until(() => isRunning("ret", 2, { toolboxes: 1 }), 60_000);
       while (!stopping) {
         await patchSpec("ret", { suspend: true });
@@ -444,6 +514,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
           45_000,
         );
         await patchSpec("ck", { suspend: false });
+        await patchSpec("gst", { suspend: false });
         if (!ready) break;
         await settleOrFlip(() => isRunning("ck", 2));
         const branch = `ckb${i}`;
@@ -493,6 +564,36 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       }
     };
 
+    const guestDriver = async () => {
+      await createSet("gst", {}, { [ANN_GUEST_POLICY]: BROKEN_POLICY });
+      while (!stopping) {
+        // Held: its failed hook is recorded and reported; then suspended and woken, which fails again.
+        await settleOrFlip(async () => (await guestHooks("gst"))?.reason === REASON_HOOK_FAILED);
+        await patchSpec("gst", { suspend: true });
+        await settleOrFlip(() => isPhase("gst", "Suspended"));
+        await patchSpec("gst", { suspend: false });
+        cycles.guest++;
+      }
+    };
+    /** (j): a member whose Fail hook has not succeeded is never reported Ready. */
+    const watchHeld = async () => {
+      while (!stopping) {
+        const cs = await getSet("gst");
+        const ready = cs?.status?.conditions?.find((c) => c.type === "Ready");
+        if (
+          cs &&
+          ((cs.status?.readyAgents ?? 0) > 0 || cs.status?.phase === "Running" || ready?.status === "True")
+        ) {
+          checker.flag(
+            "j",
+            vm("gst"),
+            `gst, whose post hooks always fail, was reported ready: phase ${cs.status?.phase}, readyAgents ${cs.status?.readyAgents}, Ready ${ready?.status} (${ready?.reason})`,
+          );
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+
     log(`chaos: seed=${seed} namespace=${ns} kills=${opts.kills}`);
     op.start();
     const drivers = Promise.all([
@@ -504,6 +605,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       imageDriver(),
       poolDriver(),
       checkpointDriver(),
+      guestDriver(),
+      watchHeld(),
     ]);
     drivers.catch(() => {});
 
@@ -549,6 +652,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     await patchSpec("ret", { suspend: false });
     await patchSpec("rel", { suspend: false });
     await patchSpec("ck", { suspend: false });
+    await patchSpec("gst", { suspend: false });
     await setDesire("hib-0", "Wake").catch(() => undefined);
     // A set the image driver left mid-cycle converges to its spec too.
     const leftImage = imageSet;
@@ -557,7 +661,27 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     /** What a convergence probe last found not yet converged, for the violation's message. */
     let left: string | undefined;
     const convergence: [string, () => Promise<boolean>][] = [
-      ["ret Running with 2 agents and its toolbox Ready", () => isRunning("ret", 2, { toolboxes: 1 })],
+      [
+        "ret Running with 2 agents and its toolbox Ready, each on a VM whose post hooks succeeded",
+        async () =>
+          (await isRunning("ret", 2, { toolboxes: 1 })) &&
+          (await guestHooks("ret"))?.status === "True" &&
+          (await hooksRecorded("ret")),
+      ],
+      [
+        "gst held by its failed hook, the failure recorded for the VM it runs",
+        async () => {
+          const cs = await getSet("gst");
+          const [pod] = await setPods("gst");
+          const record = pod ? readGuestHooksRecord(pod) : undefined;
+          return (
+            cs?.status?.readyAgents === 0 &&
+            (await guestHooks("gst"))?.reason === REASON_HOOK_FAILED &&
+            record?.vmID === pod?.metadata.annotations?.[ANN_VM_ID] &&
+            record?.post?.result === "Failed"
+          );
+        },
+      ],
       ["rel Running with its main Ready", () => isRunning("rel", 1)],
       [`mig Running on ${migTarget}`, () => isRunning("mig", 1, { node: migTarget })],
       [

@@ -1,8 +1,9 @@
 // Random kills: at least 50 SIGKILLs of the operator process at random moments while
 // suspend/unsuspend (with a toolbox), release + wake, migration, teardown, CocoonHibernation
 // hibernate/wake (with a flip mid-transition), image-change, warm-pool claim/release (never a set
-// bound to two claims) and checkpoint/branch/restore cycles run on the simulator (no tag a live
-// checkpoint or an owed restore needs is ever deleted); the
+// bound to two claims), checkpoint/branch/restore cycles (no tag a live checkpoint or an owed restore
+// needs is ever deleted) and guest hooks (a set refreshed and quiesced through every cycle, and one
+// whose post hooks always fail, never reported Ready) run on the simulator; the
 // invariant checker fails on the first violation with the history that led to it; then every set
 // converges. Each driver must finish its minimum of cycles. A failure prints the command that replays
 // its random schedule (CHAOS_SEED=<seed> ...).
@@ -24,6 +25,7 @@ const MIN_CYCLES: Record<ChaosDriver, number> = {
   image: 2,
   pool: 2,
   checkpoint: 2,
+  guest: 2,
 };
 
 it("keeps every invariant across 50 random operator kills, then converges", {

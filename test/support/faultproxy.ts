@@ -14,7 +14,8 @@
 // rewritten to that namespace, writes elsewhere are refused), and injects 409 on PATCH/PUT of
 // cocoonsets and pods, 429 with Retry-After, dropped watch streams and 410 on watch resumes, and
 // loses the answer to a PUT/PATCH of a cocoonset the API server applied (the connection is reset
-// once the server has answered), each with a seeded probability.
+// once the server has answered), each with a seeded probability. Connection upgrades (pod exec) in its
+// namespace pass through unfaulted.
 
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
@@ -25,6 +26,7 @@ import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import { selfSignedCertificate } from "../env/certs.ts";
 import type { ApiConnection } from "../env/kubeapi.ts";
+import { tunnelUpgrade } from "./upgradetunnel.ts";
 
 /** mulberry32: a small seeded PRNG, so a failing run can be replayed from its printed seed. */
 export function seededRandom(seed: number): () => number {
@@ -522,6 +524,23 @@ export async function startApiProxy(
       req.pipe(up);
     },
   );
+  // A pod exec (the operator's guest hooks) is an upgrade: passed through unfaulted, in scope only.
+  server.on("upgrade", (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    counts.requests++;
+    const scoped = scopePath(req.url ?? "/", opts.namespace);
+    if (scoped === undefined) {
+      counts.refusedOutOfScope++;
+      socket.end("HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+      return;
+    }
+    tunnelUpgrade(
+      req,
+      socket,
+      head,
+      { server: upstreamUrl, ca: readFileSync(upstream.caFile), path: scoped, token: upstream.token },
+      sockets,
+    );
+  });
   server.on("connection", (s) => {
     sockets.add(s);
     s.on("close", () => sockets.delete(s));

@@ -9,7 +9,6 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Duplex } from "node:stream";
-import tls from "node:tls";
 import {
   type KubeconfigDocument,
   kubeconfigFromDocument,
@@ -18,6 +17,7 @@ import {
 } from "../../src/controller/kubeconfig.ts";
 import { selfSignedCertificate } from "../env/certs.ts";
 import type { ApiConnection } from "../env/kubeapi.ts";
+import { tunnelUpgrade } from "./upgradetunnel.ts";
 
 export interface UpgradeRefusingProxy {
   /** The proxy as a client's server, CA and the admin token. */
@@ -60,9 +60,9 @@ export async function startUpgradeRefusingProxy(upstream: ApiConnection): Promis
     req.pipe(forward);
   });
   server.on("upgrade", (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
-    sockets.add(socket);
-    socket.once("close", () => sockets.delete(socket));
     if ((req.headers.upgrade ?? "").toLowerCase() === "websocket") {
+      sockets.add(socket);
+      socket.once("close", () => sockets.delete(socket));
       refused++;
       const body = "websocket upgrades are not allowed here\n";
       socket.end(
@@ -71,29 +71,7 @@ export async function startUpgradeRefusingProxy(upstream: ApiConnection): Promis
       );
       return;
     }
-    const upstreamSocket = tls.connect({
-      host: target.hostname,
-      port: Number(target.port),
-      ca,
-      servername: target.hostname === "127.0.0.1" ? undefined : target.hostname,
-    });
-    sockets.add(upstreamSocket);
-    upstreamSocket.once("close", () => {
-      sockets.delete(upstreamSocket);
-      socket.destroy();
-    });
-    socket.once("close", () => upstreamSocket.destroy());
-    upstreamSocket.on("error", () => socket.destroy());
-    socket.on("error", () => upstreamSocket.destroy());
-    const lines = [`${req.method} ${req.url} HTTP/1.1`];
-    for (let i = 0; i < req.rawHeaders.length; i += 2) {
-      const name = req.rawHeaders[i]!;
-      lines.push(`${name}: ${name.toLowerCase() === "host" ? target.host : req.rawHeaders[i + 1]}`);
-    }
-    upstreamSocket.write(`${lines.join("\r\n")}\r\n\r\n`);
-    if (head.length > 0) upstreamSocket.write(head);
-    upstreamSocket.pipe(socket);
-    socket.pipe(upstreamSocket);
+    tunnelUpgrade(req, socket, head, { server: target, ca }, sockets);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
   const port = (server.address() as AddressInfo).port;
