@@ -17,6 +17,7 @@ import type { CocoonClaim, CocoonGuestPolicySpec } from "../src/apis/v1alpha1/ty
 import { ANN_FROM_CHECKPOINT } from "../src/checkpoint/keys.ts";
 import { ANN_GUEST_POLICY, CONDITION_GUEST_HOOKS } from "../src/guest/keys.ts";
 import { checkpointsPath } from "../test/support/checkpointapi.ts";
+import { putGuestPolicy } from "../test/support/guestapi.ts";
 import { claimReady, claimsPath, poolsPath } from "../test/support/poolapi.ts";
 import { patchSetSpec } from "../test/support/setapi.ts";
 import {
@@ -46,7 +47,6 @@ import {
 
 const TIMINGS = { bootMs: 200, readyMs: 200, hibernateMs: 500, wakeMs: 300, deleteMs: 100 };
 const POLL_MS = 50;
-const V1ALPHA1 = "/apis/cocoonset.cocoonstack.io/v1alpha1";
 const REFRESH: CocoonGuestPolicySpec = { refresh: { afterClone: true, afterWake: true } };
 const REFRESH_AND_CLAIM_HOOK: CocoonGuestPolicySpec = {
   ...REFRESH,
@@ -117,12 +117,7 @@ async function main(): Promise<void> {
     }
   };
   const policy = (ns: string, name: string, spec: CocoonGuestPolicySpec) =>
-    post(`${V1ALPHA1}/namespaces/${ns}/cocoonguestpolicies`, {
-      apiVersion: "cocoonset.cocoonstack.io/v1alpha1",
-      kind: "CocoonGuestPolicy",
-      metadata: { name, namespace: ns },
-      spec,
-    });
+    putGuestPolicy(info, ns, name, spec);
   const hooksSettled = (cs: CocoonSet) =>
     cs.metadata.annotations?.[ANN_GUEST_POLICY] === undefined ||
     cs.status?.conditions?.some((c) => c.type === CONDITION_GUEST_HOOKS && c.status === "True") === true;

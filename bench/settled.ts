@@ -15,6 +15,7 @@ import type { CocoonSet } from "../src/apis/v1/types.ts";
 import { kubeConfigFromFile } from "../src/controller/client.ts";
 import { ANN_GUEST_POLICY, CONDITION_GUEST_HOOKS } from "../src/guest/keys.ts";
 import { createOperator } from "../src/operator.ts";
+import { EVERY_POINT_POLICY, putGuestPolicy } from "../test/support/guestapi.ts";
 import {
   guestReconcilerOf,
   SettledPassProbe,
@@ -23,7 +24,6 @@ import {
   WRITE_VERBS,
 } from "../test/support/settledpass.ts";
 import {
-  apiRequest,
   cocoonSet,
   createNamespace,
   createSets,
@@ -81,25 +81,7 @@ async function main(): Promise<void> {
 
   // Every other set names a guest policy: its VMs were refreshed and hooked on the way up (and the
   // suspended ones quiesced), and a settled pass over it, or over its pods, must cost no exec.
-  const policy = await apiRequest(
-    info,
-    "POST",
-    `/apis/cocoonset.cocoonstack.io/v1alpha1/namespaces/${ns}/cocoonguestpolicies`,
-    {
-      apiVersion: "cocoonset.cocoonstack.io/v1alpha1",
-      kind: "CocoonGuestPolicy",
-      metadata: { name: "settled", namespace: ns },
-      spec: {
-        refresh: { afterClone: true, afterWake: true },
-        hooks: [
-          { name: "flush", on: ["PreHibernate"], exec: { command: ["sync"] } },
-          { name: "resync", on: ["PostClone", "PostWake"], exec: { command: ["true"] } },
-        ],
-      },
-    },
-  );
-  if (policy.status !== 201)
-    throw new Error(`create the guest policy: ${policy.status} ${JSON.stringify(policy.body)}`);
+  await putGuestPolicy(info, ns, "settled", EVERY_POINT_POLICY);
   progress(
     `creating ${setCount} sets (main + 2 sub-agents + 1 toolbox; every other one with a guest policy) in ${ns}`,
   );

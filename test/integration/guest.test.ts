@@ -24,6 +24,7 @@ import {
 import { readGuestHooksRecord } from "../../src/guest/record.ts";
 import { OciClient, type Simulator } from "../env/simulator/index.ts";
 import { type ApiConnection, apiRequest, testEnv, waitFor } from "../env/testenv.ts";
+import { putGuestPolicy } from "../support/guestapi.ts";
 import { startTestOperator } from "../support/operator.ts";
 import {
   claimReady,
@@ -61,29 +62,8 @@ after(async () => {
   await e2e?.stop();
 });
 
-const policiesPath = (namespace: string) =>
-  `/apis/cocoonset.cocoonstack.io/v1alpha1/namespaces/${namespace}/cocoonguestpolicies`;
-
-async function putPolicy(conn: ApiConnection, name: string, spec: CocoonGuestPolicySpec): Promise<void> {
-  const body = {
-    apiVersion: "cocoonset.cocoonstack.io/v1alpha1",
-    kind: "CocoonGuestPolicy",
-    metadata: { name, namespace: ns },
-    spec,
-  };
-  const existing = await apiRequest(conn, "GET", `${policiesPath(ns)}/${name}`);
-  const res =
-    existing.status === 200
-      ? await apiRequest(
-          conn,
-          "PATCH",
-          `${policiesPath(ns)}/${name}`,
-          { spec },
-          "application/merge-patch+json",
-        )
-      : await apiRequest(conn, "POST", policiesPath(ns), body);
-  assert.ok(res.status === 200 || res.status === 201, JSON.stringify(res.body));
-}
+const putPolicy = (conn: ApiConnection, name: string, spec: CocoonGuestPolicySpec) =>
+  putGuestPolicy(conn, ns, name, spec);
 
 const condition = (cs: CocoonSet, type: string) => cs.status?.conditions?.find((c) => c.type === type);
 

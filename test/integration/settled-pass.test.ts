@@ -15,6 +15,7 @@ import type { CocoonSet } from "../../src/apis/v1/types.ts";
 import { ANN_GUEST_POLICY, CONDITION_GUEST_HOOKS } from "../../src/guest/keys.ts";
 import { ANN_EXPIRE_AT, ANN_SUSPEND_AFTER_IDLE, DEFAULT_NOTICE_BEFORE_MS } from "../../src/idle/policy.ts";
 import { apiRequest, testEnv, waitFor } from "../env/testenv.ts";
+import { EVERY_POINT_POLICY, putGuestPolicy } from "../support/guestapi.ts";
 import { getSet, isRunning, setPods, setsPath } from "../support/setapi.ts";
 import { guestReconcilerOf, SettledPassProbe, suspendSets } from "../support/settledpass.ts";
 import { type SetEnv, startSetEnv } from "../support/setwait.ts";
@@ -129,24 +130,7 @@ describe("a settled pass on the real API server", () => {
   });
 
   it("with a guest policy, running or suspended, makes no request and no exec, nor do its pods' guest passes", async () => {
-    const policy = await apiRequest(
-      env,
-      "POST",
-      `/apis/cocoonset.cocoonstack.io/v1alpha1/namespaces/${ns}/cocoonguestpolicies`,
-      {
-        apiVersion: "cocoonset.cocoonstack.io/v1alpha1",
-        kind: "CocoonGuestPolicy",
-        metadata: { name: "settled", namespace: ns },
-        spec: {
-          refresh: { afterClone: true, afterWake: true },
-          hooks: [
-            { name: "flush", on: ["PreHibernate"], exec: { command: ["sync"] } },
-            { name: "resync", on: ["PostClone", "PostWake"], exec: { command: ["true"] } },
-          ],
-        },
-      },
-    );
-    assert.equal(policy.status, 201, JSON.stringify(policy.body));
+    await putGuestPolicy(env, ns, "settled", EVERY_POINT_POLICY);
     const hooked = ["settled-hooked", "settled-hooked-suspended"];
     for (const name of hooked) {
       const cs = settledSet(name);

@@ -49,6 +49,7 @@ import {
   startApiProxy,
   startRegistryProxy,
 } from "../support/faultproxy.ts";
+import { putGuestPolicy } from "../support/guestapi.ts";
 import { InvariantChecker } from "../support/invariants.ts";
 import { OperatorProcess } from "./operatorprocess.ts";
 
@@ -248,36 +249,20 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
 
     // Guest hooks: ret's VMs are refreshed after each clone and wake and quiesced before each hibernate;
     // gst's post hooks always fail, so gst must never be reported Ready, whatever the kills.
-    const policiesPath = `/apis/cocoonset.cocoonstack.io/v1alpha1/namespaces/${ns}/cocoonguestpolicies`;
-    for (const [name, spec] of [
-      [
-        FRESH_POLICY,
+    await putGuestPolicy(env, ns, FRESH_POLICY, {
+      refresh: { afterClone: true, afterWake: true },
+      hooks: [
         {
-          refresh: { afterClone: true, afterWake: true },
-          hooks: [
-            {
-              name: "flush",
-              on: ["PreHibernate"],
-              exec: { command: ["sh", "-c", "sync && echo flushed > /var/flushed"] },
-            },
-            { name: "resync", on: ["PostClone", "PostWake"], exec: { command: ["true"] } },
-          ],
+          name: "flush",
+          on: ["PreHibernate"],
+          exec: { command: ["sh", "-c", "sync && echo flushed > /var/flushed"] },
         },
+        { name: "resync", on: ["PostClone", "PostWake"], exec: { command: ["true"] } },
       ],
-      [
-        BROKEN_POLICY,
-        {
-          hooks: [{ name: "seed", on: ["PostClone", "PostWake"], exec: { command: ["sh", "-c", "exit 7"] } }],
-        },
-      ],
-    ] as const) {
-      await api200("POST", policiesPath, {
-        apiVersion: "cocoonset.cocoonstack.io/v1alpha1",
-        kind: "CocoonGuestPolicy",
-        metadata: { name, namespace: ns },
-        spec,
-      });
-    }
+    });
+    await putGuestPolicy(env, ns, BROKEN_POLICY, {
+      hooks: [{ name: "seed", on: ["PostClone", "PostWake"], exec: { command: ["sh", "-c", "exit 7"] } }],
+    });
     const guestHooks = async (name: string) =>
       (await getSet(name))?.status?.conditions?.find((c) => c.type === CONDITION_GUEST_HOOKS);
     /** Every member of the set runs on a VM whose post hooks are recorded as succeeded. */

@@ -28,10 +28,9 @@ import { ANN_GUEST_HOOKS, ANN_GUEST_POLICY } from "../../../src/guest/keys.ts";
 import { encodeGuestHooksRecord, type GuestHooksRecord } from "../../../src/guest/record.ts";
 import { LABEL_CLAIM } from "../../../src/pool/keys.ts";
 import { formatRFC3339 } from "../../../src/rfc3339.ts";
+import { cocoonSet, NS, SET, SET_UID } from "../../support/cocoonset.ts";
 
-export const NS = "ns";
-export const SET = "demo";
-export const SET_UID = "demo-uid";
+export { NS, SET, SET_UID };
 export const POLICY = "fresh";
 export const T0 = Date.parse("2026-01-01T00:00:00Z");
 export const AT0 = formatRFC3339(T0);
@@ -39,19 +38,14 @@ export const AT0 = formatRFC3339(T0);
 /** The set, naming `policy` ("" names none) and bound to `claim` when given. */
 export function guestSet(opts: { policy?: string; claim?: string } = {}): CocoonSet {
   const policy = opts.policy ?? POLICY;
-  return {
-    apiVersion: "cocoonset.cocoonstack.io/v1",
-    kind: "CocoonSet",
-    metadata: {
-      name: SET,
-      namespace: NS,
-      uid: SET_UID,
-      generation: 1,
+  return cocoonSet(
+    { agent: { image: "ubuntu", replicas: 1 } },
+    {
+      finalizers: [],
       ...(policy ? { annotations: { [ANN_GUEST_POLICY]: policy } } : {}),
       ...(opts.claim ? { labels: { [LABEL_CLAIM]: opts.claim } } : {}),
     },
-    spec: { agent: { image: "ubuntu", replicas: 1 } },
-  };
+  );
 }
 
 /** The member `demo-<slot>` of `cs`, running VM `vmID`, Ready (unless ready is false). */
