@@ -24,13 +24,17 @@ import {
   apiRequest,
   cocoonSet,
   createNamespace,
+  createObject,
+  firstSeen as firstSeenOf,
   IMAGE,
   isRunning,
+  listItems,
   mapLimit,
   setsPath,
   sleep,
   startCluster,
   startPool,
+  waitNoSets,
 } from "./lib/cluster.ts";
 import { parseArgs, runBenchmark } from "./lib/lifecycle.ts";
 import { operatorCommand, startOperatorProcess } from "./lib/operator.ts";
@@ -80,42 +84,19 @@ async function main(): Promise<void> {
   });
   await proc.waitReady();
 
-  const post = async (path: string, body: unknown): Promise<void> => {
-    const res = await apiRequest(info, "POST", path, body);
-    if (res.status !== 201) throw new Error(`create ${path}: ${res.status} ${JSON.stringify(res.body)}`);
-  };
-  const list = async <T>(path: string): Promise<T[]> => {
-    const res = await apiRequest(info, "GET", path);
-    if (res.status !== 200) throw new Error(`list ${path}: ${res.status}`);
-    return res.body.items as T[];
-  };
-  const firstSeen = async <T extends { metadata: { name?: string } }>(
+  const post = (path: string, body: unknown): Promise<void> => createObject(info, path, body);
+
+  const list = <T>(path: string): Promise<T[]> => listItems<T>(info, path);
+
+  const firstSeen = <T extends { metadata: { name?: string } }>(
     what: string,
     path: string,
     names: readonly string[],
     done: (obj: T) => boolean,
-  ): Promise<Map<string, number>> => {
-    const seen = new Map<string, number>();
-    const deadline = Date.now() + 300_000;
-    while (seen.size < names.length) {
-      const now = Date.now();
-      for (const obj of await list<T>(path)) {
-        const name = obj.metadata.name ?? "";
-        if (!seen.has(name) && names.includes(name) && done(obj)) seen.set(name, now);
-      }
-      if (Date.now() > deadline)
-        throw new Error(`timed out waiting for ${what}: ${seen.size}/${names.length}; see ${logFile}`);
-      await sleep(POLL_MS);
-    }
-    return seen;
-  };
-  const waitEmpty = async (ns: string): Promise<void> => {
-    const deadline = Date.now() + 300_000;
-    while ((await list<CocoonSet>(setsPath(ns))).length > 0) {
-      if (Date.now() > deadline) throw new Error(`sets of ${ns} not gone; see ${logFile}`);
-      await sleep(250);
-    }
-  };
+  ): Promise<Map<string, number>> =>
+    firstSeenOf<T>(info, what, path, names, done, { pollMs: POLL_MS, hint: `see ${logFile}` });
+  const waitEmpty = (ns: string): Promise<void> => waitNoSets(info, ns, `see ${logFile}`);
+
   const policy = (ns: string, name: string, spec: CocoonGuestPolicySpec) =>
     putGuestPolicy(info, ns, name, spec);
   const hooksSettled = (cs: CocoonSet) =>

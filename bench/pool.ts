@@ -33,13 +33,17 @@ import {
   apiRequest,
   cocoonSet,
   createNamespace,
+  createObject,
+  firstSeen as firstSeenOf,
   IMAGE,
   isRunning,
+  listItems,
   mapLimit,
   setsPath,
   sleep,
   startCluster,
   startPool,
+  waitNoSets,
 } from "./lib/cluster.ts";
 import { type Exchange, resourceSegments, startCountingProxy } from "./lib/countingproxy.ts";
 import { parseArgs, runBenchmark } from "./lib/lifecycle.ts";
@@ -108,37 +112,18 @@ async function main(): Promise<void> {
   });
   await proc.waitReady();
 
-  const list = async <T>(path: string): Promise<T[]> => {
-    const res = await apiRequest(info, "GET", path);
-    if (res.status !== 200) throw new Error(`list ${path}: ${res.status}`);
-    return res.body.items as T[];
-  };
-  const post = async (path: string, body: unknown): Promise<void> => {
-    const res = await apiRequest(info, "POST", path, body);
-    if (res.status !== 201) throw new Error(`create ${path}: ${res.status} ${JSON.stringify(res.body)}`);
-  };
-  /** Polls `path` until `done` holds for every name; the time each first held. */
-  const firstSeen = async <T extends { metadata: { name?: string } }>(
+  const list = <T>(path: string): Promise<T[]> => listItems<T>(info, path);
+
+  const post = (path: string, body: unknown): Promise<void> => createObject(info, path, body);
+
+  const firstSeen = <T extends { metadata: { name?: string } }>(
     what: string,
     path: string,
     names: readonly string[],
     done: (obj: T) => boolean,
     timeoutMs = 300_000,
-  ): Promise<Map<string, number>> => {
-    const seen = new Map<string, number>();
-    const deadline = Date.now() + timeoutMs;
-    while (seen.size < names.length) {
-      const now = Date.now();
-      for (const obj of await list<T>(path)) {
-        const name = obj.metadata.name ?? "";
-        if (!seen.has(name) && names.includes(name) && done(obj)) seen.set(name, now);
-      }
-      if (Date.now() > deadline)
-        throw new Error(`timed out waiting for ${what}: ${seen.size}/${names.length}; see ${logFile}`);
-      await sleep(POLL_MS);
-    }
-    return seen;
-  };
+  ): Promise<Map<string, number>> =>
+    firstSeenOf<T>(info, what, path, names, done, { pollMs: POLL_MS, timeoutMs, hint: `see ${logFile}` });
   const waitPoolFilled = async (ns: string, name: string): Promise<void> => {
     const deadline = Date.now() + 300_000;
     for (;;) {
@@ -267,13 +252,7 @@ async function main(): Promise<void> {
       ...(warmth === "Running" ? { memoryPerMemberKiB: (rssFilled - rssBefore) / claims } : {}),
     };
   };
-  const waitEmpty = async (ns: string): Promise<void> => {
-    const deadline = Date.now() + 300_000;
-    while ((await list<CocoonSet>(setsPath(ns))).length > 0) {
-      if (Date.now() > deadline) throw new Error(`sets of ${ns} not gone; see ${logFile}`);
-      await sleep(500);
-    }
-  };
+  const waitEmpty = (ns: string): Promise<void> => waitNoSets(info, ns, `see ${logFile}`);
 
   /** The cold sets, then the same sets suspended with their seats released and woken at once. */
   const coldScenarios = async (): Promise<[Scenario, Scenario]> => {

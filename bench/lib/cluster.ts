@@ -142,3 +142,59 @@ export async function pollSets(
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
+
+/** POSTs `body` to `path`; anything but 201 throws. */
+export async function createObject(conn: ApiConnection, path: string, body: unknown): Promise<void> {
+  const res = await apiRequest(conn, "POST", path, body);
+  if (res.status !== 201) throw new Error(`create ${path}: ${res.status} ${JSON.stringify(res.body)}`);
+}
+
+/** The items of a list at `path`; anything but 200 throws. */
+export async function listItems<T>(conn: ApiConnection, path: string): Promise<T[]> {
+  const res = await apiRequest(conn, "GET", path);
+  if (res.status !== 200) throw new Error(`list ${path}: ${res.status}`);
+  return res.body.items as T[];
+}
+
+/**
+ * Lists `path` every `pollMs` until `done` has held for every one of `names`; the time (Date.now())
+ * each was first seen done. `hint` ends the timeout's message (say, where the operator's log is).
+ */
+export async function firstSeen<T extends { metadata: { name?: string } }>(
+  conn: ApiConnection,
+  what: string,
+  path: string,
+  names: readonly string[],
+  done: (obj: T) => boolean,
+  opts: { pollMs: number; timeoutMs?: number; hint?: string },
+): Promise<Map<string, number>> {
+  const seen = new Map<string, number>();
+  const deadline = Date.now() + (opts.timeoutMs ?? 300_000);
+  while (seen.size < names.length) {
+    const now = Date.now();
+    for (const obj of await listItems<T>(conn, path)) {
+      const name = obj.metadata.name ?? "";
+      if (!seen.has(name) && names.includes(name) && done(obj)) seen.set(name, now);
+    }
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out waiting for ${what}: ${seen.size}/${names.length}${opts.hint ? `; ${opts.hint}` : ""}`,
+      );
+    await sleep(opts.pollMs);
+  }
+  return seen;
+}
+
+/** Resolves once the namespace has no CocoonSet left (deletes and teardowns done). */
+export async function waitNoSets(
+  conn: ApiConnection,
+  ns: string,
+  hint = "",
+  timeoutMs = 300_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while ((await listSets(conn, ns)).length > 0) {
+    if (Date.now() > deadline) throw new Error(`sets of ${ns} not gone${hint ? `; ${hint}` : ""}`);
+    await sleep(500);
+  }
+}
