@@ -14,6 +14,7 @@ import {
 } from "../../contract/keys.ts";
 import { podKey, unschedulableMessage } from "../../contract/pod.ts";
 import { agentPodName, agentVMName } from "../../contract/vmname.ts";
+import { REASON_PRE_HIBERNATE_FAILED } from "../../guest/keys.ts";
 import { migrateUnschedulableTotal } from "../../metrics/cocoon.ts";
 import {
   awaitCreated,
@@ -77,9 +78,19 @@ export async function reconcileMigration(pass: Pass): Promise<StepOutcome> {
       await writeStatus(pass, "Migrating");
       // The main's pre-hibernate hooks come first; one failed under Fail keeps it running where it is.
       const hooks = preHibernateGate(pass, [action.main]);
-      if (hooks.action !== "proceed") {
-        log.info({ hooks: hooks.action }, `migration: waiting on pre-hibernate hooks: ${hooks.message}`);
-        return finish({ requeueAfterMs: hooks.action === "refused" ? hooks.retryAfterMs : REQUEUE_POLL_MS });
+      if (hooks.action === "wait") {
+        log.info(`migration: waiting on pre-hibernate hooks: ${hooks.message}`);
+        return finish({ requeueAfterMs: REQUEUE_POLL_MS });
+      }
+      if (hooks.action === "refused") {
+        // Said on the set each time the hook has failed again: Migrating alone would not say why.
+        setEvent(
+          pass,
+          "Warning",
+          REASON_PRE_HIBERNATE_FAILED,
+          `migration to ${target} waits: ${hooks.message}`,
+        );
+        return finish({ requeueAfterMs: hooks.retryAfterMs });
       }
       log.info({ from: action.main.spec.nodeName }, "migration: quiescing the main for its snapshot");
       await patchPodFlag(pass, action.main, ANN_HIBERNATE, true);

@@ -102,6 +102,17 @@ describe("step 8 behind pre-hibernate hooks", () => {
     assert.deepEqual(calls, [PROBE, MIGRATING]);
     assert.equal(quiesced(h), undefined);
     assert.deepEqual(queued, []);
+    // The set says why it stays Migrating.
+    assert.deepEqual(
+      h.events.events.map((e) => [e.type, e.reason, e.message]),
+      [
+        [
+          "Warning",
+          "PreHibernateHookFailed",
+          "migration to node-b waits: PreHibernate hook flush failed on pod demo-0: exited with status 5",
+        ],
+      ],
+    );
 
     // The retry is due: the hook is asked for again, and still nothing is annotated.
     h.clock.advance(FAILED_HOOK_RETRY_MS);
