@@ -42,7 +42,7 @@ import {
   COCOONSETS,
   type ResourceType,
 } from "../../src/controller/resources.ts";
-import { ANN_GUEST_POLICY } from "../../src/guest/keys.ts";
+import { ANN_GUEST_POLICY, GUEST_OWNER_FILE } from "../../src/guest/keys.ts";
 import { LABEL_POOL } from "../../src/pool/keys.ts";
 import { OciClient, pushSnapshot, type Simulator, startSimulator } from "../env/simulator/index.ts";
 import { apiRequest, createNamespace, type TestEnvInfo } from "../env/testenv.ts";
@@ -58,6 +58,7 @@ import {
 import {
   FeatureInvariants,
   guestFindings,
+  hooksHold,
   neededTags,
   type Objects,
   setConverged,
@@ -73,12 +74,23 @@ const IMAGE = "ubuntu-dev-base";
 const POOL = "warm";
 /** The CocoonGuestPolicy the pool's members and some plain sets name. */
 const POLICY = "fresh";
+/**
+ * Each hook is retried, as on a cluster whose exec path drops now and then (a pod exec here once
+ * ended without a status during the setup, before any kill): a Fail hook that failed once holds its
+ * member, or refuses its hibernate, for FAILED_HOOK_RETRY_MS, longer than the whole run.
+ */
+const HOOK_RETRIES = { retries: 2, backoffSeconds: 1 };
 const GUEST_POLICY: CocoonGuestPolicySpec = {
   refresh: { afterClone: true, afterWake: true },
   hooks: [
-    { name: "quiesce", on: ["PreHibernate"], exec: { command: ["sh", "-c", "sync"] } },
+    { name: "quiesce", on: ["PreHibernate"], exec: { command: ["sh", "-c", "sync"] }, ...HOOK_RETRIES },
     // The claim's context (its name and parameters) is the hook's stdin: the guest keeps it.
-    { name: "claim-context", on: ["PostClaim"], exec: { command: ["sh", "-c", "cat > /etc/claim.json"] } },
+    {
+      name: "claim-context",
+      on: ["PostClaim"],
+      exec: { command: ["sh", "-c", "cat > /etc/claim.json"] },
+      ...HOOK_RETRIES,
+    },
   ],
 };
 
@@ -101,6 +113,8 @@ export interface FeatureChaosResult {
   actions: Record<string, number>;
   /** Milestones objects reached (a checkpoint Ready, a restore Restored or Failed with its reason, ...). */
   outcomes: Record<string, number>;
+  /** The guest commands the simulated VMs ran, by what they were and how they ended. */
+  guestExecs: Record<string, number>;
   kills: number;
   unexpectedExits: number;
   registryFaults: number;
@@ -833,13 +847,20 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
     // (k, l): the hooks of what converged are done for the VMs it runs. A finding is kept only when a
     // second read a little later shows the same VM still lacking: a status read just before a wake or
     // a restore may still say Running for the VM it replaced.
+    /** The uids of the pods judged (a Ready claim's, a Running policy set's, whose hooks hold them). */
+    const judged = new Set<string>();
     const findGuest = async (from: Objects) => {
       const pods = new Map<string, Pod[]>();
       for (const set of from.sets)
         pods.set(set.metadata.name ?? "", await podsOfSet(set.metadata.name ?? ""));
-      return guestFindings(from, (set) => pods.get(set) ?? []);
+      return guestFindings(from, (set) => {
+        const read = pods.get(set) ?? [];
+        for (const pod of read) if (hooksHold(pod)) judged.add(pod.metadata.uid ?? "");
+        return read;
+      });
     };
     const firstFindings = await findGuest(objects);
+    features.counts.guestPodsAtConvergence = judged.size;
     if (firstFindings.length > 0) {
       await sleep(2000);
       const seen = new Set(firstFindings.map((f) => f.key));
@@ -869,6 +890,7 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
       features,
       actions,
       outcomes,
+      guestExecs: guestExecs(sim.record.events({ kind: "exec" }).map((e) => e.detail ?? "")),
       kills: op.kills,
       unexpectedExits: op.unexpectedExits.length,
       registryFaults,
@@ -895,6 +917,27 @@ const guestPoliciesPath = (ns: string) =>
   `/apis/cocoonset.cocoonstack.io/v1alpha1/namespaces/${ns}/cocoonguestpolicies`;
 /** Each wait of the setup, before any fault. */
 const SETUP_MS = 20_000;
+
+/** Guest commands by kind (the refresh, the owner mark, each hook) and ending ("exit 0", "exit 7", ...). */
+function guestExecs(details: string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const detail of details) {
+    const at = detail.lastIndexOf(": ");
+    const [command, ending] = [detail.slice(0, at), detail.slice(at + 2)];
+    if (ending === "started") continue;
+    const kind = command.includes("date -s")
+      ? "refresh"
+      : command.includes(GUEST_OWNER_FILE)
+        ? "owner"
+        : command.includes("claim.json")
+          ? "claim"
+          : command.includes("sync")
+            ? "quiesce"
+            : "other";
+    out[`${kind} ${ending}`] = (out[`${kind} ${ending}`] ?? 0) + 1;
+  }
+  return out;
+}
 
 /** Polls `probe` every 200 ms until it holds or `timeoutMs` passes; whether it held. */
 async function until(probe: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {

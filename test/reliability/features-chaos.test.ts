@@ -37,7 +37,8 @@ it("keeps every invariant while the features act on the same sets through kills 
     const c = result.apiCounts;
     process.stderr.write(
       `features-chaos.test: seed=${seed} actions=${JSON.stringify(result.actions)} ` +
-        `outcomes=${JSON.stringify(result.outcomes)} kills=${result.kills} ` +
+        `outcomes=${JSON.stringify(result.outcomes)} guestExecs=${JSON.stringify(result.guestExecs)} ` +
+        `kills=${result.kills} ` +
         `registryFaults=${result.registryFaults} conflicts=${c.conflicts} throttles=${c.throttles} ` +
         `droppedWatches=${c.droppedWatches} gones=${c.gones} lostReplies=${c.lostReplies} ` +
         `counts=${JSON.stringify({ ...result.checker.counts, ...result.features.counts })} ` +

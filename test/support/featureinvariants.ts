@@ -269,6 +269,11 @@ export function neededTags(
   return out;
 }
 
+/** Whether guest hooks hold the pod from Ready: a managed Linux guest whose VM runs Ready. */
+export function hooksHold(pod: Pod): boolean {
+  return runsReady(pod) && hookable(pod);
+}
+
 /**
  * What the guest-hooks record of a Ready pod lacks for the VM it runs now: its post phase Succeeded,
  * or (naming `claim`) that claim's PostClaim phase Succeeded. Undefined when nothing, or when hooks
@@ -277,7 +282,7 @@ export function neededTags(
  */
 export function hooksLacking(pod: Pod, phase: "post" | { claim: string }): string | undefined {
   const vmID = pod.metadata.annotations?.[ANN_VM_ID] ?? "";
-  if (!runsReady(pod) || !hookable(pod)) return undefined;
+  if (!hooksHold(pod)) return undefined;
   const record = readGuestHooksRecord(pod);
   const name = pod.metadata.name;
   if (record.vmID !== vmID)
@@ -359,6 +364,8 @@ export class FeatureInvariants {
     /** Pods judged when their claim turned Ready (k), and those changed since, left unjudged. */
     claimPodsJudged: 0,
     claimPodsChangedSince: 0,
+    /** Pods whose hooks were judged at convergence (k, l). */
+    guestPodsAtConvergence: 0,
   };
 
   constructor(checker: InvariantChecker, namespace: string) {
