@@ -16,10 +16,10 @@
 // Watched throughout: InvariantChecker's (a)–(c), (e) on the VM record and the operator's registry
 // calls; (g) every manifest DELETE the operator sends; (h) every set and claim watch event; (f) the
 // tags of each Ready checkpoint while it stays live; (k) the pods of each claim's set, read as the
-// claim turns Ready. Once the schedule ends, the faults stop, the
-// operator is left running, and every object gets a bounded time to converge; then (i) each one that
-// did not says why, (f) every tag a live checkpoint or an unwoken VM needs is in the registry, and
-// (k, l) each Ready claim's and each Running policy set's pods show their hooks done for their VMs.
+// claim turns Ready. Once the schedule ends, the faults stop, the operator is left running, and every
+// object gets a bounded time to converge; then (i) each one that did not says why, (f) every tag a
+// live checkpoint or an unwoken VM needs is in the registry, and (k, l) each Ready claim's and each
+// Running policy set's pods show their hooks done for the VMs they run.
 // Violations do not stop the run: it reports every one it saw.
 
 import { randomBytes } from "node:crypto";
@@ -304,7 +304,7 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
         );
     };
     watching = Promise.all([
-      follow<CocoonSet>(COCOONSETS, (cs: CocoonSet) => {
+      follow<CocoonSet>(COCOONSETS, (cs) => {
         onSet(cs);
         if (cs.status?.conditions?.some((c) => c.type === "Branched" && c.status === "True"))
           milestone(cs.metadata.uid, "set Branched");
