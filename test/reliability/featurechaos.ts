@@ -9,24 +9,31 @@
 // bookkeeping annotations, plus a hibernated VM of another namespace) and deleted again. Meanwhile
 // the operator is SIGKILLed and restarted at random, the API proxy injects conflicts, throttles,
 // dropped watches, 410 resumes and lost answers to applied set writes, and the registry proxy
-// answers 5xx, 401 or refuses connections for short windows.
+// answers 5xx, 401 or refuses connections for short windows. Guest hooks act throughout: the pool's
+// members and some plain sets (and the branches of their checkpoints) name a CocoonGuestPolicy that
+// refreshes every clone and wake, quiesces every hibernate and writes each claim's context into the
+// guest, so branches, restores, checkpoints, claims and rolls all meet hooks.
 // Watched throughout: InvariantChecker's (a)–(c), (e) on the VM record and the operator's registry
 // calls; (g) every manifest DELETE the operator sends; (h) every set and claim watch event; (f) the
-// tags of each Ready checkpoint while it stays live. Once the schedule ends, the faults stop, the
-// operator is left running, and every object gets a bounded time to converge; then (i) each one that
-// did not says why, and (f) every tag a live checkpoint or an unwoken VM needs is in the registry.
+// tags of each Ready checkpoint while it stays live; (k) the pods of each claim's set, read as the
+// claim turns Ready. Once the schedule ends, the faults stop, the operator is left running, and every
+// object gets a bounded time to converge; then (i) each one that did not says why, (f) every tag a
+// live checkpoint or an unwoken VM needs is in the registry, and (k, l) each Ready claim's and each
+// Running policy set's pods show their hooks done for the VMs they run.
 // Violations do not stop the run: it reports every one it saw.
 
 import { randomBytes } from "node:crypto";
+import type { Pod } from "../../src/apis/core.ts";
 import type { CocoonSet, CocoonSetSpec } from "../../src/apis/v1/types.ts";
 import type {
   CocoonCheckpoint,
   CocoonClaim,
+  CocoonGuestPolicySpec,
   CocoonPool,
   CocoonRestore,
 } from "../../src/apis/v1alpha1/types.ts";
 import { ANN_FROM_CHECKPOINT, ANN_KEEP_CHECKPOINTS, checkpointTag } from "../../src/checkpoint/keys.ts";
-import { ANN_DELETE_VM_NAMES, TAG_HIBERNATE } from "../../src/contract/keys.ts";
+import { ANN_DELETE_VM_NAMES, LABEL_COCOONSET, TAG_HIBERNATE } from "../../src/contract/keys.ts";
 import { KubeClient, kubeConfigFromFile } from "../../src/controller/client.ts";
 import {
   COCOONCHECKPOINTS,
@@ -35,6 +42,7 @@ import {
   COCOONSETS,
   type ResourceType,
 } from "../../src/controller/resources.ts";
+import { ANN_GUEST_POLICY, GUEST_OWNER_FILE } from "../../src/guest/keys.ts";
 import { LABEL_POOL } from "../../src/pool/keys.ts";
 import { OciClient, pushSnapshot, type Simulator, startSimulator } from "../env/simulator/index.ts";
 import { apiRequest, createNamespace, type TestEnvInfo } from "../env/testenv.ts";
@@ -49,6 +57,8 @@ import {
 } from "../support/faultproxy.ts";
 import {
   FeatureInvariants,
+  guestFindings,
+  hooksHold,
   neededTags,
   type Objects,
   setConverged,
@@ -62,6 +72,27 @@ import { OperatorProcess } from "./operatorprocess.ts";
 
 const IMAGE = "ubuntu-dev-base";
 const POOL = "warm";
+/** The CocoonGuestPolicy the pool's members and some plain sets name. */
+const POLICY = "fresh";
+/**
+ * Each hook is retried, as on a cluster whose exec path drops now and then (a pod exec here once
+ * ended without a status during the setup, before any kill): a Fail hook that failed once holds its
+ * member, or refuses its hibernate, for FAILED_HOOK_RETRY_MS, longer than the whole run.
+ */
+const HOOK_RETRIES = { retries: 2, backoffSeconds: 1 };
+const GUEST_POLICY: CocoonGuestPolicySpec = {
+  refresh: { afterClone: true, afterWake: true },
+  hooks: [
+    { name: "quiesce", on: ["PreHibernate"], exec: { command: ["sh", "-c", "sync"] }, ...HOOK_RETRIES },
+    // The claim's context (its name and parameters) is the hook's stdin: the guest keeps it.
+    {
+      name: "claim-context",
+      on: ["PostClaim"],
+      exec: { command: ["sh", "-c", "cat > /etc/claim.json"] },
+      ...HOOK_RETRIES,
+    },
+  ],
+};
 
 export interface FeatureChaosOptions {
   env: TestEnvInfo;
@@ -82,6 +113,8 @@ export interface FeatureChaosResult {
   actions: Record<string, number>;
   /** Milestones objects reached (a checkpoint Ready, a restore Restored or Failed with its reason, ...). */
   outcomes: Record<string, number>;
+  /** The guest commands the simulated VMs ran, by what they were and how they ended. */
+  guestExecs: Record<string, number>;
   kills: number;
   unexpectedExits: number;
   registryFaults: number;
@@ -171,17 +204,18 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
       features.observeSet(cs);
       if (cs.metadata.deletionTimestamp) declareTeardown(cs.metadata.name ?? "");
     };
-    const follow = async <T>(rt: ResourceType, on: (obj: T) => void) => {
+    /** `on` learns whether the object came from a list (a change it shows may be older than the list). */
+    const follow = async <T>(rt: ResourceType, on: (obj: T, listed: boolean) => void) => {
       while (!watchAbort.signal.aborted) {
         try {
           const listed = await watcher.list<T>(rt, ns);
-          for (const obj of listed.items) on(obj);
+          for (const obj of listed.items) on(obj, true);
           for await (const ev of watcher.watch<T>(rt, ns, {
             resourceVersion: listed.resourceVersion,
             timeoutSeconds: 240,
             signal: watchAbort.signal,
           })) {
-            if (ev.type === "ADDED" || ev.type === "MODIFIED" || ev.type === "DELETED") on(ev.object);
+            if (ev.type === "ADDED" || ev.type === "MODIFIED" || ev.type === "DELETED") on(ev.object, false);
           }
         } catch {
           if (!watchAbort.signal.aborted) await sleep(200);
@@ -226,10 +260,37 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
       deletedCheckpoints.add(name);
       checker.checkpointDeleted(name);
     };
-    const onClaim = (claim: CocoonClaim) => {
+    /** A set's pods as the API server has them now ([] when it cannot say). */
+    const podsOfSet = async (set: string): Promise<Pod[]> => {
+      const selector = encodeURIComponent(`${LABEL_COCOONSET}=${set}`);
+      const res = await apiRequest(env, "GET", `/api/v1/namespaces/${ns}/pods?labelSelector=${selector}`);
+      return res.status === 200 ? (res.body.items as Pod[]) : [];
+    };
+    /** Claim uids last seen Ready, to see each turn Ready in a watch event. */
+    const claimsReady = new Set<string>();
+    /** (k) checks under way, awaited before the run returns. */
+    const claimChecks: Promise<void>[] = [];
+    const onClaim = (claim: CocoonClaim, listed: boolean) => {
       features.observeClaim(claim);
-      if (claim.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True"))
-        milestone(claim.metadata.uid, "claim Ready");
+      const uid = claim.metadata.uid ?? "";
+      const ready = claim.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
+      if (!ready) {
+        claimsReady.delete(uid);
+        return;
+      }
+      milestone(claim.metadata.uid, "claim Ready");
+      if (claimsReady.has(uid)) return;
+      claimsReady.add(uid);
+      // The write that turned it Ready is this version only when a watch event shows it: a list may
+      // show a later one.
+      const set = claim.status?.cocoonSetRef?.name;
+      if (listed || set === undefined || claim.metadata.deletionTimestamp) return;
+      claimChecks.push(
+        podsOfSet(set).then(
+          (pods) => features.checkClaimTurnedReady(claim, pods),
+          () => undefined,
+        ),
+      );
     };
     const onRestore = (restore: CocoonRestore) => {
       const phase = restore.status?.phase;
@@ -288,6 +349,11 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
     const MAIN_ONLY: Partial<CocoonSetSpec> = { agent: { image: IMAGE, replicas: 0, mode: "clone" } };
     const WITH_SUB: Partial<CocoonSetSpec> = { agent: { image: IMAGE, replicas: 1, mode: "clone" } };
     const POOL_SPEC: Partial<CocoonSetSpec> = { nodePool, ...MAIN_ONLY };
+    /** Plain sets and branches that name the guest policy (the pool's members all do). */
+    const hooked = new Set<string>();
+    const namesPolicy = (set: string) => hooked.has(set) || set.startsWith(`${POOL}-`);
+    const policyOf = (set: string): Record<string, string> =>
+      hooked.has(set) ? { [ANN_GUEST_POLICY]: POLICY } : {};
     const createSet = async (
       name: string,
       spec: Partial<CocoonSetSpec>,
@@ -431,7 +497,9 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
           const name = next("br");
           branches.push(name);
           branchOf.set(name, ck.name);
-          await createSet(name, spec, { [ANN_FROM_CHECKPOINT]: ck.name });
+          // A branch of a set that names the policy names it too: its clones are refreshed.
+          if (namesPolicy(ck.set)) hooked.add(name);
+          await createSet(name, spec, { [ANN_FROM_CHECKPOINT]: ck.name, ...policyOf(name) });
         },
       ],
       [
@@ -447,7 +515,8 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
             apiVersion: "cocoonset.cocoonstack.io/v1alpha1",
             kind: "CocoonClaim",
             metadata: { name, namespace: ns },
-            spec: { poolRef: { name: POOL } },
+            // Its PostClaim hook gets them on stdin.
+            spec: { poolRef: { name: POOL }, parameters: { user: name } },
           });
         },
       ],
@@ -522,7 +591,9 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
           if (plain.length >= 3) return false;
           const name = next("p");
           plain.push(name);
-          await createSet(name, random() < 0.5 ? MAIN_ONLY : WITH_SUB);
+          const spec = random() < 0.5 ? MAIN_ONLY : WITH_SUB;
+          if (random() < 0.5) hooked.add(name);
+          await createSet(name, spec, hooked.has(name) ? policyOf(name) : undefined);
         },
       ],
       [
@@ -622,18 +693,30 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
 
     log(`features-chaos: seed=${seed} namespace=${ns}`);
     op.start();
-    // The starting objects: a Suspended pool of two, and two plain sets Running.
+    // The starting objects: the guest policy, a Suspended pool of two whose members name it, and two
+    // plain sets Running that name it too.
+    await write(`create guest policy ${POLICY}`, "POST", guestPoliciesPath(ns), {
+      apiVersion: "cocoonset.cocoonstack.io/v1alpha1",
+      kind: "CocoonGuestPolicy",
+      metadata: { name: POLICY, namespace: ns },
+      spec: GUEST_POLICY,
+    });
     note(`create pool ${POOL} (Suspended, 2 members)`);
     await write(`create pool ${POOL}`, "POST", poolsPath(ns), {
       apiVersion: "cocoonset.cocoonstack.io/v1alpha1",
       kind: "CocoonPool",
       metadata: { name: POOL, namespace: ns },
-      spec: { replicas: 2, warmth: "Suspended", template: { spec: POOL_SPEC } },
+      spec: {
+        replicas: 2,
+        warmth: "Suspended",
+        template: { metadata: { annotations: { [ANN_GUEST_POLICY]: POLICY } }, spec: POOL_SPEC },
+      },
     });
     for (const spec of [MAIN_ONLY, WITH_SUB]) {
       const name = next("p");
       plain.push(name);
-      await createSet(name, spec);
+      hooked.add(name);
+      await createSet(name, spec, policyOf(name));
     }
     // Before the faults (bounded): the pool filled, both sets Running, and a first checkpoint Ready,
     // so that the schedule's restores, branches and rolls have something to act on from the start.
@@ -761,6 +844,29 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
       if (calm >= 3) break;
       await sleep(1000);
     }
+    // (k, l): the hooks of what converged are done for the VMs it runs. A finding is kept only when a
+    // second read a little later shows the same VM still lacking: a status read just before a wake or
+    // a restore may still say Running for the VM it replaced.
+    /** The uids of the pods judged (a Ready claim's, a Running policy set's, whose hooks hold them). */
+    const judged = new Set<string>();
+    const findGuest = async (from: Objects) => {
+      const pods = new Map<string, Pod[]>();
+      for (const set of from.sets)
+        pods.set(set.metadata.name ?? "", await podsOfSet(set.metadata.name ?? ""));
+      return guestFindings(from, (set) => {
+        const read = pods.get(set) ?? [];
+        for (const pod of read) if (hooksHold(pod)) judged.add(pod.metadata.uid ?? "");
+        return read;
+      });
+    };
+    const firstFindings = await findGuest(objects);
+    features.counts.guestPodsAtConvergence = judged.size;
+    if (firstFindings.length > 0) {
+      await sleep(2000);
+      const seen = new Set(firstFindings.map((f) => f.key));
+      features.flagGuest((await findGuest(await readAll())).filter((f) => seen.has(f.key)));
+    }
+    await Promise.all(claimChecks);
     await checker.settled();
     const left = unconverged(objects);
     note(`after ${Date.now() - started} ms: ${left.length} not converged`);
@@ -784,6 +890,7 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
       features,
       actions,
       outcomes,
+      guestExecs: guestExecs(sim.record.events({ kind: "exec" }).map((e) => e.detail ?? "")),
       kills: op.kills,
       unexpectedExits: op.unexpectedExits.length,
       registryFaults,
@@ -806,8 +913,31 @@ export async function runFeatureChaos(opts: FeatureChaosOptions): Promise<Featur
 }
 
 const MERGE = "application/merge-patch+json";
+const guestPoliciesPath = (ns: string) =>
+  `/apis/cocoonset.cocoonstack.io/v1alpha1/namespaces/${ns}/cocoonguestpolicies`;
 /** Each wait of the setup, before any fault. */
 const SETUP_MS = 20_000;
+
+/** Guest commands by kind (the refresh, the owner mark, each hook) and ending ("exit 0", "exit 7", ...). */
+function guestExecs(details: string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const detail of details) {
+    const at = detail.lastIndexOf(": ");
+    const [command, ending] = [detail.slice(0, at), detail.slice(at + 2)];
+    if (ending === "started") continue;
+    const kind = command.includes("date -s")
+      ? "refresh"
+      : command.includes(GUEST_OWNER_FILE)
+        ? "owner"
+        : command.includes("claim.json")
+          ? "claim"
+          : command.includes("sync")
+            ? "quiesce"
+            : "other";
+    out[`${kind} ${ending}`] = (out[`${kind} ${ending}`] ?? 0) + 1;
+  }
+  return out;
+}
 
 /** Polls `probe` every 200 ms until it holds or `timeoutMs` passes; whether it held. */
 async function until(probe: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {

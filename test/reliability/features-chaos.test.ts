@@ -4,9 +4,12 @@
 // SIGKILLs, API faults (lost answers to applied set writes among them) and registry outages
 // (featurechaos.ts). No tag a live checkpoint or an unwoken VM needs is removed (f, and the VM
 // timeline's b and e); no manifest DELETE leaves a set's own VMs (g); a claim is bound to at most
-// one set, ever (h); every object that has not converged once the chaos stops says why (i). Every
-// violation seen is reported, each with its history, with the command that replays the schedule
-// (CHAOS_SEED=<seed> ...); CHAOS_TIMELINE=1 prints the run's whole timeline.
+// one set, ever (h); every object that has not converged once the chaos stops says why (i); guest
+// hooks (a policy the pool's members and some plain sets name) act throughout: a claim is Ready only
+// after its PostClaim hooks succeeded on its set's VMs (k), and a Running set naming the policy runs
+// each VM's post hooks first (l). Every violation seen is reported, each with its history, with the
+// command that replays the schedule (CHAOS_SEED=<seed> ...); CHAOS_TIMELINE=1 prints the run's whole
+// timeline.
 
 import assert from "node:assert/strict";
 import { randomInt } from "node:crypto";
@@ -34,7 +37,8 @@ it("keeps every invariant while the features act on the same sets through kills 
     const c = result.apiCounts;
     process.stderr.write(
       `features-chaos.test: seed=${seed} actions=${JSON.stringify(result.actions)} ` +
-        `outcomes=${JSON.stringify(result.outcomes)} kills=${result.kills} ` +
+        `outcomes=${JSON.stringify(result.outcomes)} guestExecs=${JSON.stringify(result.guestExecs)} ` +
+        `kills=${result.kills} ` +
         `registryFaults=${result.registryFaults} conflicts=${c.conflicts} throttles=${c.throttles} ` +
         `droppedWatches=${c.droppedWatches} gones=${c.gones} lostReplies=${c.lostReplies} ` +
         `counts=${JSON.stringify({ ...result.checker.counts, ...result.features.counts })} ` +

@@ -5,8 +5,9 @@
 //    checkpoint's copy into :hibernate dropped before its VM woke from it (e);
 //  - the checker of the chaos across features flags a DELETE outside a set's own VMs (g), a claim
 //    bound to two sets, a set to two claims and a claim reporting a set another claim bound (h), a
-//    tag a Ready checkpoint or an owed wake needs gone or moved (f), and an object that did not
-//    converge giving no reason (i);
+//    tag a Ready checkpoint or an owed wake needs gone or moved (f), an object that did not
+//    converge giving no reason (i), a claim Ready before its PostClaim hooks succeeded on its set's
+//    VMs (k) and a Running set naming a guest policy whose VM's post hooks did not succeed (l);
 //  - the namespace scoping of the API proxy, and its lost reply (a set write applied, its answer lost);
 //  - finding: the API client surfaced a 429 at once instead of waiting Retry-After and retrying as
 //    client-go does; src/controller/client.ts now retries (up to 10 times).
@@ -19,6 +20,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { it } from "node:test";
+import type { Pod } from "../../src/apis/core.ts";
 import type { CocoonSet, CocoonSetPhase, CocoonSetStatus } from "../../src/apis/v1/types.ts";
 import type {
   CocoonCheckpoint,
@@ -27,17 +29,18 @@ import type {
   CocoonRestore,
 } from "../../src/apis/v1alpha1/types.ts";
 import type { Clock } from "../../src/clock.ts";
-import { ANN_HIBERNATE_RECLAIM } from "../../src/contract/keys.ts";
+import { ANN_HIBERNATE_RECLAIM, ANN_MANAGED, ANN_VM_ID } from "../../src/contract/keys.ts";
 import { KubeClient, MAX_RETRY_AFTER_RETRIES } from "../../src/controller/client.ts";
 import { isTooManyRequests } from "../../src/controller/errors.ts";
 import { kubeconfigFromDocument, restConfigFromKubeconfig } from "../../src/controller/kubeconfig.ts";
 import { COCOONSETS } from "../../src/controller/resources.ts";
+import { ANN_GUEST_HOOKS, ANN_GUEST_POLICY } from "../../src/guest/keys.ts";
 import { LABEL_POOL } from "../../src/pool/keys.ts";
 import { selfSignedCertificate } from "../env/certs.ts";
 import { type VmEvent, VmRecord } from "../env/simulator/index.ts";
 import { apiRequest } from "../env/testenv.ts";
 import { type RegistryProxy, type RegistryRequest, scopePath, startApiProxy } from "../support/faultproxy.ts";
-import { FeatureInvariants, neededTags, unconverged } from "../support/featureinvariants.ts";
+import { FeatureInvariants, guestFindings, neededTags, unconverged } from "../support/featureinvariants.ts";
 import { InvariantChecker } from "../support/invariants.ts";
 
 function fakeRegistry(): RegistryProxy & { emit(r: Partial<RegistryRequest>): void } {
@@ -669,4 +672,96 @@ it("the feature checker keeps a pool's fromCheckpoint and its tags, even while i
   );
 
   assert.deepEqual(neededTags({ sets: [], pools: [pool], checkpoints: [] }, new Set(["golden"])), []);
+});
+
+/** A Ready pod of set `set` running VM `vmID`, its guest-hooks record `record` (none when absent). */
+function aPod(name: string, vmID: string, resourceVersion: string, record?: object): Pod {
+  return {
+    metadata: {
+      name,
+      uid: `uid-${name}`,
+      resourceVersion,
+      annotations: {
+        [ANN_MANAGED]: "true",
+        [ANN_VM_ID]: vmID,
+        ...(record ? { [ANN_GUEST_HOOKS]: JSON.stringify(record) } : {}),
+      },
+    },
+    spec: { containers: [] },
+    status: { phase: "Running", conditions: [{ type: "Ready", status: "True" }] },
+  } as unknown as Pod;
+}
+
+const succeeded = { result: "Succeeded", at: "2026-01-01T00:00:00Z", policyGeneration: 1 };
+
+it("the feature checker flags a claim turned Ready before its PostClaim hooks succeeded on a VM unchanged since (k)", () => {
+  const claim = (name: string, resourceVersion: string) =>
+    ({
+      metadata: { name, uid: `uid-${name}`, resourceVersion },
+      spec: { poolRef: { name: "warm" } },
+      status: { cocoonSetRef: { name: "warm-a" }, conditions: [{ type: "Ready", status: "True" }] },
+    }) as unknown as CocoonClaim;
+  const done = { vmID: "vm1", post: succeeded, claim: { name: "c1", ...succeeded } };
+
+  const ok = featureChecker();
+  ok.features.checkClaimTurnedReady(claim("c1", "100"), [aPod("warm-a-0", "vm1", "90", done)]);
+  // Restored after the claim turned Ready: a new VM whose hooks have not run yet is not judged.
+  ok.features.checkClaimTurnedReady(claim("c1", "100"), [aPod("warm-a-0", "vm2", "120", { vmID: "vm2" })]);
+  ok.checker.check();
+  assert.deepEqual([ok.features.counts.claimPodsJudged, ok.features.counts.claimPodsChangedSince], [1, 1]);
+
+  const early = featureChecker();
+  early.features.checkClaimTurnedReady(claim("c1", "100"), [
+    aPod("warm-a-0", "vm1", "90", { vmID: "vm1", post: succeeded }),
+  ]);
+  assert.throws(
+    () => early.checker.check(),
+    /invariant \(k\).*claim c1 turned Ready .*claim c1's PostClaim phase not run/s,
+  );
+
+  const another = featureChecker();
+  another.features.checkClaimTurnedReady(claim("c2", "100"), [aPod("warm-a-0", "vm1", "90", done)]);
+  assert.throws(() => another.checker.check(), /invariant \(k\).*its record names claim c1/s);
+
+  // At convergence: a Ready claim's set's pod whose record is an earlier VM's.
+  const converged = featureChecker();
+  converged.features.flagGuest(
+    guestFindings({ sets: [], claims: [claim("c1", "100")] }, () => [aPod("warm-a-0", "vm2", "130", done)]),
+  );
+  assert.throws(
+    () => converged.checker.check(),
+    /invariant \(k\).*at convergence, claim c1 is Ready.*runs VM vm2, but its guest-hooks record is VM vm1's/s,
+  );
+});
+
+it("the feature checker flags a Running set naming a guest policy whose VM's post hooks did not succeed (l)", () => {
+  const named = aSet("p0", { annotations: { [ANN_GUEST_POLICY]: "fresh" } });
+  const failed = { vmID: "vm1", post: { ...succeeded, result: "Failed" } };
+  const pods = new Map([
+    ["p0", [aPod("p0-0", "vm1", "1", failed)]],
+    ["p1", [aPod("p1-0", "vm1", "1")]],
+  ]);
+  const podsOf = (set: string) => pods.get(set) ?? [];
+  // A set naming no policy, or not Running, owes nothing.
+  assert.deepEqual(
+    guestFindings(
+      {
+        sets: [
+          aSet("p1"),
+          aSet("p0", { suspend: true, phase: "Suspended", annotations: { [ANN_GUEST_POLICY]: "fresh" } }),
+        ],
+        claims: [],
+      },
+      podsOf,
+    ),
+    [],
+  );
+  const found = featureChecker();
+  found.features.flagGuest(guestFindings({ sets: [named], claims: [] }, podsOf));
+  assert.throws(
+    () => found.checker.check(),
+    /invariant \(l\).*set p0 \(guest policy fresh\) is Running: pod p0-0's VM vm1 has its post phase Failed/s,
+  );
+  pods.set("p0", [aPod("p0-0", "vm1", "2", { vmID: "vm1", post: succeeded })]);
+  assert.deepEqual(guestFindings({ sets: [named], claims: [] }, podsOf), []);
 });

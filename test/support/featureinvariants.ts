@@ -12,9 +12,15 @@
 //      controller ownerReferences on sets (by uid) and the claims' status.cocoonSetRef, over every
 //      watch event of the run;
 //  (i) every object that has not converged says why: a condition (or status) reason that names a
-//      cause, not only that work is under way, and a status of the object's current generation.
+//      cause, not only that work is under way, and a status of the object's current generation;
+//  (k) a claim is Ready only once its PostClaim hooks succeeded: when a claim turns Ready, every pod
+//      of its set that has not changed since carries a guest-hooks record for the VM it runs, with
+//      that claim's phase Succeeded; and so does every pod of a Ready claim's set at convergence;
+//  (l) a Running set that names a guest policy runs its post hooks first: at convergence each of its
+//      pods carries a guest-hooks record for the VM it runs, with the post phase Succeeded.
 // Each check takes plain observations, so the self-check plants a violation of each without a cluster.
 
+import type { Pod } from "../../src/apis/core.ts";
 import type { CocoonSet } from "../../src/apis/v1/types.ts";
 import type {
   CocoonCheckpoint,
@@ -23,7 +29,10 @@ import type {
   CocoonRestore,
 } from "../../src/apis/v1alpha1/types.ts";
 import { checkpointTag } from "../../src/checkpoint/keys.ts";
-import { ANN_HIBERNATE_RECLAIM, TAG_HIBERNATE } from "../../src/contract/keys.ts";
+import { ANN_HIBERNATE_RECLAIM, ANN_VM_ID, TAG_HIBERNATE } from "../../src/contract/keys.ts";
+import { hookable, runsReady } from "../../src/guest/decide.ts";
+import { ANN_GUEST_POLICY } from "../../src/guest/keys.ts";
+import { readGuestHooksRecord } from "../../src/guest/record.ts";
 import type { RegistryRequest } from "./faultproxy.ts";
 import type { InvariantChecker } from "./invariants.ts";
 
@@ -260,6 +269,79 @@ export function neededTags(
   return out;
 }
 
+/** Whether guest hooks hold the pod from Ready: a managed Linux guest whose VM runs Ready. */
+export function hooksHold(pod: Pod): boolean {
+  return runsReady(pod) && hookable(pod);
+}
+
+/**
+ * What the guest-hooks record of a Ready pod lacks for the VM it runs now: its post phase Succeeded,
+ * or (naming `claim`) that claim's PostClaim phase Succeeded. Undefined when nothing, or when hooks
+ * do not hold the pod: one not Ready (hooks run once it is), hibernated, being deleted, or not a
+ * managed Linux guest.
+ */
+export function hooksLacking(pod: Pod, phase: "post" | { claim: string }): string | undefined {
+  const vmID = pod.metadata.annotations?.[ANN_VM_ID] ?? "";
+  if (!hooksHold(pod)) return undefined;
+  const record = readGuestHooksRecord(pod);
+  const name = pod.metadata.name;
+  if (record.vmID !== vmID)
+    return `pod ${name} runs VM ${vmID}, but its guest-hooks record is ${record.vmID ? `VM ${record.vmID}'s` : "none"}`;
+  if (phase === "post") {
+    return record.post?.result === "Succeeded"
+      ? undefined
+      : `pod ${name}'s VM ${vmID} has its post phase ${record.post?.result ?? "not run"}`;
+  }
+  const done = record.claim?.name === phase.claim ? record.claim : undefined;
+  if (done?.result === "Succeeded") return undefined;
+  return `pod ${name}'s VM ${vmID} has claim ${phase.claim}'s PostClaim phase ${done?.result ?? "not run"}${record.claim && !done ? ` (its record names claim ${record.claim.name})` : ""}`;
+}
+
+/** A guest-hooks violation found at convergence: which pod's VM, under which invariant. */
+export interface GuestFinding {
+  invariant: "k" | "l";
+  /** The pod's uid and the VM it runs: the same finding on a later read is the same VM still lacking. */
+  key: string;
+  podName: string;
+  message: string;
+}
+
+/**
+ * At convergence: each pod of a Ready claim's set lacking that claim's hooks (k), and each pod of a
+ * Running set naming a guest policy lacking its post hooks (l). `podsOf` gives a set's pods.
+ */
+export function guestFindings(
+  objects: Pick<Objects, "sets" | "claims">,
+  podsOf: (set: string) => Pod[],
+): GuestFinding[] {
+  const out: GuestFinding[] = [];
+  const find = (invariant: "k" | "l", pod: Pod, lacking: string | undefined, what: string) => {
+    if (lacking === undefined) return;
+    out.push({
+      invariant,
+      key: `${invariant}/${pod.metadata.uid}/${pod.metadata.annotations?.[ANN_VM_ID]}`,
+      podName: pod.metadata.name ?? "",
+      message: `${what}: ${lacking}`,
+    });
+  };
+  for (const claim of objects.claims) {
+    const set = claim.status?.cocoonSetRef?.name;
+    const ready = claim.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True");
+    if (!ready || set === undefined || deleting(claim)) continue;
+    const name = claim.metadata.name ?? "";
+    for (const pod of podsOf(set))
+      find("k", pod, hooksLacking(pod, { claim: name }), `claim ${name} is Ready, bound to set ${set}`);
+  }
+  for (const cs of objects.sets) {
+    const policy = cs.metadata.annotations?.[ANN_GUEST_POLICY];
+    if (!policy || !setConverged(cs) || cs.status?.phase !== "Running") continue;
+    const name = cs.metadata.name ?? "";
+    for (const pod of podsOf(name))
+      find("l", pod, hooksLacking(pod, "post"), `set ${name} (guest policy ${policy}) is Running`);
+  }
+  return out;
+}
+
 /** Reports into the run's InvariantChecker: one timeline, one list of violations. */
 export class FeatureInvariants {
   private readonly checker: InvariantChecker;
@@ -274,7 +356,17 @@ export class FeatureInvariants {
   /** The latest observed set of each name: its uid and the claim uid controlling it. */
   private readonly latestSet = new Map<string, { uid: string; claimUid?: string }>();
   private readonly flagged = new Set<string>();
-  readonly counts = { deletes: 0, setEvents: 0, claimEvents: 0, bindings: 0 };
+  readonly counts = {
+    deletes: 0,
+    setEvents: 0,
+    claimEvents: 0,
+    bindings: 0,
+    /** Pods judged when their claim turned Ready (k), and those changed since, left unjudged. */
+    claimPodsJudged: 0,
+    claimPodsChangedSince: 0,
+    /** Pods whose hooks were judged at convergence (k, l). */
+    guestPodsAtConvergence: 0,
+  };
 
   constructor(checker: InvariantChecker, namespace: string) {
     this.checker = checker;
@@ -386,6 +478,40 @@ export class FeatureInvariants {
     }
   }
 
+  /**
+   * (k) when `claim` (this version of it) turned Ready: each pod of its set, read right after, that
+   * lacks the claim's hooks. A pod changed since the claim's write (a later resourceVersion: pods
+   * and claims share one etcd's revisions) may run a VM restored or woken after it, whose hooks may
+   * not have run yet: it is not judged. One that has not changed showed the same then.
+   */
+  checkClaimTurnedReady(claim: CocoonClaim, pods: Pod[]): void {
+    const name = claim.metadata.name ?? "";
+    const at = BigInt(claim.metadata.resourceVersion ?? "0");
+    for (const pod of pods) {
+      const lacking = hooksLacking(pod, { claim: name });
+      if (lacking === undefined) {
+        this.counts.claimPodsJudged++;
+        continue;
+      }
+      if (BigInt(pod.metadata.resourceVersion ?? "0") > at) {
+        this.counts.claimPodsChangedSince++;
+        continue;
+      }
+      this.counts.claimPodsJudged++;
+      this.flagOnce(
+        "k",
+        `vk-${this.namespace}-${pod.metadata.name}`,
+        `claim ${name} turned Ready (resourceVersion ${at}, set ${claim.status?.cocoonSetRef?.name}) while ${lacking} (pod resourceVersion ${pod.metadata.resourceVersion})`,
+      );
+    }
+  }
+
+  /** (k) and (l) at convergence, each finding as guestFindings gives it. */
+  flagGuest(findings: GuestFinding[]): void {
+    for (const f of findings)
+      this.flagOnce(f.invariant, `vk-${this.namespace}-${f.podName}`, `at convergence, ${f.message}`);
+  }
+
   /** Flags each object in the list that gives no cause. */
   checkReasons(list: Unconverged[]): void {
     for (const u of list) {
@@ -400,8 +526,12 @@ export class FeatureInvariants {
 
   /** Each violation once: a watch shows the same state again and again. */
   private flag(vmName: string, message: string): void {
+    this.flagOnce("h", vmName, message);
+  }
+
+  private flagOnce(invariant: string, vmName: string, message: string): void {
     if (this.flagged.has(message)) return;
     this.flagged.add(message);
-    this.checker.flag("h", vmName, message);
+    this.checker.flag(invariant, vmName, message);
   }
 }
