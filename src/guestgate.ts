@@ -23,9 +23,14 @@ export type HibernateVerdict =
 export interface GuestGate {
   /**
    * The members of a set naming a guest policy that its hooks hold back, by pod name, and whether
-   * the set names one at all (its GuestHooks condition is written only then).
+   * the set names one at all (its GuestHooks condition is written only then). `claim`: the claim that
+   * has bound the set, when the caller knows it better than the set's label (a cache behind the bind).
    */
-  heldMembers(cs: CocoonSet, pods: Iterable<Pod>): { named: boolean; held: ReadonlyMap<string, HeldMember> };
+  heldMembers(
+    cs: CocoonSet,
+    pods: Iterable<Pod>,
+    claim?: string,
+  ): { named: boolean; held: ReadonlyMap<string, HeldMember> };
   /** Before `pod` is annotated to hibernate; queues the pre-hibernate hook when it is owed. */
   beforeHibernate(cs: CocoonSet, pod: Pod): HibernateVerdict;
 }

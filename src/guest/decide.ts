@@ -261,13 +261,14 @@ const failedMessage = (pod: Pod, what: string, phase: PhaseRecord): string =>
 
 /**
  * Whether a Ready pod is held back by its hooks: a Fail hook (or the refresh) owed after its clone or
- * wake, or after its set's claim, has not succeeded yet. `policy` null: the set names one that does
+ * wake, or after `claim` (default: the claim the set's label names) bound its set, has not succeeded yet. `policy` null: the set names one that does
  * not exist, which holds every member (a misspelt name must not pass for "no hooks").
  */
 export function memberGate(
   pod: Pod,
   cs: CocoonSet,
   policy: CocoonGuestPolicy | null,
+  claim: string = claimOf(cs),
 ): HeldMember | undefined {
   if (!hookable(pod) || !isPodReady(pod)) return undefined;
   if (policy === null) {
@@ -289,7 +290,6 @@ export function memberGate(
         message: `post-clone and post-wake hooks have not run on pod ${pod.metadata.name}`,
       };
   }
-  const claim = claimOf(cs);
   if (claim !== "" && gates(hooksAt(policy, "PostClaim"))) {
     const done = record.claim?.name === claim ? record.claim : undefined;
     if (done?.result === "Failed")

@@ -30,13 +30,17 @@ export class GuestHooksGate implements GuestGate {
     this.clock = options.clock;
   }
 
-  heldMembers(cs: CocoonSet, pods: Iterable<Pod>): { named: boolean; held: ReadonlyMap<string, HeldMember> } {
+  heldMembers(
+    cs: CocoonSet,
+    pods: Iterable<Pod>,
+    claim?: string,
+  ): { named: boolean; held: ReadonlyMap<string, HeldMember> } {
     const name = guestPolicyName(cs);
     if (name === "") return NOT_NAMED;
     const policy = this.policy(cs.metadata.namespace ?? "", name) ?? null;
     const held = new Map<string, HeldMember>();
     for (const pod of pods) {
-      const member = memberGate(pod, cs, policy);
+      const member = memberGate(pod, cs, policy, claim);
       if (member) held.set(pod.metadata.name ?? "", member);
     }
     return { named: true, held };

@@ -3,7 +3,13 @@
 // and names how the command ended, never the command itself: vk-cocoon's SSH errors quote it.
 
 import type { Clock } from "../clock.ts";
-import { ExecFailedError, type ExecRequest, ExecTimeoutError, type PodExecutor } from "../controller/exec.ts";
+import {
+  ExecFailedError,
+  ExecProtocolError,
+  type ExecRequest,
+  ExecTimeoutError,
+  type PodExecutor,
+} from "../controller/exec.ts";
 import { guestHookDurationSeconds } from "../metrics/guest.ts";
 import type { HookRun } from "./decide.ts";
 import { MAX_REPORTED_OUTPUT } from "./keys.ts";
@@ -62,6 +68,7 @@ export async function runHook(
   const started = target.clock.now();
   let message = "";
   let attempts = 0;
+  let connectionRetried = false;
   for (let attempt = 0; attempt <= run.retries; attempt++) {
     if (attempt > 0) await target.clock.sleep(run.backoffMs * 2 ** (attempt - 1), target.signal);
     attempts++;
@@ -86,6 +93,12 @@ export async function runHook(
     } catch (error) {
       if (target.signal.aborted) throw error;
       message = describeFailure(error, run.timeoutMs);
+      // A connection lost before the exec's status is no answer from the hook: one more attempt, at
+      // once, beside the hook's own retries (it may have run; hooks bear that).
+      if (error instanceof ExecProtocolError && !connectionRetried) {
+        connectionRetried = true;
+        attempt--;
+      }
     }
   }
   const durationMs = target.clock.now() - started;

@@ -55,10 +55,10 @@ export interface ClaimDeps {
   clock: Clock;
   log: Logger;
   /**
-   * A member of the bound set its guest hooks hold back (docs/guest.md), PostClaim hooks among them;
-   * absent: no guest hooks. The set's own status may still say Running from before the bind.
+   * A member of the bound set its guest hooks hold back (docs/guest.md), this claim's PostClaim hooks
+   * among them; absent: no guest hooks. The set's own status may still say Running from before the bind.
    */
-  guestHeld?: (cs: CocoonSet) => HeldMember | undefined;
+  guestHeld?: (cs: CocoonSet, claim: string) => HeldMember | undefined;
 }
 
 /** A claim whose set's hooks still run is looked at again after this (their record wakes no claim). */
@@ -284,7 +284,9 @@ export class ClaimReconciler implements Reconciler {
     // it and the cache does not show the bind yet.
     const own =
       cs && (isControlledBy(cs, claim.metadata) || this.recentBinds.get(claim) === setName) ? cs : undefined;
-    const held = own && boundSetReady(own) ? this.deps.guestHeld?.(own) : undefined;
+    // The claim names itself: a set cache behind the bind shows no claim label, so no PostClaim owed.
+    const held =
+      own && boundSetReady(own) ? this.deps.guestHeld?.(own, claim.metadata.name ?? "") : undefined;
     if (!own && this.recentBinds.get(claim) === undefined) {
       condition = {
         type: CONDITION_READY,

@@ -43,10 +43,13 @@ export interface PoolControllerOptions {
 const namespaceOf = (cs: CocoonSet): string => cs.metadata.namespace ?? "";
 
 /** The first member of a set the gate holds back, read from the pods' cache. */
-function heldBy(gate: GuestGate, informers: OperatorInformers): (cs: CocoonSet) => HeldMember | undefined {
-  return (cs) => {
+function heldBy(
+  gate: GuestGate,
+  informers: OperatorInformers,
+): (cs: CocoonSet, claim: string) => HeldMember | undefined {
+  return (cs, claim) => {
     const pods = informers.pods.byIndex(POD_BY_COCOONSET_INDEX, `${namespaceOf(cs)}/${cs.metadata.name}`);
-    const { held } = gate.heldMembers(cs, pods);
+    const { held } = gate.heldMembers(cs, pods, claim);
     return held.values().next().value;
   };
 }

@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
 import {
+  ExecProtocolError,
   type ExecRequest,
   type ExecResult,
   ExecTimeoutError,
@@ -74,6 +75,34 @@ describe("runHook", () => {
     const outcome = await runHook(g.target, run({ retries: 5, backoffMs: 500 }), undefined);
     assert.deepEqual(outcome, { ok: true, attempts: 2, durationMs: 500, message: "" });
     assert.deepEqual(g.clock.slept, [500]);
+  });
+
+  it("tries once more at once when the connection is lost before a status, beside its own retries", async () => {
+    const g = guest([{ exitCode: 0 }]);
+    const answers: (() => Promise<ExecResult>)[] = [
+      () => Promise.reject(new ExecProtocolError("exec in ns/demo-0: connection closed without a status")),
+      () => Promise.reject(new ExecProtocolError("exec in ns/demo-0: connection closed without a status")),
+    ];
+    const executor: PodExecutor = {
+      exec: (request) => answers.shift()?.() ?? g.client.exec(request),
+    };
+    // No retries of its own: the first lost connection is tried again at once, the second is a failure.
+    const lost = await runHook({ ...g.target, executor }, run(), undefined);
+    assert.deepEqual(lost, {
+      ok: false,
+      attempts: 2,
+      durationMs: 0,
+      message: "exec in ns/demo-0: connection closed without a status",
+    });
+    // One lost connection, then the hook runs: it succeeds without a retry of its own.
+    answers.push(() => Promise.reject(new ExecProtocolError("connection closed without a status")));
+    assert.deepEqual(await runHook({ ...g.target, executor }, run(), undefined), {
+      ok: true,
+      attempts: 2,
+      durationMs: 0,
+      message: "",
+    });
+    assert.deepEqual(g.clock.slept, [], "no backoff before the extra attempt");
   });
 
   it("sends the same stdin, deadline and output bound to every attempt", async () => {
