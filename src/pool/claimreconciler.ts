@@ -61,8 +61,11 @@ export interface ClaimDeps {
   guestHeld?: (cs: CocoonSet, claim: string) => HeldMember | undefined;
 }
 
-/** A claim whose set's hooks still run is looked at again after this (their record wakes no claim). */
-const GUEST_HOOKS_POLL_MS = 500;
+/**
+ * A claim whose set's hooks still run is looked at again after this at the latest; the record each
+ * phase writes on a pod wakes it sooner.
+ */
+const GUEST_HOOKS_POLL_MS = 5_000;
 
 interface Pending {
   reason: string;

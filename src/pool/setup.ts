@@ -2,9 +2,11 @@
 // informers, and the CocoonSet events each maps to its keys. The operator calls this only once the
 // cluster serves both kinds (src/controller/served.ts).
 
+import type { Pod } from "../apis/core.ts";
 import type { CocoonSet } from "../apis/v1/types.ts";
 import { KIND_COCOONPOOL } from "../apis/v1alpha1/types.ts";
 import type { Clock } from "../clock.ts";
+import { LABEL_COCOONSET } from "../contract/keys.ts";
 import type { Client } from "../controller/client.ts";
 import { Controller } from "../controller/controller.ts";
 import type { EventRecorder } from "../controller/events.ts";
@@ -41,6 +43,14 @@ export interface PoolControllerOptions {
 }
 
 const namespaceOf = (cs: CocoonSet): string => cs.metadata.namespace ?? "";
+
+/** The claim that bound the pod's set (as cached), if one has. */
+function claimOfPodsSet(informers: OperatorInformers, pod: Pod): Request[] {
+  const namespace = pod.metadata.namespace ?? "";
+  const cs = informers.cocoonSets.get(namespace, pod.metadata.labels?.[LABEL_COCOONSET] ?? "");
+  const claim = cs?.metadata.labels?.[LABEL_CLAIM];
+  return claim === undefined ? [] : [{ namespace, name: claim }];
+}
 
 /** The first member of a set the gate holds back, read from the pods' cache. */
 function heldBy(
@@ -114,6 +124,9 @@ export function setupPoolControllers(manager: Manager, options: PoolControllerOp
       const pool = labels[LABEL_POOL];
       return pool === undefined ? [] : pendingClaims(namespaceOf(cs), pool);
     });
+  // A bound set's guest hooks end with a write of a pod's record, not of the set: with hooks on, the
+  // bound sets' pods wake their claims.
+  if (options.guest) claims.watches(informers.pods, (pod) => claimOfPodsSet(informers, pod));
   catalog.markAvailable();
   manager.addInformer(catalog.pools);
   manager.addInformer(catalog.claims);

@@ -49,7 +49,7 @@ describe("a claim behind its PostClaim hooks", () => {
   it("is not Ready while the set cache lags the bind: the claim names itself to the gate", async () => {
     const { h, reconciler, ready } = setup({ vmID: "vm-demo-0", origin: "clone", post: phase("Succeeded") });
     const before = h.client.storeChanges.length;
-    assert.deepEqual(await reconciler.reconcile({ namespace: NS, name: "c1" }), { requeueAfterMs: 500 });
+    assert.deepEqual(await reconciler.reconcile({ namespace: NS, name: "c1" }), { requeueAfterMs: 5_000 });
     assert.equal(ready()?.status, "False");
     assert.equal(ready()?.reason, "HooksPending");
     // The set's watch dropped: its cache is from before the bind (no claim label); the claims' is current.
