@@ -97,10 +97,20 @@ export class ExecTimeoutError extends ExecError {
 export class ExecFailedError extends ExecError {
   readonly reason: string;
   readonly code: number;
-  constructor(reason: string, code: number, message: string) {
+  /** What the command wrote before it failed (vk-cocoon reports a non-zero exit this way). */
+  readonly stdout: Buffer;
+  readonly stderr: Buffer;
+  constructor(
+    reason: string,
+    code: number,
+    message: string,
+    output: { stdout?: Buffer; stderr?: Buffer } = {},
+  ) {
     super(message);
     this.reason = reason;
     this.code = code;
+    this.stdout = output.stdout ?? Buffer.alloc(0);
+    this.stderr = output.stderr ?? Buffer.alloc(0);
   }
 }
 
@@ -240,6 +250,12 @@ export class KubeExecutor implements PodExecutor {
       };
     } catch (err) {
       if (why !== undefined) throw new ExecTimeoutError(why, outputs.stdout.bytes(), outputs.stderr.bytes());
+      // The output came before the failure: the caller may need it (a command's own error message).
+      if (err instanceof ExecFailedError)
+        throw new ExecFailedError(err.reason, err.code, err.message, {
+          stdout: outputs.stdout.bytes(),
+          stderr: outputs.stderr.bytes(),
+        });
       throw err;
     } finally {
       request.signal?.removeEventListener("abort", onAbort);

@@ -221,6 +221,8 @@ describe("our client's exec", () => {
     assert.ok(failed instanceof ExecFailedError, String(failed));
     assert.equal(failed.reason, "InternalError");
     assert.match(failed.message, /ssh exec sh on [0-9.]+: Process exited with status 3/);
+    // What the command wrote before it failed comes with the error.
+    assert.equal(failed.stdout.toString(), "half\n");
   });
 
   test("stdin is written to a file and read back", async () => {

@@ -259,6 +259,7 @@ export class FakeClient implements Client, PodExecutor {
         "InternalError",
         500,
         `Internal error occurred: Internal error occurred: error executing command in container: ${message}`,
+        { stdout: stdout.bytes(), stderr: stderr.bytes() },
       );
     if ("providerError" in answer) throw providerError(answer.providerError);
     stdout.write(Buffer.from(answer.stdout ?? ""));
