@@ -94,13 +94,18 @@ export function closureProblems(files: ReadonlyMap<string, string>): string[] {
       }
     }
   }
-  for (const file of files.keys()) {
-    if (!file.endsWith(".js")) continue;
-    const forbidden = FORBIDDEN_MODULES.find((f) => f.pattern.test(file));
-    if (!forbidden) continue;
-    const via = (importers.get(file) ?? []).filter((f) => f.endsWith(".js")).map(sourceOf);
+  // Per forbidden part, the imports that cross into it from outside it: where the SDK reaches it.
+  const forbiddenOf = (file: string) => FORBIDDEN_MODULES.find((f) => f.pattern.test(file));
+  for (const forbidden of FORBIDDEN_MODULES) {
+    const inside = [...files.keys()].filter((f) => f.endsWith(".js") && forbiddenOf(f) === forbidden);
+    if (inside.length === 0) continue;
+    const crossings = inside.flatMap((file) =>
+      (importers.get(file) ?? [])
+        .filter((from) => from.endsWith(".js") && forbiddenOf(from) !== forbidden)
+        .map((from) => `${sourceOf(from)} imports ${sourceOf(file)}`),
+    );
     problems.push(
-      `the SDK's import closure holds ${sourceOf(file)}, part of ${forbidden.what}${via.length > 0 ? `, imported by ${via.join(", ")}` : ""}`,
+      `the SDK's import closure reaches ${forbidden.what} (${inside.length} module${inside.length === 1 ? "" : "s"}): ${crossings.join("; ")}`,
     );
   }
   return problems;
