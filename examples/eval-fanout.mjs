@@ -30,7 +30,7 @@ async function runCase(group, index, signal) {
   const ms = Date.now() - started;
   const passed = run.exitCode === 0 && JSON.parse(run.stdout).expected === input.expected;
   console.log(
-    `case ${index} on ${group.name}: ${passed ? "passed" : `failed (exit ${run.exitCode})`} in ${ms} ms`,
+    `case ${index} on ${group.name}: ${passed ? "passed" : `failed (exit ${run.exitCode}: ${(run.stderr || run.stdout).trim()})`} in ${ms} ms`,
   );
   return passed;
 }

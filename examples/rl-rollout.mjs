@@ -42,7 +42,9 @@ const decoder = new TextDecoder();
 async function runEpisode(fork, episode, signal) {
   const run = await fork.exec("main", ["sh", "-c", episodeLine(episode)], { timeoutMs: 60_000, signal });
   if (run.exitCode !== 0) {
-    throw new Error(`episode ${episode} on ${fork.name} exited ${run.exitCode}: ${run.stderr.trim()}`);
+    throw new Error(
+      `episode ${episode} on ${fork.name} exited ${run.exitCode}: ${(run.stderr || run.stdout).trim()}`,
+    );
   }
   const seen = JSON.parse(run.stdout);
   if (seen.task !== TASK.task)

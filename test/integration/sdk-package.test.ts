@@ -271,6 +271,9 @@ describe("the SDK package", () => {
       timeoutMs: 120_000,
     });
     expectSuccess("rl-rollout.mjs", rollout);
+    // One signal shared by every call is how a user cancels a run: it must not leak listeners (Node
+    // warns past 10 on one AbortSignal) nor print anything else to the user's terminal.
+    assert.equal(rollout.stderr, "", "nothing on stderr");
     const out = rollout.stdout;
     assert.match(out, new RegExp(`^claimed \\S+ from ${ns}/${COLD_POOL}: main$`, "m"));
     assert.match(out, /^checkpoint \S+ Ready$/m);
@@ -298,6 +301,7 @@ describe("the SDK package", () => {
       { cwd: app, env: userEnv(), timeoutMs: 60_000 },
     );
     expectSuccess("eval-fanout.mjs", fanout);
+    assert.equal(fanout.stderr, "", "nothing on stderr");
     const out = fanout.stdout;
     assert.match(out, new RegExp(`^claimed ${FANOUT} groups from ${ns}/${WARM_POOL} in \\d+ ms$`, "m"));
     const groups = [...out.matchAll(/^case (\d+) on (\S+): passed in \d+ ms$/gm)];
