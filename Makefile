@@ -1,6 +1,6 @@
 # The two commands a newcomer needs: `make run` and `make test`. Each does its own set-up.
 # `make help` lists every target (the text after `##`).
-.PHONY: all help deps lint build plugin testenv test run sandbox-up sandbox-down import-crds bench mutation
+.PHONY: all help deps lint build plugin sdk testenv test run sandbox-up sandbox-down import-crds bench mutation
 
 all: lint build test ## Lint (typecheck + biome), build dist/, then the full test suite
 
@@ -31,6 +31,12 @@ PLUGIN_VERSION ?=
 PLUGIN_URI_BASE ?=
 plugin: deps ## Build the kubectl-cocoon bundle, krew archive and manifest into dist/plugin/
 	npm run plugin -- $(if $(PLUGIN_VERSION),--version $(PLUGIN_VERSION)) $(if $(PLUGIN_URI_BASE),--uri-base $(PLUGIN_URI_BASE))
+
+# The SDK package (docs/sdk.md) in dist/sdk/: package/ (ESM for Node 20 with .d.ts declarations, its
+# package.json, README.md and LICENSE) and the tarball cocoonstack-sdk-VERSION.tgz that `npm install`
+# takes (scripts/sdk.ts). The build fails when the SDK's import closure reaches the operator runtime.
+sdk: deps ## Build the SDK package (@cocoonstack/sdk) and its npm tarball into dist/sdk/
+	npm run sdk
 
 # kube-apiserver, kube-scheduler, kubectl, etcd, actionlint and the kubelet exec endpoint built from Go modules (cached outside the tree).
 testenv: ## Build the test control plane, actionlint and the kubelet exec endpoint (cached in ~/.cache/cocoon-operator)

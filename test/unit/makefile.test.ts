@@ -44,6 +44,10 @@ describe("Makefile", () => {
     assert.deepEqual(commands("build"), ["npm run build"]);
   });
 
+  it("sdk packs the SDK through its npm script", () => {
+    assert.deepEqual(commands("sdk"), ["npm run sdk"]);
+  });
+
   it("import-crds regenerates config/crd/bases from src/apis", () => {
     assert.deepEqual(commands("import-crds"), ["npm run gen:crds"]);
   });

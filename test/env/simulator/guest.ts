@@ -137,9 +137,9 @@ export class Guest {
 
   // ---- the shell ----
 
-  private async runLine(line: string, io: GuestIO): Promise<number> {
+  private async runLine(line: string, io: GuestIO, params: readonly string[] = []): Promise<number> {
     let status = 0;
-    for (const { op, words } of parseLine(line)) {
+    for (const { op, words } of parseLine(line, params)) {
       if (op === "&&" && status !== 0) continue;
       if (op === "||" && status === 0) continue;
       status = await this.runCommand(words, io);
@@ -239,7 +239,8 @@ export class Guest {
           return 2;
         }
         try {
-          return await this.runLine(args[1], io);
+          // `sh -c LINE NAME ARG…`: NAME is $0 and the ARGs $1… inside LINE.
+          return await this.runLine(args[1], io, args.slice(2));
         } catch (err) {
           if (err instanceof ShellExit) return err.code;
           throw err;
@@ -484,10 +485,14 @@ export function joinShell(argv: string[]): string {
 
 /**
  * The shell grammar the guest understands: commands separated by `;`, `&&`, `||` (or newlines),
- * words in single or double quotes or with backslash escapes, and the redirections `>`, `>>`, `<`,
- * `2>`, `2>&1`, `>&2` as words of their own.
+ * words in single or double quotes or with backslash escapes, the positional parameters `$0`…`$9`
+ * and `${N}` (`params`; unset ones are empty; outside double quotes a value is not split into
+ * words), and the redirections `>`, `>>`, `<`, `2>`, `2>&1`, `>&2` as words of their own.
  */
-export function parseLine(line: string): { op: ";" | "&&" | "||"; words: string[] }[] {
+export function parseLine(
+  line: string,
+  params: readonly string[] = [],
+): { op: ";" | "&&" | "||"; words: string[] }[] {
   const commands: { op: ";" | "&&" | "||"; words: string[] }[] = [];
   let op: ";" | "&&" | "||" = ";";
   let words: string[] = [];
@@ -502,9 +507,19 @@ export function parseLine(line: string): { op: ";" | "&&" | "||"; words: string[
     words = [];
     op = next;
   };
+  /** The parameter `$N` or `${N}` at `at` and its length, or undefined when there is none. */
+  const param = (at: number): { value: string; length: number } | undefined => {
+    const m = /^\$(?:(\d)|\{(\d+)\})/.exec(line.slice(at, at + 12));
+    if (!m) return undefined;
+    return { value: params[Number(m[1] ?? m[2])] ?? "", length: m[0].length };
+  };
   for (let i = 0; i < line.length; i++) {
     const c = line[i]!;
-    if (c === "'") {
+    const expanded = c === "$" ? param(i) : undefined;
+    if (expanded) {
+      word = (word ?? "") + expanded.value;
+      i += expanded.length - 1;
+    } else if (c === "'") {
       const close = line.indexOf("'", i + 1);
       word = (word ?? "") + line.slice(i + 1, close < 0 ? line.length : close);
       i = close < 0 ? line.length : close;
@@ -512,6 +527,12 @@ export function parseLine(line: string): { op: ";" | "&&" | "||"; words: string[
       let j = i + 1;
       let text = "";
       while (j < line.length && line[j] !== '"') {
+        const inner = line[j] === "$" ? param(j) : undefined;
+        if (inner) {
+          text += inner.value;
+          j += inner.length;
+          continue;
+        }
         if (line[j] === "\\" && j + 1 < line.length && '"\\$`'.includes(line[j + 1]!)) j++;
         text += line[j];
         j++;

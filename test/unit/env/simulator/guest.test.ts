@@ -39,6 +39,23 @@ describe("the guest's shell", () => {
     ]);
   });
 
+  it("expands sh -c's positional parameters, in double quotes and bare, but not in single quotes", async () => {
+    assert.deepEqual(parseLine(`cat > "$1"; echo $0 \${2}x '$1' \\$1`, ["sh", "/tmp/a b", "y"]), [
+      { op: ";", words: ["cat", ">", "/tmp/a b"] },
+      { op: ";", words: ["echo", "sh", "yx", "$1", "$1"] },
+    ]);
+    const guest = Guest.firstBoot("g", clock.now());
+    const write = await guest.run(["sh", "-c", 'cat > "$1" && cat "$1"', "sh", "/tmp/task.json"], {
+      stdin: async () => Buffer.from("{}"),
+      stdout: () => {},
+      stderr: () => {},
+      signal: new AbortController().signal,
+      clock,
+    });
+    assert.equal(write, 0);
+    assert.equal((await sh(guest, "cat /tmp/task.json")).out, "{}");
+  });
+
   it("quotes argv as vk-cocoon's JoinShell does", () => {
     assert.equal(joinShell(["echo", "a b", "it's", "", "x=1,y@z"]), `echo 'a b' 'it'\\''s' '' x=1,y@z`);
   });
