@@ -113,6 +113,7 @@ export async function createClaim(
   pool: string,
   name: string,
   annotations: Record<string, string> = {},
+  parameters?: Record<string, string>,
 ): Promise<CocoonClaim> {
   try {
     return await ctx.client.create<CocoonClaim>(COCOONCLAIMS, ctx.namespace, {
@@ -123,7 +124,7 @@ export async function createClaim(
         namespace: ctx.namespace,
         ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
       },
-      spec: { poolRef: { name: pool } },
+      spec: { poolRef: { name: pool }, ...(parameters ? { parameters } : {}) },
     });
   } catch (err) {
     if (isNotFound(err)) throw poolsNotServed();
@@ -209,6 +210,8 @@ export function goneWait(
 export interface ClaimRun {
   /** The claim's annotations, passed to the set at bind time. */
   annotations?: Record<string, string>;
+  /** Handed to the bound set's PostClaim hooks (docs/guest.md). */
+  parameters?: Record<string, string>;
   /** What to wait for (with `wait`): the claim Bound, or Ready (its set Running, guest hooks done). */
   until?: "bound" | "ready";
   wait?: WaitOptions;
@@ -224,7 +227,7 @@ export async function claimFrom(
 ): Promise<CocoonClaim> {
   await getPool(session, pool);
   const warnings = await WarningWatch.start(session, KIND_COCOONCLAIM, name);
-  const created = await createClaim(session, pool, name, run.annotations);
+  const created = await createClaim(session, pool, name, run.annotations, run.parameters);
   run.onCreated?.(created);
   if (!run.until) return created;
   return (await waitFor(session, claimWait(name, run.until, warnings), run.wait)) ?? created;

@@ -69,3 +69,8 @@ export function formatDuration(ms: number): string {
   if (m > 0) return `${m}m${s}s`;
   return `${s}s`;
 }
+
+/** What an aborted operation rejects with: the signal's reason, else an AbortError. */
+export function abortReason(signal: AbortSignal | undefined): unknown {
+  return signal?.reason ?? new DOMException("This operation was aborted", "AbortError");
+}

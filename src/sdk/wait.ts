@@ -9,7 +9,7 @@ import type { Clock } from "../clock.ts";
 import { type Client, type WatchClient, watchErrorToApiError } from "../controller/client.ts";
 import { isGone, isNotFound } from "../controller/errors.ts";
 import type { ResourceType } from "../controller/resources.ts";
-import { CocoonError, CocoonOperationError, CocoonTimeoutError } from "./errors.ts";
+import { abortReason, CocoonError, CocoonOperationError, CocoonTimeoutError } from "./errors.ts";
 import type { WarningWatch } from "./events.ts";
 
 /** Longer than the operator's own deadlines (3 min to suspend, 5 min to wake), so its verdict comes first. */
@@ -122,10 +122,6 @@ export async function waitFor<T>(session: Session, spec: WaitSpec<T>, opts: Wait
     stop.abort();
     events.return?.().catch(() => {});
   }
-}
-
-function abortReason(signal: AbortSignal | undefined): unknown {
-  return signal?.reason ?? new DOMException("This operation was aborted", "AbortError");
 }
 
 interface Named {
