@@ -127,6 +127,7 @@ export class CocoonClient {
 
   /** Creates a set and resolves once it is Running. */
   async create(set: CreateSpec, opts: OperationOptions = {}): Promise<AgentGroup> {
+    const wait = waitOptions(opts);
     const warnings = await WarningWatch.start(this.session, KIND_COCOONSET, set.name);
     let cs: CocoonSet;
     try {
@@ -153,7 +154,7 @@ export class CocoonClient {
     await waitFor(
       this.session,
       setWait(set.name, cs.metadata.generation ?? 1, { kind: "ready" }, warnings),
-      waitOptions(opts),
+      wait,
     );
     return this.open(set.name);
   }

@@ -12,7 +12,7 @@ import { ANN_LAST_ACTIVITY } from "../idle/policy.ts";
 import { formatRFC3339 } from "../rfc3339.ts";
 import { takeCheckpoint } from "./checkpoints.ts";
 import { goneWait, releaseClaim } from "./claims.ts";
-import { CocoonError } from "./errors.ts";
+import { abortReason, CocoonError } from "./errors.ts";
 import {
   type ExecOptions,
   type ExecResult,
@@ -81,7 +81,9 @@ export async function readMembers(
   return { cs, members: membersOf(cs, pods).map(publicMember) };
 }
 
+/** The wait options of an operation; an operation whose signal is already aborted starts nothing. */
 export function waitOptions(opts: OperationOptions = {}): WaitOptions {
+  if (opts.signal?.aborted) throw abortReason(opts.signal);
   return {
     ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
     ...(opts.signal ? { signal: opts.signal } : {}),
