@@ -112,10 +112,20 @@ export interface WriteFileOptions {
   mode?: number;
 }
 
-/** The command that writes its stdin to PATH ($1), then sets its mode when one is given. */
+/**
+ * The command that writes its stdin to the path, then sets its mode when one is given. The path is
+ * quoted into the script rather than passed as "$1": vk-cocoon joins argv into one shell line, and
+ * a single-quoted word is read the same by every POSIX shell.
+ */
 export function writeFileCommand(path: string, mode?: number): string[] {
-  const chmod = mode === undefined ? "" : ` && chmod ${mode.toString(8)} "$1"`;
-  return ["sh", "-c", `cat > "$1"${chmod}`, "sh", path];
+  const target = shellQuote(path);
+  const chmod = mode === undefined ? "" : ` && chmod ${mode.toString(8)} ${target}`;
+  return ["sh", "-c", `cat > ${target}${chmod}`];
+}
+
+/** 'word', with each ' written as '\'' (close, escaped quote, reopen). */
+export function shellQuote(word: string): string {
+  return `'${word.replaceAll("'", `'\\''`)}'`;
 }
 
 export async function writeFile(

@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { CocoonRestore } from "../../../src/apis/v1alpha1/types.ts";
 import { COCOONCHECKPOINTS, COCOONRESTORES } from "../../../src/controller/resources.ts";
+import { writeFileCommand } from "../../../src/sdk/files.ts";
 import { type CocoonError, CocoonNotFoundError, CocoonOperationError } from "../../../src/sdk/index.ts";
 import { env, NS, seedPod, seedSet, until } from "./harness.ts";
 
@@ -84,7 +85,7 @@ describe("AgentGroup exec and files", () => {
     const files = new Map<string, Buffer>();
     e.fake.onExec((req) => {
       if (req.command[0] === "sh") {
-        files.set(req.command[4] ?? "", Buffer.from(req.stdin ?? []));
+        files.set(/^cat > '([^']*)'/.exec(req.command[2] ?? "")?.[1] ?? "", Buffer.from(req.stdin ?? []));
         return {};
       }
       const data = files.get(req.command[1] ?? "");
@@ -96,9 +97,7 @@ describe("AgentGroup exec and files", () => {
     assert.deepEqual((execs[0]?.body as { command: string[] }).command, [
       "sh",
       "-c",
-      'cat > "$1" && chmod 600 "$1"',
-      "sh",
-      "/tmp/task.bin",
+      "cat > '/tmp/task.bin' && chmod 600 '/tmp/task.bin'",
     ]);
     assert.deepEqual(await g.readFile("main", "/tmp/task.bin"), bytes);
     assert.deepEqual(
@@ -106,6 +105,10 @@ describe("AgentGroup exec and files", () => {
       ["cat", "/tmp/task.bin"],
     );
     await assert.rejects(g.readFile("main", "/tmp/none"), (err: CocoonError) => err.reason === "ReadFailed");
+  });
+
+  it("quotes a path with a quote in it", () => {
+    assert.deepEqual(writeFileCommand("/tmp/it's"), ["sh", "-c", "cat > '/tmp/it'\\''s'"]);
   });
 
   it("refuses a file larger than maxBytes with reason TooLarge", async () => {
