@@ -107,17 +107,30 @@ export class CocoonClient {
 
   /** `count` new groups from the Ready checkpoint, each resolved once Running. */
   async branch(checkpoint: string, opts: BranchOptions): Promise<AgentGroup[]> {
-    const wait = waitOptions(opts);
-    const names = Array.from({ length: opts.count }, () => generatedName(opts.namePrefix ?? checkpoint));
-    await Promise.all(
-      names.map((name) =>
-        branchFrom(this.session, checkpoint, name, {
-          wait,
-          ...(opts.replicas !== undefined ? { replicas: opts.replicas } : {}),
-        }),
-      ),
-    );
-    return Promise.all(names.map((name) => this.open(name)));
+    // The first fork to fail ends the others' waits: their result no longer matters.
+    const stop = new AbortController();
+    const { signal: callerSignal, ...rest } = opts;
+    const forward = () => stop.abort(callerSignal?.reason);
+    if (callerSignal?.aborted) forward();
+    callerSignal?.addEventListener("abort", forward, { once: true });
+    try {
+      const wait = waitOptions({ ...rest, signal: stop.signal });
+      const names = Array.from({ length: opts.count }, () => generatedName(opts.namePrefix ?? checkpoint));
+      await Promise.all(
+        names.map((name) =>
+          branchFrom(this.session, checkpoint, name, {
+            wait,
+            ...(opts.replicas !== undefined ? { replicas: opts.replicas } : {}),
+          }).catch((err: unknown) => {
+            stop.abort(err);
+            throw err;
+          }),
+        ),
+      );
+      return await Promise.all(names.map((name) => this.open(name)));
+    } finally {
+      callerSignal?.removeEventListener("abort", forward);
+    }
   }
 
   /** An existing set (CocoonNotFoundError when there is none). */

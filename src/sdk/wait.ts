@@ -75,8 +75,10 @@ export async function waitFor<T>(session: Session, spec: WaitSpec<T>, opts: Wait
   if (signal?.aborted) throw abortReason(signal);
   opts.onWait?.(spec.what, timeoutMs);
   const stop = new AbortController();
+  let onAbort: (() => void) | undefined;
   const aborted = new Promise<typeof ABORTED>((resolve) => {
-    signal?.addEventListener("abort", () => resolve(ABORTED), { once: true });
+    onAbort = () => resolve(ABORTED);
+    signal?.addEventListener("abort", onAbort, { once: true });
   });
   const start = session.clock.now();
   const timer = session.clock.sleep(timeoutMs, stop.signal).then(
@@ -119,6 +121,8 @@ export async function waitFor<T>(session: Session, spec: WaitSpec<T>, opts: Wait
     if (isNotFound(err) && spec.notServed) throw spec.notServed();
     throw err;
   } finally {
+    // One signal may serve many operations (a rollout loop's): leave no listener on it.
+    if (onAbort) signal?.removeEventListener("abort", onAbort);
     stop.abort();
     events.return?.().catch(() => {});
   }

@@ -2,11 +2,12 @@
 // vk-cocoon reports them, the files' commands, and the errors' reasons.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import type { CocoonSet } from "../../../src/apis/v1/types.ts";
 import type { CocoonRestore } from "../../../src/apis/v1alpha1/types.ts";
-import { COCOONCHECKPOINTS, COCOONRESTORES } from "../../../src/controller/resources.ts";
+import { COCOONCHECKPOINTS, COCOONRESTORES, COCOONSETS, PODS } from "../../../src/controller/resources.ts";
 import { writeFileCommand } from "../../../src/sdk/files.ts";
 import { type CocoonError, CocoonNotFoundError, CocoonOperationError } from "../../../src/sdk/index.ts";
-import { env, NS, seedPod, seedSet, until } from "./harness.ts";
+import { COUNTS, env, NS, seedPod, seedSet, until, writeSetStatus } from "./harness.ts";
 
 const SLOT = "cocoonset.cocoonstack.io/slot";
 const ROLE = "cocoonset.cocoonstack.io/role";
@@ -160,5 +161,87 @@ describe("operator reasons", () => {
     assert.ok(err instanceof CocoonOperationError, String(err));
     assert.equal(err.reason, "BindRefused");
     assert.match(err.detail, /image differs/);
+  });
+});
+
+describe("CocoonClient.branch", () => {
+  const seedCheckpoint = (e: ReturnType<typeof env>) =>
+    e.fake.seed(COCOONCHECKPOINTS, {
+      apiVersion: "cocoonset.cocoonstack.io/v1alpha1",
+      kind: "CocoonCheckpoint",
+      metadata: { name: "ck", namespace: NS },
+      spec: { cocoonSetRef: { name: "demo" } },
+      status: { phase: "Ready" },
+    });
+
+  const branches = (e: ReturnType<typeof env>) =>
+    e.fake.all<CocoonSet>(COCOONSETS, NS).filter((cs) => cs.metadata.name !== "demo");
+
+  it("creates count sets from the checkpoint and resolves once each is Running", async () => {
+    const e = env();
+    seedSet(e, { suspend: true, nodeName: "node-a" });
+    seedCheckpoint(e);
+    const done = e.client.branch("ck", { count: 2, namePrefix: "run" });
+    await until(() => e.watcher.open(COCOONSETS).length === 2, "a watch per fork");
+    const forks = branches(e);
+    assert.equal(forks.length, 2);
+    for (const cs of forks) {
+      assert.match(cs.metadata.name ?? "", /^run-[a-z0-9]{5}$/);
+      assert.equal(cs.metadata.annotations?.["cocoonset.cocoonstack.io/from-checkpoint"], "ck");
+      assert.equal(cs.spec.suspend, undefined, "the source's suspend is not copied");
+      assert.equal(cs.spec.nodeName, undefined, "nor its node");
+      const ready = writeSetStatus(
+        e,
+        {
+          ...COUNTS,
+          observedGeneration: 1,
+          phase: "Running",
+          conditions: [
+            {
+              type: "Ready",
+              status: "True",
+              reason: "",
+              message: "",
+              observedGeneration: 1,
+              lastTransitionTime: "",
+            },
+          ],
+        },
+        cs.metadata.name,
+      );
+      const stream = e.watcher
+        .open(COCOONSETS)
+        .find((s) => s.opts.fieldSelector === `metadata.name=${cs.metadata.name}`);
+      stream?.push({ type: "MODIFIED", object: ready });
+    }
+    const groups = await done;
+    assert.deepEqual(groups.map((g) => g.name).sort(), forks.map((cs) => cs.metadata.name).sort());
+  });
+
+  it("ends every fork's wait when one fails", async () => {
+    const e = env();
+    seedSet(e);
+    seedCheckpoint(e);
+    const done = e.client.branch("ck", { count: 2 });
+    done.catch(() => {});
+    await until(() => e.watcher.open(COCOONSETS).length === 2, "a watch per fork");
+    const [first] = branches(e);
+    const failed = writeSetStatus(
+      e,
+      { ...COUNTS, observedGeneration: 1, phase: "Failed" },
+      first?.metadata.name,
+    );
+    e.watcher
+      .open(COCOONSETS)
+      .find((s) => s.opts.fieldSelector === `metadata.name=${first?.metadata.name}`)
+      ?.push({ type: "MODIFIED", object: failed });
+    await assert.rejects(
+      done,
+      (err: CocoonError) => err instanceof CocoonOperationError && err.reason === "Failed",
+    );
+    await until(
+      () => e.watcher.open(COCOONSETS).length === 0 && e.watcher.open(PODS).length === 0,
+      "all closed",
+    );
   });
 });

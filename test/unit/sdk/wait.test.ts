@@ -2,6 +2,7 @@
 // events, resume from the last resourceVersion, re-list on 410 Gone, time out with the last progress
 // and the operator's Warning, and stop their watches when aborted.
 import assert from "node:assert/strict";
+import { getEventListeners } from "node:events";
 import { describe, it } from "node:test";
 import type { CocoonSet } from "../../../src/apis/v1/types.ts";
 import { GoneError } from "../../../src/controller/errors.ts";
@@ -58,6 +59,13 @@ describe("the SDK's wait", () => {
     assert.deepEqual(reads, [], "no read of the set or its pods between events");
     assert.equal(e.watcher.open(COCOONSETS).length, 0, "the watches are closed");
     assert.equal(e.watcher.open(PODS).length, 0);
+  });
+
+  it("leaves no listener on the caller's signal once it ends", async () => {
+    const { e, done, sets, controller } = await suspending();
+    sets()?.push(modified(writeSetStatus(e, suspendedAt(2))));
+    await done;
+    assert.equal(getEventListeners(controller.signal, "abort").length, 0);
   });
 
   it("resumes a stream that ended from the last resourceVersion, after a pause", async () => {
