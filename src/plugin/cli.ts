@@ -4,12 +4,12 @@
 
 import { ApiError } from "../controller/errors.ts";
 import { createRegistryClient, type RegistryClient, RegistryError } from "../registry/index.ts";
+import { type Connection, connect, loadKubeconfig } from "../sdk/connect.ts";
 import type { Command, CommandContext } from "./command.ts";
 import { COMMANDS } from "./commands/index.ts";
 import { COMPLETION_SHELLS, complete, completionScript } from "./completion.ts";
-import { type Connection, connect, loadKubeconfig } from "./connect.ts";
 import { dryRunClient, parseDryRun } from "./dryrun.ts";
-import { EXIT_ERROR, EXIT_OK, PluginError, UsageError } from "./errors.ts";
+import { EXIT_ERROR, EXIT_OK, PluginError, pluginError, UsageError } from "./errors.ts";
 import {
   booleanFlag,
   type FlagSpec,
@@ -174,7 +174,7 @@ function commandContext(args: ParsedArgs, io: PluginIO): CommandContext {
   const output = parseOutputFormat(stringFlag(args, "output"));
   let connection: Connection | undefined;
   const connected = () => {
-    connection ??= connect(connectionFlags(args), io.env);
+    connection ??= connectPlugin(connectionFlags(args), io.env);
     return connection;
   };
   const dryRun = parseDryRun(stringFlag(args, "dry-run"));
@@ -193,8 +193,9 @@ function commandContext(args: ParsedArgs, io: PluginIO): CommandContext {
     now: io.now,
     serverNow: () => connection?.client.serverDateMs() ?? io.now(),
     sleep: io.sleep,
-    watchObject: (rt, name, signal) =>
-      connected().client.watch(rt, connected().namespace, { fieldSelector: `metadata.name=${name}`, signal }),
+    get watcher() {
+      return connected().client;
+    },
     registry() {
       registry ??= findRegistry(ctx, stringFlag(args, "registry"), io);
       return registry;
@@ -309,4 +310,13 @@ function commandHelp(command: Command): string {
     "",
     ...EXIT_CODES,
   ].join("\n");
+}
+
+/** The SDK's connection, its configuration errors as the plugin's. */
+function connectPlugin(flags: ReturnType<typeof connectionFlags>, env: PluginIO["env"]): Connection {
+  try {
+    return connect(flags, env, "kubectl-cocoon");
+  } catch (err) {
+    throw pluginError(err);
+  }
 }

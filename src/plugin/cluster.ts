@@ -4,27 +4,17 @@ import type { Pod } from "../apis/core.ts";
 import type { CocoonHibernation, CocoonSet, ObjectMeta } from "../apis/v1/types.ts";
 import { LABEL_COCOONSET } from "../contract/keys.ts";
 import { isNotFound, unlessNotFound } from "../controller/errors.ts";
-import { COCOONHIBERNATIONS, COCOONSETS, EVENTS, NODES, PODS } from "../controller/resources.ts";
+import { COCOONHIBERNATIONS, COCOONSETS, NODES, PODS } from "../controller/resources.ts";
+import { type ClusterEvent, eventTime } from "../sdk/events.ts";
 import type { CommandContext } from "./command.ts";
 import { PluginError } from "./errors.ts";
 import { age, formatTable } from "./output.ts";
 
+export { type ClusterEvent, eventTime, objectEvents } from "../sdk/events.ts";
+
 export interface Node {
   metadata: ObjectMeta;
   spec?: { unschedulable?: boolean };
-}
-
-/** The parts of a core/v1 Event the plugin shows. */
-export interface ClusterEvent {
-  metadata: ObjectMeta;
-  involvedObject: { kind?: string; name?: string };
-  type?: string;
-  reason?: string;
-  message?: string;
-  count?: number;
-  firstTimestamp?: string;
-  lastTimestamp?: string;
-  eventTime?: string;
 }
 
 type Reader = Pick<CommandContext, "client" | "namespace">;
@@ -61,10 +51,6 @@ export function getNode(ctx: Pick<CommandContext, "client">, name: string): Prom
   return getOrExplain(() => ctx.client.get<Node>(NODES, "", name), `node "${name}" not found`);
 }
 
-export function getHibernation(ctx: Reader, name: string): Promise<CocoonHibernation> {
-  return ctx.client.get<CocoonHibernation>(COCOONHIBERNATIONS, ctx.namespace, name);
-}
-
 /** The set's pods that are not being deleted, by name. */
 export async function setPods(ctx: Reader, set: string): Promise<Pod[]> {
   const { items } = await ctx.client.list<Pod>(PODS, ctx.namespace, {
@@ -73,20 +59,6 @@ export async function setPods(ctx: Reader, set: string): Promise<Pod[]> {
   return items
     .filter((pod) => !pod.metadata.deletionTimestamp)
     .sort((a, b) => (a.metadata.name ?? "").localeCompare(b.metadata.name ?? ""));
-}
-
-/** Events about the object of `kind` named `name`, oldest first. */
-export async function objectEvents(ctx: Reader, kind: string, name: string): Promise<ClusterEvent[]> {
-  const { items } = await ctx.client.list<ClusterEvent>(EVENTS, ctx.namespace, {
-    fieldSelector: `involvedObject.kind=${kind},involvedObject.name=${name}`,
-  });
-  return items.sort((a, b) => eventTime(a).localeCompare(eventTime(b)));
-}
-
-export function eventTime(event: ClusterEvent): string {
-  return (
-    event.lastTimestamp || event.eventTime || event.firstTimestamp || event.metadata.creationTimestamp || ""
-  );
 }
 
 /** An event as -o json|yaml prints it. */

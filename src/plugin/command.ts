@@ -1,9 +1,9 @@
 // What a command is (one entry of the table in commands/index.ts) and what it is given to run.
 
-import type { Client } from "../controller/client.ts";
-import type { ResourceType } from "../controller/resources.ts";
+import type { Client, WatchClient } from "../controller/client.ts";
 import type { RegistryClient } from "../registry/index.ts";
 import type { DryRun } from "./dryrun.ts";
+import { pluginError } from "./errors.ts";
 import type { CompletionKind, FlagSpec, ParsedArgs } from "./flags.ts";
 import type { OutputFormat } from "./output.ts";
 
@@ -50,14 +50,25 @@ export interface CommandContext extends Output {
   serverNow(): number;
   /** Resolves after ms, or rejects once the signal aborts. */
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
-  /**
-   * The watch events of one object of the namespace, until the signal aborts; absent where there is
-   * no watch (the --wait loop then polls).
-   */
-  watchObject?(rt: ResourceType, name: string, signal: AbortSignal): AsyncIterable<unknown>;
+  /** The cluster's list + watch, which --wait follows; absent where there is none (the waits then list each second). */
+  watcher?: WatchClient;
   /**
    * The snapshot registry: --registry, else OCI_REGISTRY, else the operator's own
    * (operatorconfig.ts); undefined when none is found.
    */
   registry(): Promise<RegistryClient | undefined>;
+}
+
+/** A command whose SDK errors (src/sdk/errors.ts) end as the plugin's, with their exit codes. */
+export function command(spec: Command): Command {
+  return {
+    ...spec,
+    async run(ctx, args) {
+      try {
+        await spec.run(ctx, args);
+      } catch (err) {
+        throw pluginError(err);
+      }
+    },
+  };
 }

@@ -1,6 +1,8 @@
 // Exit codes and the errors that carry them: every failure the plugin reports ends in one of these,
 // with a message written for the person at the terminal (never a stack trace).
 
+import { CocoonError, CocoonOperationError, CocoonTimeoutError } from "../sdk/errors.ts";
+
 export const EXIT_OK = 0;
 /** The request could not be made or was refused: unknown object, bad input, API or registry error. */
 export const EXIT_ERROR = 1;
@@ -26,4 +28,12 @@ export class UsageError extends PluginError {
     super(message, EXIT_USAGE);
     this.name = "UsageError";
   }
+}
+
+/** The SDK's errors as the plugin's: operator failure exits 3, timeout 4, the rest 1. */
+export function pluginError(err: unknown): unknown {
+  if (err instanceof CocoonOperationError) return new PluginError(err.message, EXIT_FAILED);
+  if (err instanceof CocoonTimeoutError) return new PluginError(err.message, EXIT_TIMEOUT);
+  if (err instanceof CocoonError) return new PluginError(err.message, EXIT_ERROR);
+  return err;
 }

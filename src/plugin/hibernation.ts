@@ -11,12 +11,14 @@ import {
 import { ANN_VM_NAME } from "../contract/keys.ts";
 import { readLifecycleState } from "../contract/lifecycle.ts";
 import { vmNameOf } from "../contract/pod.ts";
-import { COCOONHIBERNATIONS } from "../controller/resources.ts";
-import { getHibernation, getPod, hibernations } from "./cluster.ts";
+import { COCOONHIBERNATIONS, PODS } from "../controller/resources.ts";
+import { WarningWatch } from "../sdk/events.ts";
+import { type Verdict, waitFor } from "../sdk/wait.ts";
+import { getPod, hibernations } from "./cluster.ts";
 import type { CommandContext } from "./command.ts";
 import { PluginError } from "./errors.ts";
 import { announce, formatStructured } from "./output.ts";
-import { type Verdict, WarningWatch, waitUntil } from "./wait.ts";
+import { pluginSession, pluginWait } from "./wait.ts";
 
 const DONE_PHASE: Record<HibernationDesire, string> = { Hibernate: "Hibernated", Wake: "Active" };
 
@@ -99,18 +101,28 @@ export async function changeHibernation(
   const generation = ch.metadata.generation ?? 0;
   announce(ctx, COCOONHIBERNATIONS, name, action);
   if (warnings && timeoutMs !== undefined) {
-    const read = async () => {
-      const [current, pod] = await Promise.all([
-        getHibernation(ctx, name),
-        getPod(ctx, podName).catch(() => undefined),
-      ]);
-      return { current, pod };
-    };
     const what = `pod "${podName}" to ${desire === "Hibernate" ? "hibernate" : "wake"}`;
-    const judge = ({ current, pod }: Awaited<ReturnType<typeof read>>) =>
-      judgeHibernation(current, pod, generation, desire);
-    const watched = { rt: COCOONHIBERNATIONS, name };
-    ch = (await waitUntil(ctx, { what, watched, read, judge, warnings }, timeoutMs)).current;
+    const waited = await waitFor(
+      pluginSession(ctx, timeoutMs),
+      {
+        what,
+        queries: [
+          { rt: COCOONHIBERNATIONS, name },
+          { rt: PODS, name: podName },
+        ],
+        state: ([chs = [], pods = []]) => ({
+          current: chs[0] as CocoonHibernation | undefined,
+          pod: pods[0] as Pod | undefined,
+        }),
+        judge: ({ current, pod }) =>
+          current
+            ? judgeHibernation(current, pod, generation, desire)
+            : { kind: "failed", reason: "Deleted", message: `cocoonhibernation "${name}" was deleted` },
+        warnings,
+      },
+      pluginWait(ctx, timeoutMs),
+    );
+    ch = waited.current ?? ch;
   }
   if (ctx.output === "json" || ctx.output === "yaml") ctx.out(formatStructured(ch, ctx.output));
 }

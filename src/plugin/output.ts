@@ -2,6 +2,9 @@
 // kubectl's short form (HumanDuration), sizes in binary units; -o json and -o yaml print the
 // structured result instead. Durations on the command line are Go's (30s, 5m, 1h30m).
 
+export { humanSize } from "../sdk/checkpoints.ts";
+export { formatDuration } from "../sdk/errors.ts";
+
 import { stringify } from "yaml";
 import type { ResourceType } from "../controller/resources.ts";
 import type { Output } from "./command.ts";
@@ -83,19 +86,6 @@ export function age(time: string | undefined, nowMs: number): string {
   return Number.isNaN(at) ? "<unknown>" : humanDuration(nowMs - at);
 }
 
-const SIZE_UNITS = ["B", "KiB", "MiB", "GiB", "TiB"];
-
-/** 512B, 1.5KiB, 12.0MiB. */
-export function humanSize(bytes: number): string {
-  let value = bytes;
-  let unit = 0;
-  while (value >= 1024 && unit < SIZE_UNITS.length - 1) {
-    value /= 1024;
-    unit++;
-  }
-  return unit === 0 ? `${value}B` : `${value.toFixed(1)}${SIZE_UNITS[unit]}`;
-}
-
 const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 /** Go's time.ParseDuration for ms, s, m and h ("1h30m", "90s", "0"). */
@@ -115,15 +105,4 @@ export function parseDuration(text: string): number {
     throw new UsageError(`invalid duration "${text}": use a number with a unit, e.g. 90s, 5m, 1h30m`);
   }
   return total;
-}
-
-/** Go's time.Duration.String for whole seconds: 45s, 5m0s, 1h30m0s. */
-export function formatDuration(ms: number): string {
-  const seconds = Math.round(ms / 1000);
-  const h = Math.floor(seconds / 3600);
-  const m = Math.floor((seconds % 3600) / 60);
-  const s = seconds % 60;
-  if (h > 0) return `${h}h${m}m${s}s`;
-  if (m > 0) return `${m}m${s}s`;
-  return `${s}s`;
 }

@@ -1,225 +1,36 @@
-// A CocoonSet's state as the plugin reads and judges it: the members (one per agent slot and
-// toolbox of the spec, plus any other pod the set still has), and the --wait goals of the
-// state-changing set commands, each judged at the generation the command's write produced.
+// A CocoonSet's state as the plugin shows it and changes it: the members and judges are the SDK's
+// (src/sdk/setstate.ts); the plugin reads a set for `status`, and prints around the SDK's changeSet.
 
-import type { Pod } from "../apis/core.ts";
-import { type CocoonSet, type Condition, KIND_COCOONSET } from "../apis/v1/types.ts";
-import {
-  LABEL_ROLE,
-  LABEL_SLOT,
-  LIFECYCLE_HIBERNATED,
-  ROLE_MAIN,
-  ROLE_SUB_AGENT,
-  ROLE_TOOLBOX,
-} from "../contract/keys.ts";
-import { readLifecycleState } from "../contract/lifecycle.ts";
-import { isPodReady, unschedulableMessage, vmNameOf } from "../contract/pod.ts";
-import { agentPodName, agentVMName, toolboxPodName, toolboxVMName } from "../contract/vmname.ts";
+import type { CocoonSet } from "../apis/v1/types.ts";
 import { COCOONSETS } from "../controller/resources.ts";
+import { type SetGoal, type SetPatch, type SetState, changeSet as sdkChangeSet } from "../sdk/setstate.ts";
 import { getSet, setPods } from "./cluster.ts";
 import type { CommandContext } from "./command.ts";
 import { announce, formatStructured } from "./output.ts";
-import { type Verdict, type WaitSpec, WarningWatch, waitUntil } from "./wait.ts";
+import { pluginSession, pluginWait } from "./wait.ts";
 
-export interface Member {
-  /** The agent slot ("0" is the main) or the toolbox name. */
-  slot: string;
-  role: string;
-  podName: string;
-  vmName: string;
-  pod: Pod | undefined;
-}
-
-/** Every member the spec asks for, in slot order then toolbox order, then any leftover pod. */
-export function membersOf(cs: CocoonSet, pods: readonly Pod[]): Member[] {
-  const ns = cs.metadata.namespace ?? "";
-  const name = cs.metadata.name ?? "";
-  const byName = new Map(pods.map((pod) => [pod.metadata.name ?? "", pod]));
-  const members: Member[] = [];
-  const add = (slot: string, role: string, podName: string, vmName: string) => {
-    const pod = byName.get(podName);
-    byName.delete(podName);
-    members.push({ slot, role, podName, vmName: (pod && vmNameOf(pod)) || vmName, pod });
-  };
-  for (let slot = 0; slot <= (cs.spec.agent.replicas ?? 0); slot++) {
-    add(
-      String(slot),
-      slot === 0 ? ROLE_MAIN : ROLE_SUB_AGENT,
-      agentPodName(name, slot),
-      agentVMName(ns, name, slot),
-    );
-  }
-  for (const toolbox of cs.spec.toolboxes ?? []) {
-    add(
-      toolbox.name,
-      ROLE_TOOLBOX,
-      toolboxPodName(name, toolbox.name),
-      toolboxVMName(ns, name, toolbox.name),
-    );
-  }
-  for (const [podName, pod] of byName) {
-    const labels = pod.metadata.labels ?? {};
-    add(labels[LABEL_SLOT] ?? "?", labels[LABEL_ROLE] ?? "?", podName, vmNameOf(pod));
-  }
-  return members;
-}
-
-/** What a member's pod is doing, in a few words: "ready", "lifecycle hibernating", "unschedulable: …". */
-export function memberState(member: Member): string {
-  const pod = member.pod;
-  if (!pod) return "no pod";
-  const unschedulable = unschedulableMessage(pod);
-  if (unschedulable !== undefined) return `unschedulable: ${unschedulable}`;
-  const lifecycle = readLifecycleState(pod);
-  if (isPodReady(pod)) return lifecycle ? `ready (lifecycle ${lifecycle})` : "ready";
-  return lifecycle ? `lifecycle ${lifecycle}` : `pod ${pod.status?.phase ?? "Pending"}`;
-}
-
-export interface SetState {
-  cs: CocoonSet;
-  pods: Pod[];
-}
+export {
+  ANN_RELEASE_UNTIL_RESUME,
+  conditionAt,
+  fieldManager,
+  judgeSet,
+  memberState,
+  membersOf,
+  type SetGoal,
+  type SetMember as Member,
+  type SetPatch,
+  type SetState,
+  setWait,
+} from "../sdk/setstate.ts";
 
 export async function readSetState(ctx: CommandContext, name: string): Promise<SetState> {
   const [cs, pods] = await Promise.all([getSet(ctx, name), setPods(ctx, name)]);
   return { cs, pods };
 }
 
-/** The condition of `type` as judged at `generation` or later; undefined while only an older one exists. */
-export function conditionAt(cs: CocoonSet, type: string, generation: number): Condition | undefined {
-  const condition = cs.status?.conditions?.find((c) => c.type === type);
-  if (!condition) return undefined;
-  const judged = condition.observedGeneration ?? cs.status?.observedGeneration ?? 0;
-  return judged >= generation ? condition : undefined;
-}
-
-export type SetGoal = { kind: "suspended" } | { kind: "ready" } | { kind: "migrated"; node: string };
-
-const GOAL_TEXT: Record<SetGoal["kind"], string> = {
-  suspended: "suspend",
-  ready: "be Ready",
-  migrated: "move its main",
-};
-
-export function judgeSet(state: SetState, generation: number, goal: SetGoal): Verdict {
-  const { cs } = state;
-  const reverted = revertedChange(cs, goal);
-  if (reverted) return reverted;
-  const observed = cs.status?.observedGeneration ?? 0;
-  if (observed < generation) {
-    return {
-      kind: "waiting",
-      progress: `waiting for the operator to observe generation ${generation} (observed ${observed})`,
-    };
-  }
-  const phase = cs.status?.phase ?? "";
-  if (phase === "Failed") {
-    const ready = conditionAt(cs, "Ready", generation);
-    return { kind: "failed", reason: "Failed", message: ready?.message ?? "phase Failed" };
-  }
-  const members = membersOf(cs, state.pods);
-  const main = members[0];
-  if (goal.kind === "suspended") {
-    if (conditionAt(cs, "Suspended", generation)?.status === "True") {
-      return {
-        kind: "done",
-        summary: `cocoonset "${cs.metadata.name}" is Suspended (generation ${generation})`,
-      };
-    }
-    const pending = members.find((m) => m.pod && readLifecycleState(m.pod) !== LIFECYCLE_HIBERNATED);
-    return { kind: "waiting", progress: progress(phase, pending) };
-  }
-  const ready = conditionAt(cs, "Ready", generation)?.status === "True";
-  const placed = goal.kind !== "migrated" || main?.pod?.spec.nodeName === goal.node;
-  if (ready && placed) {
-    const where = goal.kind === "migrated" ? ` on node ${goal.node}` : "";
-    return {
-      kind: "done",
-      summary: `cocoonset "${cs.metadata.name}" is Ready${where} (generation ${generation})`,
-    };
-  }
-  const pending = !placed ? main : members.find((m) => !m.pod || !isPodReady(m.pod));
-  return { kind: "waiting", progress: progress(phase, pending) };
-}
-
 /**
- * The change the command made, put back by someone else since: a GitOps controller (Argo CD, Flux)
- * restores spec as its source has it. Named after the field's manager, so the wait ends at once
- * with who to talk to instead of timing out.
- */
-function revertedChange(cs: CocoonSet, goal: SetGoal): Verdict | undefined {
-  const suspend = cs.spec.suspend === true;
-  let field: string;
-  let now: string;
-  if (goal.kind === "suspended" && !suspend) [field, now] = ["suspend", "false"];
-  else if (goal.kind !== "suspended" && suspend) [field, now] = ["suspend", "true"];
-  else if (goal.kind === "migrated" && (cs.spec.nodeName ?? "") !== goal.node)
-    [field, now] = ["nodeName", JSON.stringify(cs.spec.nodeName ?? "")];
-  else return undefined;
-  const manager = fieldManager(cs, field);
-  return {
-    kind: "failed",
-    reason: "Reverted",
-    message: `spec.${field} was set back to ${now}${manager ? ` by ${manager}` : ""}: a GitOps controller (Argo CD, Flux) puts the set back as its source has it; make the change in the source (docs/idle.md, GitOps)`,
-  };
-}
-
-/** One entry of metadata.managedFields (server-side field ownership), as far as it is read here. */
-interface ManagedFieldsEntry {
-  manager?: string;
-  time?: string;
-  fieldsV1?: unknown;
-}
-
-/** The manager that last wrote spec.FIELD, from the object's managedFields. */
-export function fieldManager(cs: CocoonSet, field: string): string | undefined {
-  const { managedFields = [] } = cs.metadata as { managedFields?: ManagedFieldsEntry[] };
-  const entries = managedFields.filter((e) => {
-    const spec = (e.fieldsV1 as Record<string, Record<string, unknown>> | undefined)?.["f:spec"];
-    return spec !== undefined && `f:${field}` in spec;
-  });
-  entries.sort((a, b) => (a.time ?? "").localeCompare(b.time ?? ""));
-  return entries.at(-1)?.manager;
-}
-
-function progress(phase: string, member: Member | undefined): string {
-  const where = member?.pod?.spec.nodeName ? ` on ${member.pod.spec.nodeName}` : "";
-  const waitingOn = member ? `; waiting on pod ${member.podName}${where}: ${memberState(member)}` : "";
-  return `phase ${phase || "(none)"}${waitingOn}`;
-}
-
-/** The WaitSpec of a set goal, judged at `generation`. */
-export function setWait(
-  ctx: CommandContext,
-  name: string,
-  generation: number,
-  goal: SetGoal,
-  warnings: WarningWatch,
-): WaitSpec<SetState> {
-  return {
-    what: `cocoonset "${name}" to ${GOAL_TEXT[goal.kind]}${goal.kind === "migrated" ? ` to node ${goal.node}` : ""}`,
-    watched: { rt: COCOONSETS, name },
-    read: () => readSetState(ctx, name),
-    judge: (state) => judgeSet(state, generation, goal),
-    warnings,
-  };
-}
-
-/**
- * Written by `suspend --release` beside the hibernatePolicy=release it sets for that suspend alone:
- * the policy the set had before ("" when it had none), which `resume` puts back, removing this.
- */
-export const ANN_RELEASE_UNTIL_RESUME = "cocoonset.cocoonstack.io/release-until-resume";
-
-/** A merge patch of a set: its spec, and annotations to set (null removes one). */
-export interface SetPatch {
-  spec: Record<string, unknown>;
-  annotations?: Record<string, string | null>;
-}
-
-/**
- * Merge-patches the set, reports the generation the write produced, and with --wait polls
- * until `goal` holds at that generation. Prints the final object for -o json|yaml.
+ * Merge-patches the set, reports the generation the write produced, and with --wait waits until
+ * `goal` holds at that generation. Prints the final object for -o json|yaml.
  */
 export async function changeSet(
   ctx: CommandContext,
@@ -229,15 +40,9 @@ export async function changeSet(
   timeoutMs: number | undefined,
   done: string,
 ): Promise<void> {
-  const warnings = timeoutMs === undefined ? undefined : await WarningWatch.start(ctx, KIND_COCOONSET, name);
-  let cs = await ctx.client.patch<CocoonSet>(COCOONSETS, ctx.namespace, name, {
-    ...(patch.annotations ? { metadata: { annotations: patch.annotations } } : {}),
-    spec: patch.spec,
-  });
-  const generation = cs.metadata.generation ?? 0;
-  announce(ctx, COCOONSETS, name, done);
-  if (warnings && timeoutMs !== undefined) {
-    cs = (await waitUntil(ctx, setWait(ctx, name, generation, goal, warnings), timeoutMs)).cs;
-  }
+  const wait = timeoutMs === undefined ? undefined : pluginWait(ctx, timeoutMs);
+  const cs: CocoonSet = await sdkChangeSet(pluginSession(ctx, timeoutMs), name, patch, goal, wait, () =>
+    announce(ctx, COCOONSETS, name, done),
+  );
   if (ctx.output === "json" || ctx.output === "yaml") ctx.out(formatStructured(cs, ctx.output));
 }

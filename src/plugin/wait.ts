@@ -1,22 +1,27 @@
-// The --wait loop every state-changing command shares: read the object, judge it, print progress
-// when it changes, and end with success, the operator's failure, or a timeout. It reads again on each
-// watch event of the object (its status is where the operator reports), and at least every few
-// seconds for the progress of its pods; without a watch it polls every second. Judges decide by
-// generation (the one the command's write produced), never by a condition left from before it; the
-// operator's reason comes from the Warning events it emitted after the command started.
+// The --wait flags, and the plugin's side of the SDK's waits (src/sdk/wait.ts): progress printed as
+// "[elapsed] …" lines on stderr, the SDK's typed errors turned into the plugin's exit codes (operator
+// failure 3, timeout 4), and the waits' source. With the cluster's watch (every real run) the waits
+// are the SDK's list + watch; a context without one (the unit tests' in-memory API) observes by
+// listing once a second instead, on the context's clock.
 
-import type { ResourceType } from "../controller/resources.ts";
-import { type ClusterEvent, objectEvents } from "./cluster.ts";
+import type { Clock } from "../clock.ts";
+import { formatDuration } from "../sdk/errors.ts";
+import {
+  DEFAULT_WAIT_MS,
+  type Observe,
+  type Query,
+  type Session,
+  type WaitOptions,
+  watchQueries,
+} from "../sdk/wait.ts";
 import type { CommandContext } from "./command.ts";
-import { EXIT_FAILED, EXIT_TIMEOUT, PluginError, UsageError } from "./errors.ts";
+import { UsageError } from "./errors.ts";
 import { type FlagSpec, type ParsedArgs, stringFlag } from "./flags.ts";
-import { formatDuration, humanDuration, parseDuration } from "./output.ts";
+import { humanDuration, parseDuration } from "./output.ts";
 
-/** Longer than the operator's own deadlines (3 min to suspend, 5 min to wake), so its verdict comes first. */
-export const DEFAULT_WAIT_MS = 6 * 60_000;
+export { DEFAULT_WAIT_MS };
+/** Without a watch: how often the waits list what they judge. */
 export const POLL_INTERVAL_MS = 1_000;
-/** With a watch of the object: a read this often anyway, for progress the object does not carry (pods). */
-export const WATCHED_READ_INTERVAL_MS = 5_000;
 
 /** --wait, --wait=DURATION (or true, false) and kubectl's --timeout DURATION, which implies --wait. */
 export const WAIT_FLAGS: readonly FlagSpec[] = [
@@ -56,163 +61,54 @@ export function waitTimeout(args: ParsedArgs): number | undefined {
   return value === undefined ? DEFAULT_WAIT_MS : parseDuration(value);
 }
 
-export type Verdict =
-  | { kind: "done"; summary: string }
-  | { kind: "failed"; reason: string; message: string }
-  | { kind: "waiting"; progress: string };
-
-export interface Warning {
-  reason: string;
-  message: string;
+/** The SDK session a command's operations run in. */
+export function pluginSession(ctx: CommandContext, timeoutMs: number | undefined): Session {
+  const watcher = ctx.watcher;
+  if (watcher) {
+    const clock: Clock = { now: () => ctx.now(), sleep: (ms, signal) => ctx.sleep(ms, signal) };
+    return { client: ctx.client, namespace: ctx.namespace, clock, observe: watchQueries(watcher, clock) };
+  }
+  // The listing rounds end the wait at its deadline (the SDK judges the deadline on every snapshot),
+  // so the deadline needs no timer of its own here.
+  const clock: Clock = {
+    now: () => ctx.now(),
+    sleep: (_ms, signal) =>
+      new Promise<void>((_, reject) =>
+        signal?.addEventListener("abort", () => reject(signal.reason), { once: true }),
+      ),
+  };
+  return { client: ctx.client, namespace: ctx.namespace, clock, observe: pollQueries(ctx, timeoutMs) };
 }
 
-/**
- * The Warning events about one object that appear, or are counted again, after construction: what
- * the operator said about this change, not about an earlier one.
- */
-export class WarningWatch {
-  private readonly ctx: CommandContext;
-  private readonly kind: string;
-  private readonly name: string;
-  private readonly before = new Map<string, number>();
-
-  private constructor(ctx: CommandContext, kind: string, name: string) {
-    this.ctx = ctx;
-    this.kind = kind;
-    this.name = name;
-  }
-
-  static async start(ctx: CommandContext, kind: string, name: string): Promise<WarningWatch> {
-    const watch = new WarningWatch(ctx, kind, name);
-    for (const event of await objectEvents(ctx, kind, name))
-      watch.before.set(eventKey(event), event.count ?? 1);
-    return watch;
-  }
-
-  /**
-   * The newest Warning since start; with `orEarlier`, the newest one at all when none is new (a
-   * failure the operator reported before the command, which a no-op write did not change).
-   * Undefined when there is none or the events cannot be read.
-   */
-  async latest(orEarlier = false): Promise<Warning | undefined> {
-    let events: ClusterEvent[];
-    try {
-      events = await objectEvents(this.ctx, this.kind, this.name);
-    } catch {
-      return undefined;
+function pollQueries(ctx: CommandContext, timeoutMs: number | undefined): Observe {
+  return async function* (namespace: string, queries: readonly Query[], signal: AbortSignal) {
+    const start = ctx.now();
+    while (!signal.aborted) {
+      yield await Promise.all(queries.map((q) => listQuery(ctx, namespace, q)));
+      const remaining = (timeoutMs ?? DEFAULT_WAIT_MS) - (ctx.now() - start);
+      await ctx.sleep(Math.max(0, Math.min(POLL_INTERVAL_MS, remaining)), signal);
     }
-    const warnings = events.filter((e) => e.type === "Warning");
-    const fresh = warnings.filter((e) => (e.count ?? 1) > (this.before.get(eventKey(e)) ?? 0));
-    const last = fresh.at(-1) ?? (orEarlier ? warnings.at(-1) : undefined);
-    return last ? { reason: last.reason ?? "", message: last.message ?? "" } : undefined;
-  }
+  };
 }
 
-function eventKey(event: ClusterEvent): string {
-  return event.metadata.uid ?? event.metadata.name ?? "";
+async function listQuery(ctx: CommandContext, namespace: string, q: Query): Promise<unknown[]> {
+  const { items } = await ctx.client.list<{ metadata?: { name?: string } }>(
+    q.rt,
+    namespace,
+    "name" in q ? { fieldSelector: `metadata.name=${q.name}` } : { labelSelector: q.labelSelector },
+  );
+  return "name" in q ? items.filter((o) => o.metadata?.name === q.name) : items;
 }
 
-export interface WaitSpec<T> {
-  /** What is awaited, completing "waiting for …", e.g. `cocoonset "demo" to suspend`. */
-  what: string;
-  /** The object whose watch events wake the loop. */
-  watched?: { rt: ResourceType; name: string };
-  read(): Promise<T>;
-  judge(state: T): Verdict;
-  warnings: WarningWatch;
-}
-
-/**
- * Reads and judges until the judge says done, woken by the watched object's events; throws
- * PluginError with EXIT_FAILED or EXIT_TIMEOUT otherwise.
- */
-export async function waitUntil<T>(ctx: CommandContext, spec: WaitSpec<T>, timeoutMs: number): Promise<T> {
-  const stop = new AbortController();
-  const changes =
-    spec.watched && ctx.watchObject
-      ? new ChangeSignal(ctx.watchObject(spec.watched.rt, spec.watched.name, stop.signal))
-      : undefined;
-  try {
-    return await waitLoop(ctx, spec, timeoutMs, changes);
-  } finally {
-    stop.abort();
-  }
-}
-
-/** Turns a watch into "something changed since you last asked"; a watch that fails just stops waking. */
-class ChangeSignal {
-  private changed = false;
-  private wake: (() => void) | undefined;
-  alive = true;
-
-  constructor(events: AsyncIterable<unknown>) {
-    (async () => {
-      for await (const _ of events) {
-        this.changed = true;
-        this.wake?.();
-      }
-    })()
-      .catch(() => {})
-      .finally(() => {
-        this.alive = false;
-        this.wake?.();
-      });
-  }
-
-  /** Resolves at the next change, at once when one came since the last call, or after ms. */
-  async next(ctx: CommandContext, ms: number): Promise<void> {
-    if (this.changed) {
-      this.changed = false;
-      return;
-    }
-    const timer = new AbortController();
-    const changed = new Promise<void>((resolve) => {
-      this.wake = resolve;
-    });
-    await Promise.race([changed, ctx.sleep(ms, timer.signal).catch(() => {})]);
-    timer.abort();
-    this.wake = undefined;
-    this.changed = false;
-  }
-}
-
-async function waitLoop<T>(
-  ctx: CommandContext,
-  spec: WaitSpec<T>,
-  timeoutMs: number,
-  changes: ChangeSignal | undefined,
-): Promise<T> {
-  const start = ctx.now();
-  let shown = "";
-  ctx.info(`waiting for ${spec.what} (timeout ${formatDuration(timeoutMs)})`);
-  for (;;) {
-    const state = await spec.read();
-    const verdict = spec.judge(state);
-    const elapsed = ctx.now() - start;
-    if (verdict.kind === "done") {
-      ctx.info(`[${humanDuration(elapsed)}] ${verdict.summary}`);
-      return state;
-    }
-    if (verdict.kind === "failed") {
-      const warning = await spec.warnings.latest(true);
-      const reason = warning?.reason || verdict.reason;
-      const message = warning?.message || verdict.message;
-      throw new PluginError(`${spec.what} failed: ${reason}: ${message}`, EXIT_FAILED);
-    }
-    if (verdict.progress !== shown) {
-      shown = verdict.progress;
-      ctx.info(`[${humanDuration(elapsed)}] ${verdict.progress}`);
-    }
-    if (elapsed >= timeoutMs) {
-      const warning = await spec.warnings.latest();
-      const said = warning ? `; the operator reports ${warning.reason}: ${warning.message}` : "";
-      throw new PluginError(
-        `timed out after ${formatDuration(timeoutMs)} waiting for ${spec.what} (${verdict.progress})${said}`,
-        EXIT_TIMEOUT,
-      );
-    }
-    const remaining = timeoutMs - elapsed;
-    if (changes?.alive) await changes.next(ctx, Math.min(WATCHED_READ_INTERVAL_MS, remaining));
-    else await ctx.sleep(Math.min(POLL_INTERVAL_MS, remaining));
-  }
+/** The SDK wait options that print the plugin's progress lines. */
+export function pluginWait(ctx: CommandContext, timeoutMs: number): WaitOptions {
+  let start = ctx.now();
+  return {
+    timeoutMs,
+    onWait: (what, ms) => {
+      start = ctx.now();
+      ctx.info(`waiting for ${what} (timeout ${formatDuration(ms)})`);
+    },
+    onProgress: (text) => ctx.info(`[${humanDuration(ctx.now() - start)}] ${text}`),
+  };
 }

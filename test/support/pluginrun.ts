@@ -2,6 +2,7 @@
 // executable runs it, and checks its exit status with its output in the failure message.
 
 import assert from "node:assert/strict";
+import { systemClock } from "../../src/clock.ts";
 import { runPlugin } from "../../src/plugin/cli.ts";
 import { testEnv } from "../env/testenv.ts";
 
@@ -24,7 +25,7 @@ export async function runCocoon(
     stderr: (text) => stderr.push(text),
     env: pluginEnv,
     now: () => Date.now(),
-    sleep: (ms) => new Promise((done) => setTimeout(done, ms)),
+    sleep: systemClock.sleep,
   });
   return { code, stdout: stdout.join(""), stderr: stderr.join("") };
 }

@@ -2,7 +2,7 @@
 // no cycle, so each room can be read, tested and changed knowing only the rooms below it; and the
 // plugin, a client tool, neither loads into the operator nor reaches a reconciler.
 import assert from "node:assert/strict";
-import { globSync } from "node:fs";
+import { globSync, readFileSync } from "node:fs";
 import { relative, resolve } from "node:path";
 import { describe, it } from "node:test";
 import { importClosure, importsOf, valueImportsOf } from "../support/imports.ts";
@@ -183,5 +183,42 @@ describe("the plugin", () => {
       (f) => f.endsWith("/reconciler.ts") || f.startsWith("src/pass/") || f.includes("/steps/"),
     );
     assert.deepEqual(reconcilers, []);
+  });
+});
+
+describe("the SDK", () => {
+  // A library users install: this project's client and the pure keys and judges, never the operator
+  // runtime (manager, informers, reconcilers, metrics) nor the plugin, and no npm package but yaml.
+  const ALLOWED = [
+    /^src\/sdk\//,
+    /^src\/apis\//,
+    /^src\/net\//,
+    /^src\/contract\//,
+    /^src\/controller\/(client|exec|kubeconfig|errors|resources|deepcopy|listdecoder|ratelimit)\.ts$/,
+    /^src\/(clock|rfc3339|builtins|holds)\.ts$/,
+    /^src\/idle\/(policy|duration)\.ts$/,
+    /^src\/pool\/(keys|decide|names|bookkeeping)\.ts$/,
+    /^src\/(checkpoint|restore|guest)\/keys\.ts$/,
+  ];
+  const files = [...importClosure(resolve(srcRoot, "sdk/index.ts"))].map((f) => relative(repoRoot, f));
+
+  it("loads only the client, the API types and the pure keys and judges", () => {
+    assert.ok(files.includes("src/controller/client.ts"), "the walk follows the SDK's imports");
+    assert.deepEqual(
+      files.filter((f) => !ALLOWED.some((re) => re.test(f))),
+      [],
+    );
+  });
+
+  it("imports no npm package but yaml", () => {
+    const packages = new Set<string>();
+    for (const file of files) {
+      const text = readFileSync(resolve(repoRoot, file), "utf8");
+      for (const m of text.matchAll(/(?:from\s+|import\s*\(\s*)"([^".][^"]*)"/g)) {
+        const name = m[1] as string;
+        if (!name.startsWith("node:")) packages.add(name);
+      }
+    }
+    assert.deepEqual([...packages], ["yaml"]);
   });
 });

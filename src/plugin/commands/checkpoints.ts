@@ -1,12 +1,12 @@
 import { checkpointTag } from "../../checkpoint/keys.ts";
 import { COCOONCHECKPOINTS } from "../../controller/resources.ts";
-import { checkpointsOf, heldMembers } from "../checkpoints.ts";
+import { checkpointsOf, heldMembers } from "../../sdk/checkpoints.ts";
 import { findSet } from "../cluster.ts";
-import type { Command } from "../command.ts";
+import { type Command, command } from "../command.ts";
 import { PluginError } from "../errors.ts";
 import { age, formatStructured, formatTable, humanSize, objectName } from "../output.ts";
 
-export const checkpoints: Command = {
+export const checkpoints: Command = command({
   name: "checkpoints",
   summary: "List a set's checkpoints: phase, members, bytes, age",
   description: `Lists the CocoonCheckpoints of the namespace whose spec.cocoonSetRef names the set, oldest
@@ -62,4 +62,4 @@ digest, image, bytes).`,
     ]);
     ctx.out(formatTable(headers, rows));
   },
-};
+});

@@ -1,15 +1,13 @@
-import { API_VERSION_V1ALPHA1, type CocoonClaim, KIND_COCOONCLAIM } from "../../apis/v1alpha1/types.ts";
-import { isAlreadyExists, isNotFound } from "../../controller/errors.ts";
 import { COCOONCLAIMS, COCOONSETS } from "../../controller/resources.ts";
 import { generatedName } from "../../pool/names.ts";
-import type { Command, CommandContext } from "../command.ts";
-import { PluginError, UsageError } from "../errors.ts";
+import { claimFrom } from "../../sdk/claims.ts";
+import { type Command, command } from "../command.ts";
+import { UsageError } from "../errors.ts";
 import { stringFlag } from "../flags.ts";
 import { announce, formatStructured, objectName } from "../output.ts";
-import { findClaim, getPool, judgeClaim, poolsNotServed } from "../pools.ts";
-import { DEFAULT_WAIT_MS, WAIT_FLAGS, WarningWatch, waitTimeout, waitUntil } from "../wait.ts";
+import { DEFAULT_WAIT_MS, pluginSession, pluginWait, WAIT_FLAGS, waitTimeout } from "../wait.ts";
 
-export const claim: Command = {
+export const claim: Command = command({
   name: "claim",
   summary: "Claim a warm set from a pool (prints the claim, or with -o name the bound set)",
   description: `Creates a CocoonClaim of POOL (named --name, else <pool>-<5 characters>); the operator binds
@@ -37,39 +35,37 @@ at least until the claim is Bound (the default timeout without --wait).`,
   ],
   async run(ctx, args) {
     const [poolName = ""] = args.positionals;
-    await getPool(ctx, poolName);
     const name = stringFlag(args, "name") || generatedName(poolName);
     const annotations = parseAnnotations(stringFlag(args, "annotate"));
-    const warnings = await WarningWatch.start(ctx, KIND_COCOONCLAIM, name);
-    let created = await createClaim(ctx, poolName, name, annotations);
-    if (ctx.dryRun !== "none") {
-      // Nothing was stored: there is no claim to wait for or set to print.
-      if (ctx.output === "json" || ctx.output === "yaml") ctx.out(formatStructured(created, ctx.output));
-      else announce(ctx, COCOONCLAIMS, name, "created");
-      return;
-    }
-    if (ctx.output === "table" || ctx.output === "wide") announce(ctx, COCOONCLAIMS, name, "created");
     const explicit = waitTimeout(args);
-    const until = explicit !== undefined ? "ready" : ctx.output === "name" ? "bound" : undefined;
-    if (until) {
-      const waited = await waitUntil(
-        ctx,
-        {
-          what: `cocoonclaim "${name}" to ${until === "ready" ? "be Ready" : "be Bound"}`,
-          read: () => findClaim(ctx, name),
-          judge: (c) => judgeClaim(c, name, until),
-          warnings,
-        },
-        explicit ?? DEFAULT_WAIT_MS,
-      );
-      if (waited) created = waited;
-    }
-    const set = created.status?.cocoonSetRef?.name;
+    const dryRun = ctx.dryRun !== "none";
+    // Nothing is stored in a dry run: there is no claim to wait for or set to print.
+    const until = dryRun
+      ? undefined
+      : explicit !== undefined
+        ? "ready"
+        : ctx.output === "name"
+          ? "bound"
+          : undefined;
+    const timeout = explicit ?? DEFAULT_WAIT_MS;
+    const claimed = await claimFrom(pluginSession(ctx, timeout), poolName, name, {
+      annotations,
+      ...(until ? { until, wait: pluginWait(ctx, timeout) } : {}),
+      onCreated: (created) => {
+        if (dryRun) {
+          if (ctx.output === "json" || ctx.output === "yaml") ctx.out(formatStructured(created, ctx.output));
+          else announce(ctx, COCOONCLAIMS, name, "created");
+        } else if (ctx.output === "table" || ctx.output === "wide")
+          announce(ctx, COCOONCLAIMS, name, "created");
+      },
+    });
+    if (dryRun) return;
+    const set = claimed.status?.cocoonSetRef?.name;
     if (ctx.output === "name") ctx.out(objectName(COCOONSETS, set ?? ""));
-    else if (ctx.output === "json" || ctx.output === "yaml") ctx.out(formatStructured(created, ctx.output));
+    else if (ctx.output === "json" || ctx.output === "yaml") ctx.out(formatStructured(claimed, ctx.output));
     else if (set) ctx.out(`${objectName(COCOONSETS, set)} bound`);
   },
-};
+});
 
 function parseAnnotations(value: string | undefined): Record<string, string> {
   const out: Record<string, string> = {};
@@ -79,32 +75,4 @@ function parseAnnotations(value: string | undefined): Record<string, string> {
     out[pair.slice(0, eq)] = pair.slice(eq + 1);
   }
   return out;
-}
-
-async function createClaim(
-  ctx: CommandContext,
-  pool: string,
-  name: string,
-  annotations: Record<string, string>,
-): Promise<CocoonClaim> {
-  try {
-    return await ctx.client.create<CocoonClaim>(COCOONCLAIMS, ctx.namespace, {
-      apiVersion: API_VERSION_V1ALPHA1,
-      kind: KIND_COCOONCLAIM,
-      metadata: {
-        name,
-        namespace: ctx.namespace,
-        ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
-      },
-      spec: { poolRef: { name: pool } },
-    });
-  } catch (err) {
-    if (isNotFound(err)) throw poolsNotServed();
-    if (isAlreadyExists(err)) {
-      throw new PluginError(
-        `cocoonclaim "${name}" already exists in namespace "${ctx.namespace}": choose another --name`,
-      );
-    }
-    throw err;
-  }
 }

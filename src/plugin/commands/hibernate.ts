@@ -1,9 +1,9 @@
-import type { Command } from "../command.ts";
+import { type Command, command } from "../command.ts";
 import { DRY_RUN_FLAG } from "../dryrun.ts";
 import { changeHibernation } from "../hibernation.ts";
 import { WAIT_FLAGS, waitTimeout } from "../wait.ts";
 
-export const hibernate: Command = {
+export const hibernate: Command = command({
   name: "hibernate",
   summary: "Hibernate one pod's VM (creates or flips its CocoonHibernation)",
   description: `Creates a CocoonHibernation for the pod (named after it) with desire Hibernate, or flips
@@ -17,4 +17,4 @@ CocoonHibernation is Hibernated for this change; HibernateTimedOut is reported a
     const [pod = ""] = args.positionals;
     await changeHibernation(ctx, pod, "Hibernate", waitTimeout(args));
   },
-};
+});

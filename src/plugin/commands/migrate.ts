@@ -1,14 +1,14 @@
 import { DEFAULT_NODE_POOL } from "../../apis/v1/types.ts";
 import { LABEL_NODE_POOL, LABEL_SNAPSHOT_CPU_CLASS } from "../../contract/keys.ts";
 import { getNode, getSet } from "../cluster.ts";
-import type { Command } from "../command.ts";
+import { type Command, command } from "../command.ts";
 import { DRY_RUN_FLAG } from "../dryrun.ts";
 import { PluginError, UsageError } from "../errors.ts";
 import { stringFlag } from "../flags.ts";
 import { changeSet } from "../setstate.ts";
 import { WAIT_FLAGS, waitTimeout } from "../wait.ts";
 
-export const migrate: Command = {
+export const migrate: Command = command({
   name: "migrate",
   summary: "Move a set's main VM to another node, live state included",
   description: `Sets spec.nodeName. The operator hibernates the main, waits for its snapshot in the
@@ -64,4 +64,4 @@ node has no seat.`,
       `migrating to ${node}`,
     );
   },
-};
+});

@@ -1,15 +1,15 @@
 import type { CocoonPool } from "../../apis/v1alpha1/types.ts";
 import { warmthOf } from "../../pool/decide.ts";
+import { getPool, type PoolMember, poolMembersOf } from "../../sdk/claims.ts";
 import { type ClusterEvent, eventLines, objectEvents, structuredEvent } from "../cluster.ts";
-import type { Command, CommandContext } from "../command.ts";
+import { type Command, type CommandContext, command } from "../command.ts";
 import { UsageError } from "../errors.ts";
 import { age, formatStructured, formatTable } from "../output.ts";
-import { getPool, type PoolMember, poolMembersOf } from "../pools.ts";
 
 /** How many of the pool's events the table shows (all of them in -o json|yaml). */
 const RECENT_EVENTS = 10;
 
-export const pool: Command = {
+export const pool: Command = command({
   name: "pool",
   summary: "Show a warm pool: its members by state, the sets claimed from it, recent events",
   description: `pool status POOL shows the CocoonPool's warmth, desired and ready members and its Ready
@@ -32,7 +32,7 @@ the claim shown, no longer the pool's), and the pool's recent events.`,
     }
     ctx.out(render(ctx, found, members, events));
   },
-};
+});
 
 function structured(p: CocoonPool, members: readonly PoolMember[], events: readonly ClusterEvent[]): unknown {
   return {

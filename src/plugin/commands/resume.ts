@@ -1,14 +1,14 @@
 import type { CocoonSet } from "../../apis/v1/types.ts";
 import { ANN_EXPIRE_ACTION, ANN_EXPIRE_AT, readIdlePolicy } from "../../idle/policy.ts";
 import { formatRFC3339Nano } from "../../rfc3339.ts";
-import type { Command } from "../command.ts";
+import { type Command, command } from "../command.ts";
 import { DRY_RUN_FLAG } from "../dryrun.ts";
 import { PluginError } from "../errors.ts";
 import { SELECTOR_FLAG, targetSets } from "../selection.ts";
 import { ANN_RELEASE_UNTIL_RESUME, changeSet, type SetPatch } from "../setstate.ts";
 import { WAIT_FLAGS, waitTimeout } from "../wait.ts";
 
-export const resume: Command = {
+export const resume: Command = command({
   name: "resume",
   summary: "Resume a suspended set (or every set -l selects): wake every VM from its snapshot",
   description: `Sets spec.suspend=false. The operator wakes every hibernated VM (a released main is
@@ -29,7 +29,7 @@ the namespace it matches, one after another.`,
       await changeSet(ctx, cs.metadata.name ?? "", resumePatch(cs), { kind: "ready" }, timeout, "resumed");
     }
   },
-};
+});
 
 /** spec.suspend=false, and the hibernatePolicy from before a one-suspend release. */
 function resumePatch(cs: CocoonSet): SetPatch {

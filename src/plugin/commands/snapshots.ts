@@ -1,11 +1,11 @@
 import { getSet, setPods } from "../cluster.ts";
-import type { Command } from "../command.ts";
+import { type Command, command } from "../command.ts";
 import { UsageError } from "../errors.ts";
 import { age, formatStructured, formatTable, humanSize } from "../output.ts";
 import { membersOf } from "../setstate.ts";
 import { requireRegistry, type SnapshotTag, vmSnapshots } from "../snapshots.ts";
 
-export const snapshots: Command = {
+export const snapshots: Command = command({
   name: "snapshots",
   summary: "List every registry tag of every VM of a set, with size and age",
   description: `Lists the tags under <registry>/<vm> for each VM of the set (every agent slot and
@@ -47,4 +47,4 @@ or OCI_REGISTRY.`,
     ]);
     ctx.out(formatTable(headers, rows));
   },
-};
+});

@@ -4,7 +4,7 @@ import { readLifecycleState } from "../../contract/lifecycle.ts";
 import { isPodReady } from "../../contract/pod.ts";
 import { COCOONSETS } from "../../controller/resources.ts";
 import { type ClusterEvent, eventLines, objectEvents, structuredEvent } from "../cluster.ts";
-import type { Command, CommandContext } from "../command.ts";
+import { type Command, type CommandContext, command } from "../command.ts";
 import { UsageError } from "../errors.ts";
 import { booleanFlag, stringFlag } from "../flags.ts";
 import {
@@ -22,7 +22,7 @@ import { type SnapshotTag, vmSnapshots } from "../snapshots.ts";
 /** How many of the set's events the table shows (all of them in -o json|yaml). */
 const RECENT_EVENTS = 10;
 
-export const status: Command = {
+export const status: Command = command({
   name: "status",
   summary: "Show a set: phase, conditions, one line per member with its snapshots, recent events",
   description: `Shows the set's phase and conditions (each with the generation it judged), then one line
@@ -73,7 +73,7 @@ prints kubectl's names of the sets.`,
     }
     ctx.out(render(ctx, view));
   },
-};
+});
 
 /** Snapshot tags per VM; undefined without a registry. A registry error is reported, not fatal. */
 async function memberSnapshots(

@@ -1,5 +1,5 @@
 import type { CocoonSet } from "../../apis/v1/types.ts";
-import type { Command } from "../command.ts";
+import { type Command, command } from "../command.ts";
 import { DRY_RUN_FLAG } from "../dryrun.ts";
 import { PluginError } from "../errors.ts";
 import { booleanFlag } from "../flags.ts";
@@ -7,7 +7,7 @@ import { SELECTOR_FLAG, targetSets } from "../selection.ts";
 import { ANN_RELEASE_UNTIL_RESUME, changeSet, type SetPatch } from "../setstate.ts";
 import { WAIT_FLAGS, waitTimeout } from "../wait.ts";
 
-export const suspend: Command = {
+export const suspend: Command = command({
   name: "suspend",
   summary:
     "Suspend a set (or every set -l selects): hibernate every VM (--release also frees the main's seat)",
@@ -55,7 +55,7 @@ the command returns once the Suspended condition is True for this change.`,
       );
     }
   },
-};
+});
 
 /** spec.suspend, and for --release the policy with what resume puts back (unless it is kept). */
 function suspendPatch(cs: CocoonSet, release: boolean, keep: boolean): SetPatch {

@@ -2,11 +2,11 @@ import { COCOONSETS } from "../../controller/resources.ts";
 import { ANN_LAST_ACTIVITY } from "../../idle/policy.ts";
 import { formatRFC3339 } from "../../rfc3339.ts";
 import { getSet } from "../cluster.ts";
-import type { Command } from "../command.ts";
+import { type Command, command } from "../command.ts";
 import { DRY_RUN_FLAG } from "../dryrun.ts";
 import { announce, formatStructured } from "../output.ts";
 
-export const touch: Command = {
+export const touch: Command = command({
   name: "touch",
   summary: "Record activity on a set now (postpones an idle suspend)",
   description: `Sets the annotation ${ANN_LAST_ACTIVITY} to the API server's current time (RFC 3339,
@@ -25,4 +25,4 @@ merge patch. The spec is untouched, so the generation does not change and nothin
     if (ctx.output === "json" || ctx.output === "yaml") ctx.out(formatStructured(cs, ctx.output));
     else announce(ctx, COCOONSETS, name, `touched (${ANN_LAST_ACTIVITY}=${stamp})`);
   },
-};
+});

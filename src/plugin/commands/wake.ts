@@ -1,9 +1,9 @@
-import type { Command } from "../command.ts";
+import { type Command, command } from "../command.ts";
 import { DRY_RUN_FLAG } from "../dryrun.ts";
 import { changeHibernation } from "../hibernation.ts";
 import { WAIT_FLAGS, waitTimeout } from "../wait.ts";
 
-export const wake: Command = {
+export const wake: Command = command({
   name: "wake",
   summary: "Wake one pod's hibernated VM (flips its CocoonHibernation to Wake)",
   description: `Sets the pod's CocoonHibernation to desire Wake (creating it if there is none). The
@@ -17,4 +17,4 @@ this change; WakeTimedOut is reported after 5 minutes.`,
     const [pod = ""] = args.positionals;
     await changeHibernation(ctx, pod, "Wake", waitTimeout(args));
   },
-};
+});

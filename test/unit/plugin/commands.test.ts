@@ -5,7 +5,15 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Pod } from "../../../src/apis/core.ts";
 import type { CocoonHibernation, CocoonSet, CocoonSetSpec } from "../../../src/apis/v1/types.ts";
-import { COCOONHIBERNATIONS, COCOONSETS, EVENTS, NODES, PODS } from "../../../src/controller/resources.ts";
+import type { WatchOptions } from "../../../src/controller/client.ts";
+import {
+  COCOONHIBERNATIONS,
+  COCOONSETS,
+  EVENTS,
+  NODES,
+  PODS,
+  type ResourceType,
+} from "../../../src/controller/resources.ts";
 import { registryBase } from "../../../src/plugin/cli.ts";
 import { hibernate } from "../../../src/plugin/commands/hibernate.ts";
 import { migrate } from "../../../src/plugin/commands/migrate.ts";
@@ -768,7 +776,7 @@ describe("the registry, found without a flag", () => {
 });
 
 describe("--wait follows a watch", () => {
-  it("reads again on the set's watch event, without waiting out a poll interval", {
+  it("judges again on the set's watch event, with no read interval at all", {
     timeout: 5_000,
   }, async () => {
     const ctx = testContext();
@@ -781,17 +789,22 @@ describe("--wait follows a watch", () => {
         signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
       });
     let emit: () => void = () => {};
-    ctx.watchObject = (rt, name, signal) => ({
-      async *[Symbol.asyncIterator]() {
-        assert.deepEqual([rt.plural, name], ["cocoonsets", "demo"]);
-        while (!signal.aborted) {
-          await new Promise<void>((resolve) => {
-            emit = resolve;
-          });
-          yield {};
-        }
-      },
-    });
+    const watched: string[] = [];
+    ctx.watcher = {
+      list: (rt, namespace, opts) => ctx.fake.list(rt, namespace, opts),
+      watch: <T>(rt: ResourceType, namespace: string | undefined, opts: WatchOptions) => ({
+        async *[Symbol.asyncIterator]() {
+          watched.push(`${rt.plural} ${opts.fieldSelector ?? opts.labelSelector}`);
+          while (!opts.signal?.aborted) {
+            await new Promise<void>((resolve) => {
+              if (rt === COCOONSETS) emit = resolve;
+            });
+            const object = (await ctx.fake.get(rt, namespace ?? "", "demo")) as T;
+            yield { type: "MODIFIED" as const, object };
+          }
+        },
+      }),
+    };
     const waiting = run(ctx, suspend, ["demo", "--wait"]);
     await new Promise((done) => setTimeout(done, 20));
     writeStatus(ctx, {
@@ -815,6 +828,10 @@ describe("--wait follows a watch", () => {
     emit();
     await waiting;
     assert.match(ctx.stderr.at(-1) ?? "", /cocoonset "demo" is Suspended \(generation 2\)/);
-    assert.deepEqual(slept, [5_000], "one watched read interval begun, never waited out");
+    assert.deepEqual(slept, [DEFAULT_WAIT_MS], "only the deadline's timer: no read interval");
+    assert.deepEqual(watched.sort(), [
+      "cocoonsets metadata.name=demo",
+      "pods cocoonset.cocoonstack.io/name=demo",
+    ]);
   });
 });

@@ -1,4 +1,4 @@
-// Which cluster and namespace a command talks to, by kubectl's rules: --kubeconfig, else the
+// Which cluster and namespace the SDK (and the plugin) talks to, by kubectl's rules: --kubeconfig, else the
 // KUBECONFIG path list (merged), else ~/.kube/config, else the in-cluster service account; --context
 // picks a context other than the current one; -n/--namespace, else the context's namespace, else
 // "default". The loading and auth are the operator's own (src/controller/kubeconfig.ts).
@@ -16,7 +16,7 @@ import {
   readKubeconfigPathList,
   restConfigFromKubeconfig,
 } from "../controller/kubeconfig.ts";
-import { PluginError } from "./errors.ts";
+import { CocoonError } from "./errors.ts";
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -52,23 +52,29 @@ export function resolveConnection(
     } else if (env.KUBERNETES_SERVICE_HOST && !flags.context) {
       restConfig = inClusterRestConfig({ env });
     } else {
-      throw new PluginError(
+      throw new CocoonError(
+        "NoConfig",
         flags.context
           ? `context "${flags.context}" not found: no kubeconfig (--kubeconfig, KUBECONFIG or ~/.kube/config)`
           : "no Kubernetes configuration: pass --kubeconfig, set KUBECONFIG, or create ~/.kube/config",
       );
     }
   } catch (err) {
-    if (err instanceof KubeconfigError) throw new PluginError(err.message);
+    if (err instanceof KubeconfigError) throw new CocoonError("BadConfig", err.message);
     throw err;
   }
   return { restConfig, namespace: flags.namespace || restConfig.namespace || "default" };
 }
 
-export function connect(flags: ConnectionFlags, env: Env): Connection {
-  const { restConfig, namespace } = resolveConnection(flags, env);
+export function connect(
+  flags: ConnectionFlags,
+  env: Env,
+  userAgent = "cocoon-sdk",
+  home?: string,
+): Connection {
+  const { restConfig, namespace } = resolveConnection(flags, env, home);
   return {
-    client: new KubeClient({ kubeConfig: restConfig, userAgent: "kubectl-cocoon", requestTimeoutMs: 30_000 }),
+    client: new KubeClient({ kubeConfig: restConfig, userAgent, requestTimeoutMs: 30_000 }),
     namespace,
   };
 }
