@@ -114,6 +114,19 @@ export class ExecFailedError extends ExecError {
   }
 }
 
+/** vk-cocoon's words for a command that ran and exited non-zero (it reports no exit code). */
+const VK_EXIT_STATUS = /Process exited with status (\d+)/;
+
+/**
+ * The exit code a failed exec carries when the command itself ran and exited non-zero: vk-cocoon
+ * wraps it as "ssh exec CMD on IP: Process exited with status N". Undefined for any other failure.
+ */
+export function exitStatusOf(err: unknown): number | undefined {
+  if (!(err instanceof ExecFailedError)) return undefined;
+  const match = VK_EXIT_STATUS.exec(err.message);
+  return match ? Number(match[1]) : undefined;
+}
+
 /** The streams broke before the error stream gave a Status, or the server spoke no protocol of ours. */
 export class ExecProtocolError extends ExecError {}
 

@@ -4,10 +4,10 @@
 
 import type { Clock } from "../clock.ts";
 import {
-  ExecFailedError,
   ExecProtocolError,
   type ExecRequest,
   ExecTimeoutError,
+  exitStatusOf,
   type PodExecutor,
 } from "../controller/exec.ts";
 import { guestHookDurationSeconds } from "../metrics/guest.ts";
@@ -33,7 +33,6 @@ export function bounded(text: string): string {
 
 // vk-cocoon wraps every SSH failure as "ssh exec <command> on <ip>: <error>"; the error alone is kept.
 const SSH_EXEC_PREFIX = /ssh exec .* on \S+: /s;
-const EXIT_STATUS = /Process exited with status (\d+)/;
 
 /** How an attempt failed, without the command: an exit status, a timeout, or the error's own words. */
 export function describeFailure(error: unknown, timeoutMs: number): string {
@@ -42,8 +41,8 @@ export function describeFailure(error: unknown, timeoutMs: number): string {
     return bounded(`timed out after ${timeoutMs / 1000}s${stderr ? `: ${stderr}` : ""}`);
   }
   const message = error instanceof Error ? error.message : String(error);
-  const status = EXIT_STATUS.exec(message);
-  if (error instanceof ExecFailedError && status) return `exited with status ${status[1]}`;
+  const status = exitStatusOf(error);
+  if (status !== undefined) return `exited with status ${status}`;
   return bounded(message.replace(SSH_EXEC_PREFIX, ""));
 }
 

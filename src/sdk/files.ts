@@ -8,6 +8,7 @@ import {
   ExecFailedError,
   ExecPodNotRunningError,
   ExecTimeoutError,
+  exitStatusOf,
   type PodExecutor,
   type ExecResult as RawExecResult,
 } from "../controller/exec.ts";
@@ -27,16 +28,6 @@ export interface ExecOptions {
   stdin?: string | Uint8Array;
   /** Bound on each of stdout and stderr (default 1 MiB); the rest is dropped and the result says so. */
   maxOutputBytes?: number;
-}
-
-/** vk-cocoon's words for a command that ran and exited non-zero. */
-const EXIT_STATUS = /Process exited with status (\d+)/;
-
-/** The exit code a failed exec carries when the command itself exited non-zero; undefined otherwise. */
-export function exitStatusOf(err: unknown): number | undefined {
-  if (!(err instanceof ExecFailedError)) return undefined;
-  const match = EXIT_STATUS.exec(err.message);
-  return match ? Number(match[1]) : undefined;
 }
 
 /** Runs argv in the pod, as raw bytes. */
@@ -61,12 +52,11 @@ export async function execRaw(
     });
   } catch (err) {
     const status = exitStatusOf(err);
-    if (status !== undefined) {
-      const empty = Buffer.alloc(0);
+    if (status !== undefined && err instanceof ExecFailedError) {
       return {
         exitCode: status,
-        stdout: empty,
-        stderr: empty,
+        stdout: err.stdout,
+        stderr: err.stderr,
         stdoutTruncated: false,
         stderrTruncated: false,
         transport: "websocket",

@@ -95,14 +95,15 @@ describe("AgentGroup exec and files", () => {
     const bytes = new Uint8Array([0, 1, 2, 255, 10]);
     await g.writeFile("main", "/tmp/task.bin", bytes, { mode: 0o600 });
     const execs = e.fake.calls.filter((c) => c.subresource === "exec");
-    assert.deepEqual((execs[0]?.body as { command: string[] }).command, [
+    assert.deepEqual((execs[0]?.body as { command?: string[] } | undefined)?.command, [
       "sh",
       "-c",
       "cat > '/tmp/task.bin' && chmod 600 '/tmp/task.bin'",
     ]);
     assert.deepEqual(await g.readFile("main", "/tmp/task.bin"), bytes);
     assert.deepEqual(
-      (e.fake.calls.filter((c) => c.subresource === "exec")[1]?.body as { command: string[] }).command,
+      (e.fake.calls.filter((c) => c.subresource === "exec")[1]?.body as { command?: string[] } | undefined)
+        ?.command,
       ["cat", "/tmp/task.bin"],
     );
     await assert.rejects(g.readFile("main", "/tmp/none"), (err: CocoonError) => err.reason === "ReadFailed");
