@@ -35,6 +35,7 @@ import {
   startCluster,
   startPool,
   waitNoSets,
+  waitPoolFilled,
 } from "./lib/cluster.ts";
 import { parseArgs, runBenchmark } from "./lib/lifecycle.ts";
 import { operatorCommand, startOperatorProcess } from "./lib/operator.ts";
@@ -202,21 +203,7 @@ async function main(): Promise<void> {
         },
       },
     });
-    const filled = async () => {
-      const deadline = Date.now() + 300_000;
-      for (;;) {
-        const res = await apiRequest(info, "GET", `${poolsPath(pns)}/warm`);
-        const s = res.body?.status;
-        if (
-          s?.ready === claims &&
-          s.replicas === claims &&
-          s.observedGeneration === res.body.metadata.generation
-        )
-          return;
-        if (Date.now() > deadline) throw new Error(`pool not filled: ${JSON.stringify(s)}; see ${logFile}`);
-        await sleep(250);
-      }
-    };
+    const filled = () => waitPoolFilled(info, pns, "warm", claims, `see ${logFile}`);
     await filled();
     const claimAll = async (names: readonly string[]): Promise<number[]> => {
       const sent = new Map<string, number>();

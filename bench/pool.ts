@@ -44,6 +44,7 @@ import {
   startCluster,
   startPool,
   waitNoSets,
+  waitPoolFilled as waitPoolFilledOf,
 } from "./lib/cluster.ts";
 import { type Exchange, resourceSegments, startCountingProxy } from "./lib/countingproxy.ts";
 import { parseArgs, runBenchmark } from "./lib/lifecycle.ts";
@@ -124,22 +125,8 @@ async function main(): Promise<void> {
     timeoutMs = 300_000,
   ): Promise<Map<string, number>> =>
     firstSeenOf<T>(info, what, path, names, done, { pollMs: POLL_MS, timeoutMs, hint: `see ${logFile}` });
-  const waitPoolFilled = async (ns: string, name: string): Promise<void> => {
-    const deadline = Date.now() + 300_000;
-    for (;;) {
-      const res = await apiRequest(info, "GET", `${poolsPath(ns)}/${name}`);
-      const s = res.body?.status;
-      if (
-        s?.ready === claims &&
-        s?.replicas === claims &&
-        s.observedGeneration === res.body.metadata.generation
-      )
-        return;
-      if (Date.now() > deadline)
-        throw new Error(`pool ${name} not filled: ${JSON.stringify(s)}; see ${logFile}`);
-      await sleep(250);
-    }
-  };
+  const waitPoolFilled = (ns: string, name: string): Promise<void> =>
+    waitPoolFilledOf(info, ns, name, claims, `see ${logFile}`);
   const poolSpec = (warmth: PoolWarmth): CocoonPoolSpec => ({
     replicas: claims,
     warmth,

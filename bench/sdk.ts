@@ -30,6 +30,7 @@ import {
   sleep,
   startCluster,
   startPool,
+  waitPoolFilled,
 } from "./lib/cluster.ts";
 import { parseArgs, runBenchmark } from "./lib/lifecycle.ts";
 import { operatorCommand, startOperatorProcess } from "./lib/operator.ts";
@@ -103,21 +104,7 @@ async function main(): Promise<void> {
   const kube = new KubeClient(kubeConfigFromFile(info.kubeconfigPath));
   const client = CocoonClient.fromClient(kube, ns);
 
-  const poolFilled = async () => {
-    const deadline = Date.now() + 300_000;
-    for (;;) {
-      const res = await apiRequest(info, "GET", `${poolsPath(ns)}/warm`);
-      const s = res.body?.status;
-      if (
-        s?.ready === claims &&
-        s.replicas === claims &&
-        s.observedGeneration === res.body.metadata.generation
-      )
-        return;
-      if (Date.now() > deadline) throw new Error(`pool not filled: ${JSON.stringify(s)}`);
-      await sleep(250);
-    }
-  };
+  const poolFilled = () => waitPoolFilled(info, ns, "warm", claims);
   progress(`a Running pool of ${claims}`);
   await createObject(info, poolsPath(ns), {
     apiVersion: "cocoonset.cocoonstack.io/v1alpha1",

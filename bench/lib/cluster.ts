@@ -198,3 +198,32 @@ export async function waitNoSets(
     await sleep(500);
   }
 }
+
+/** Resolves once the pool has `replicas` members, every one ready to claim, at its generation. */
+export async function waitPoolFilled(
+  conn: ApiConnection,
+  ns: string,
+  name: string,
+  replicas: number,
+  hint = "",
+  timeoutMs = 300_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await apiRequest(
+      conn,
+      "GET",
+      `/apis/cocoonset.cocoonstack.io/v1alpha1/namespaces/${ns}/cocoonpools/${name}`,
+    );
+    const s = res.body?.status;
+    if (
+      s?.ready === replicas &&
+      s.replicas === replicas &&
+      s.observedGeneration === res.body.metadata.generation
+    )
+      return;
+    if (Date.now() > deadline)
+      throw new Error(`pool ${name} not filled: ${JSON.stringify(s)}${hint ? `; ${hint}` : ""}`);
+    await sleep(250);
+  }
+}
