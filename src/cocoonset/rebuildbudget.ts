@@ -9,7 +9,7 @@ import { isPodFailed } from "../contract/pod.ts";
 import { subagentDeadLetterTotal, subagentRebuildTotal } from "../metrics/cocoon.ts";
 import { type Pass, REQUEUE_POLL_MS } from "../pass/pass.ts";
 import {
-  deletePod,
+  deletePodAsRead,
   patchPodAnnotations,
   patchSetAnnotations,
   readPodFromServer,
@@ -104,7 +104,11 @@ export async function spendRebuildBudget(pass: Pass, pod: Pod, need: RebuildNeed
         return { action: "wait", waitMs: REQUEUE_POLL_MS };
       }
       await persistHistory(pass, recordRebuild(history, podName, decision.attempt, now));
-      await deletePod(pass, pod);
+      // The pod as checked: one replaced or recovered since the read is not deleted.
+      if (!(await deletePodAsRead(pass, fresh))) {
+        pass.requeueWithin(REQUEUE_POLL_MS);
+        return { action: "wait", waitMs: REQUEUE_POLL_MS };
+      }
       pass.changed = true;
       subagentRebuildTotal.inc(labels);
       setEvent(

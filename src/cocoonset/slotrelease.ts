@@ -23,8 +23,8 @@ import { slotReleasePodsDeletedTotal } from "../metrics/cocoon.ts";
 import type { Pass } from "../pass/pass.ts";
 import { encodeReclaim, type ReleasedDependencies, recordReleased } from "../pass/reclaimrecord.ts";
 import {
-  deletePod,
-  patchPodFlag,
+  deletePodAsRead,
+  patchPodFlagAsRead,
   patchSetAnnotations,
   readPodFromServer,
   reclaimRecord,
@@ -68,8 +68,12 @@ export async function releaseSeats(pass: Pass, snapshotted: ReadonlySet<string>)
       released = false;
       continue;
     }
-    await flagKeepSnapshot(pass, pod);
-    await deletePod(pass, pod);
+    // The flag and the delete go to the pod as checked: one woken since is not deleted.
+    const flagged = await flagKeepSnapshot(pass, fresh);
+    if (flagged === undefined || !(await deletePodAsRead(pass, flagged))) {
+      released = false;
+      continue;
+    }
     slotReleasePodsDeletedTotal.inc({ namespace: pass.namespace, cocoonset: pass.name });
     pass.deps.log.info(
       { cocoonset: `${pass.namespace}/${pass.name}`, pod: pod.metadata.name, node: pod.spec.nodeName },
@@ -97,14 +101,15 @@ export function releasedUnder(
  * Best-effort: without the flag vk-cocoon drops the node-local snapshot and the wake pulls from the
  * registry instead; failing the release here would forfeit the seat the policy exists to free.
  */
-async function flagKeepSnapshot(pass: Pass, pod: Pod): Promise<void> {
+async function flagKeepSnapshot(pass: Pass, fresh: Pod): Promise<Pod | undefined> {
   try {
-    await patchPodFlag(pass, pod, ANN_KEEP_SNAPSHOT_ON_DELETE, true);
+    return await patchPodFlagAsRead(pass, fresh, ANN_KEEP_SNAPSHOT_ON_DELETE, true);
   } catch (error) {
     pass.deps.log.error(
-      { cocoonset: `${pass.namespace}/${pass.name}`, pod: pod.metadata.name, err: error },
+      { cocoonset: `${pass.namespace}/${pass.name}`, pod: fresh.metadata.name, err: error },
       "slot release: keep-snapshot flag not set; the wake will pull from the registry",
     );
+    return fresh;
   }
 }
 

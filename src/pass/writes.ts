@@ -7,7 +7,7 @@ import type { CocoonSet, CocoonSetStatus } from "../apis/v1/types.ts";
 import { ANN_DELETE_VM_NAMES, ANN_HIBERNATE_RECLAIM, ANN_REBUILD_HISTORY, TRUE } from "../contract/keys.ts";
 import { annotationsMergePatch } from "../contract/pod.ts";
 import { partitionOwnVMNames, REASON_FOREIGN_VM_NAME_IGNORED } from "../contract/vmname.ts";
-import { isNotFound, unlessNotFound } from "../controller/errors.ts";
+import { isConflict, isNotFound, unlessNotFound } from "../controller/errors.ts";
 import { COCOONSETS, PODS } from "../controller/resources.ts";
 import type { Pass } from "./pass.ts";
 import { encodeReclaim, type ReclaimRecord, readReclaim } from "./reclaimrecord.ts";
@@ -113,6 +113,44 @@ export async function patchPodAnnotations(
 /** Sets a boolean pod flag ("true" or absent, never "false"). */
 export function patchPodFlag(pass: Pass, pod: Pod, key: string, on: boolean): Promise<boolean> {
   return patchPodAnnotations(pass, pod, { [key]: on ? TRUE : null });
+}
+
+/**
+ * Deletes the pod only as the API server held it when `fresh` was read (uid and resourceVersion as
+ * preconditions): a pod bound, woken or replaced since is not deleted, and false says so. A check on
+ * the server's pod licenses a delete of that pod, not of what it became after the read.
+ */
+export async function deletePodAsRead(pass: Pass, fresh: Pod): Promise<boolean> {
+  try {
+    await pass.deps.client.delete(PODS, pass.namespace, fresh.metadata.name ?? "", {
+      preconditions: { uid: fresh.metadata.uid ?? "", resourceVersion: fresh.metadata.resourceVersion ?? "" },
+    });
+    return true;
+  } catch (error) {
+    if (isNotFound(error)) return true;
+    if (isConflict(error)) return false;
+    throw error;
+  }
+}
+
+/**
+ * Sets a boolean pod flag only on the pod as read at `fresh` (its resourceVersion in the patch): the
+ * pod as patched, for a delete that follows; undefined when the pod changed since the read.
+ */
+export async function patchPodFlagAsRead(
+  pass: Pass,
+  fresh: Pod,
+  key: string,
+  on: boolean,
+): Promise<Pod | undefined> {
+  try {
+    return await pass.deps.client.patch<Pod>(PODS, pass.namespace, fresh.metadata.name ?? "", {
+      metadata: { resourceVersion: fresh.metadata.resourceVersion, annotations: { [key]: on ? TRUE : null } },
+    });
+  } catch (error) {
+    if (isConflict(error) || isNotFound(error)) return undefined;
+    throw error;
+  }
 }
 
 /** Deletes a pod; a pod already gone is not an error. */

@@ -164,9 +164,10 @@ function scanSourceForApiCalls(): { cluster: Set<Grant>; leases: Set<Grant>; gen
     const resource = subresource ? `${rt.plural}/${subresource}` : rt.plural;
     (file === "src/controller/leaderelection.ts" ? leases : cluster).add(grant(rt.group, resource, verb));
   };
-  // The kubectl plugin (src/plugin/) calls the API with its user's credentials, never the operator's.
+  // The kubectl plugin (src/plugin/) and the SDK it is built on (src/sdk/) call the API with their
+  // user's credentials, never the operator's.
   const files = globSync("src/**/*.ts", { cwd: repoRoot }).filter(
-    (f) => f !== "src/controller/client.ts" && !f.startsWith("src/plugin/"),
+    (f) => f !== "src/controller/client.ts" && !f.startsWith("src/plugin/") && !f.startsWith("src/sdk/"),
   );
   for (file of files) {
     const source = readFileSync(join(repoRoot, file), "utf8");

@@ -25,7 +25,13 @@ import {
   type StepOutcome,
 } from "../../pass/pass.ts";
 import { preHibernateGate } from "../../pass/prehibernate.ts";
-import { deletePod, patchPodFlag, readPodFromServer, setEvent } from "../../pass/writes.ts";
+import {
+  deletePodAsRead,
+  patchPodFlag,
+  patchPodFlagAsRead,
+  readPodFromServer,
+  setEvent,
+} from "../../pass/writes.ts";
 import { createPod } from "../create.ts";
 import {
   awaitsNodeNoLongerPinned,
@@ -109,17 +115,19 @@ export async function reconcileMigration(pass: Pass): Promise<StepOutcome> {
       // The quiesce must hold on the server: a cached annotation that a wake in place has since
       // cleared would have the woken VM deleted.
       const fresh = await readPodFromServer(pass, action.main);
-      if (!snapshotExistsAndWeQuiesced(fresh, target, true))
+      if (!fresh || !snapshotExistsAndWeQuiesced(fresh, target, true))
         return finish({ requeueAfterMs: REQUEUE_POLL_MS });
       // Migrating before the delete: a pass that does not find it skips the probe once the new main
       // runs, and the snapshot the migration restores from would stay behind.
       await persistMigrating(pass);
-      await flagKeepSnapshot(pass, action.main);
+      // The flag and the delete go to the pod as checked: one woken since is not deleted.
+      const flagged = await flagKeepSnapshot(pass, fresh);
+      if (flagged === undefined || !(await deletePodAsRead(pass, flagged)))
+        return finish({ requeueAfterMs: REQUEUE_POLL_MS });
       log.info(
         { from: action.main.spec.nodeName },
-        "migration: snapshot in the registry, deleting the old main",
+        "migration: snapshot in the registry, deleted the old main",
       );
-      await deletePod(pass, action.main);
       return finish({ requeueAfterMs: REQUEUE_POLL_MS });
     }
     case "recreate-from-snapshot":
@@ -152,26 +160,30 @@ async function recreateUnderCurrentPin(pass: Pass, main: Pod, target: string): P
   // binding would have a running VM deleted (reliability suite, api-faults).
   const fresh = await readPodFromServer(pass, main);
   if (!fresh || !awaitsNodeNoLongerPinned(fresh, target)) return finish({ requeueAfterMs: REQUEUE_POLL_MS });
+  // Bound (and its VM started) after the read: not this pod any more, nothing deleted.
+  if (!(await deletePodAsRead(pass, fresh))) return finish({ requeueAfterMs: REQUEUE_POLL_MS });
   pass.deps.log.info(
     { cocoonset: `${pass.namespace}/${pass.name}`, pod: main.metadata.name, target: target || "(any node)" },
-    "main waits for a node it is no longer pinned to; recreating it",
+    "main waited for a node it is no longer pinned to; deleted to be recreated",
   );
-  await deletePod(pass, main);
   return finish({ requeue: true });
 }
 
 /**
- * Lets the target node fetch the snapshot from the source node instead of the registry. Best-effort:
- * a failed flag costs a registry pull, whereas blocking the delete would stall the migration.
+ * Lets the target node fetch the snapshot from the source node instead of the registry, on the pod as
+ * read: the pod to delete (as flagged, or as read when the flag failed: best-effort, a failed flag
+ * costs a registry pull, whereas blocking the delete would stall the migration), or undefined when
+ * the pod changed since the read.
  */
-async function flagKeepSnapshot(pass: Pass, pod: Pod): Promise<void> {
+async function flagKeepSnapshot(pass: Pass, fresh: Pod): Promise<Pod | undefined> {
   try {
-    await patchPodFlag(pass, pod, ANN_KEEP_SNAPSHOT_ON_DELETE, true);
+    return await patchPodFlagAsRead(pass, fresh, ANN_KEEP_SNAPSHOT_ON_DELETE, true);
   } catch (err) {
     pass.deps.log.warn(
-      { pod: podKey(pod), err },
+      { pod: podKey(fresh), err },
       "migration: keep-snapshot-on-delete not set; the target will pull",
     );
+    return fresh;
   }
 }
 

@@ -16,7 +16,12 @@ import {
 } from "../../../src/contract/keys.ts";
 import type { Client } from "../../../src/controller/client.ts";
 import type { EventRecorder } from "../../../src/controller/events.ts";
-import { COCOONHIBERNATIONS, COCOONSETS, PODS } from "../../../src/controller/resources.ts";
+import {
+  COCOONHIBERNATIONS,
+  COCOONSETS,
+  PODS,
+  type ResourceType,
+} from "../../../src/controller/resources.ts";
 import { migrateUnschedulableTotal } from "../../../src/metrics/cocoon.ts";
 import { classifyPods } from "../../../src/pass/classify.ts";
 import { Pass, type StepOutcome } from "../../../src/pass/pass.ts";
@@ -191,6 +196,20 @@ class Harness {
     return this.client.calls.find(
       (c) => c.verb === verb && `${c.resource}${c.subresource ? `/${c.subresource}` : ""}` === resource,
     )?.body;
+  }
+
+  /** Runs `change` right after the step's next uncached read of a pod (a change racing the check). */
+  afterServerRead(change: () => void): void {
+    const get = this.client.get.bind(this.client);
+    let done = false;
+    this.client.get = async <T>(rt: ResourceType, namespace: string, name: string): Promise<T> => {
+      const read = await get<T>(rt, namespace, name);
+      if (rt === PODS && !done) {
+        done = true;
+        change();
+      }
+      return read;
+    };
   }
 
   /** Plays vk-cocoon and the kubelet on the stored main. */
@@ -405,6 +424,7 @@ describe("step 8: retiring the old main", () => {
       mainPod({ node: "node-a", live: true, hibernate: true }),
     ]);
     h.pushTag();
+    const asRead = h.pod()?.metadata.resourceVersion;
     assert.deepEqual(await h.run(), POLL);
     assert.deepEqual(h.journal, [
       `hasManifest ${TAG}`,
@@ -413,12 +433,24 @@ describe("step 8: retiring the old main", () => {
       "patch pods demo-0",
       "delete pods demo-0",
     ]);
+    // The flag goes to the pod as the server showed it quiesced (its resourceVersion in the patch).
     assert.deepEqual(h.body("patch", "pods"), {
-      metadata: { annotations: { [ANN_KEEP_SNAPSHOT_ON_DELETE]: "true" } },
+      metadata: { resourceVersion: asRead, annotations: { [ANN_KEEP_SNAPSHOT_ON_DELETE]: "true" } },
     });
     assert.ok(h.registry.has(VM, "hibernate"));
     assert.deepEqual(h.tagDeletes(), []);
     assert.equal(h.phase(), "Migrating");
+  });
+
+  it("a main woken between the server read and the flag is not deleted", async () => {
+    const h = new Harness(cocoonSet({ nodeName: "node-b" }), [
+      mainPod({ node: "node-a", live: true, hibernate: true }),
+    ]);
+    h.pushTag();
+    h.afterServerRead(() => h.updatePod((pod) => delete pod.metadata.annotations?.[ANN_HIBERNATE]));
+    assert.deepEqual(await h.run(), POLL);
+    assert.ok(h.pod(), "the woken main is still there");
+    assert.equal(h.apiWrites().filter((w) => w.startsWith("delete")).length, 0);
   });
 
   it("a Migrating write that fails leaves the old main undeleted", async () => {
@@ -619,6 +651,20 @@ describe("step 8: a main waiting for a node it is no longer pinned to", () => {
         ?.matchExpressions?.[0]?.values,
       ["node-c"],
     );
+  });
+
+  it("a pod bound after the server read is not deleted: its VM may be starting", async () => {
+    const h = new Harness(cocoonSet({ nodeName: "node-c", phase: "Migrating" }), [
+      mainPod({ builtFor: "node-b", restore: true, unschedulable: "0/3 nodes are available" }),
+    ]);
+    h.pushTag();
+    h.afterServerRead(() =>
+      h.updatePod((pod) => {
+        pod.spec.nodeName = "node-b";
+      }),
+    );
+    assert.deepEqual(await h.run(), POLL);
+    assert.ok(h.pod(), "the bound pod is still there");
   });
 
   it("pin removed → deleted, even without a registry and outside Migrating", async () => {
