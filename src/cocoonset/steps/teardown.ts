@@ -22,6 +22,9 @@ import { deleteAfterStash, stashVMNames } from "../deletepods.ts";
 import { waitForHolder } from "../teardownhold.ts";
 import { collisionMessage, REASON_VM_NAME_COLLISION } from "./collision.ts";
 
+/** A required tag the teardown could not delete (the registry refused or did not answer). */
+export const REASON_SNAPSHOT_CLEANUP_FAILED = "SnapshotCleanupFailed";
+
 /** One registry tag the teardown probes and deletes when present. */
 export interface TagToCollect {
   vm: string;
@@ -105,7 +108,17 @@ export async function teardown(cs: CocoonSet, deps: PassDeps, signal: AbortSigna
         failures.push(`${vm}:${tag}: ${err instanceof Error ? err.message : String(err)}`);
       }
     }
-    if (failures.length > 0) throw new Error(`snapshot tag cleanup failed: ${failures.join("; ")}`);
+    if (failures.length > 0) {
+      // Said on the set, and tried again at the poll: a failing pass would back off exponentially, and
+      // a registry back after a short outage would leave the set in teardown for minutes, silent.
+      setEvent(
+        pass,
+        "Warning",
+        REASON_SNAPSHOT_CLEANUP_FAILED,
+        `teardown keeps the finalizer until these tags are deleted: ${failures.join("; ")}`,
+      );
+      return { requeueAfterMs: REQUEUE_POLL_MS };
+    }
   }
 
   await removeFinalizer(pass);

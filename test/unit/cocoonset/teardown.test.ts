@@ -16,6 +16,7 @@ import {
 import { REASON_FOREIGN_VM_NAME_IGNORED } from "../../../src/contract/vmname.ts";
 import { COCOONSETS, PODS } from "../../../src/controller/resources.ts";
 import { ANN_RESTORE_HOLD, encodeRestoreHold, REASON_SET_HELD } from "../../../src/holds.ts";
+import { REQUEUE_POLL_MS } from "../../../src/pass/pass.ts";
 import { LABEL_CLAIMED_FROM, LABEL_POOL } from "../../../src/pool/keys.ts";
 import { FakeSnapshotRegistry } from "../../env/registry-fake.ts";
 import {
@@ -268,7 +269,16 @@ describe("teardown failures", () => {
     h.registry.failOn = (call) =>
       call.repo === vm("0") ? FakeSnapshotRegistry.error(503, "UNAVAILABLE") : undefined;
 
-    await assert.rejects(reconcile(h), /vk-ns-demo-0:hibernate/);
+    // Said on the set, and looked at again at the poll rather than with a growing backoff.
+    assert.deepEqual(await reconcile(h), { requeueAfterMs: REQUEUE_POLL_MS });
+    assert.deepEqual(
+      h.events.events.filter((e) => e.reason === "SnapshotCleanupFailed").map((e) => e.type),
+      ["Warning"],
+    );
+    assert.match(
+      h.events.events.find((e) => e.reason === "SnapshotCleanupFailed")?.message ?? "",
+      /vk-ns-demo-0:hibernate/,
+    );
     const kept = storedSet(h.client);
     assert.deepEqual(kept?.metadata.finalizers, [FINALIZER_COCOONSET]);
     assert.equal(kept?.metadata.annotations?.[ANN_DELETE_VM_NAMES], `${vm("0")},${vm("1")}`);
