@@ -226,10 +226,10 @@ export async function claimFrom(
   run: ClaimRun = {},
 ): Promise<CocoonClaim> {
   await getPool(session, pool);
-  const warnings = await WarningWatch.start(session, KIND_COCOONCLAIM, name);
   const created = await createClaim(session, pool, name, run.annotations, run.parameters);
   run.onCreated?.(created);
   if (!run.until) return created;
+  const warnings = WarningWatch.ofCreated(session, KIND_COCOONCLAIM, created);
   return (await waitFor(session, claimWait(name, run.until, warnings), run.wait)) ?? created;
 }
 

@@ -9,7 +9,7 @@ import type { Warning } from "./errors.ts";
 /** The parts of a core/v1 Event that are read. */
 export interface ClusterEvent {
   metadata: ObjectMeta;
-  involvedObject: { kind?: string; name?: string };
+  involvedObject: { kind?: string; name?: string; uid?: string };
   type?: string;
   reason?: string;
   message?: string;
@@ -44,11 +44,14 @@ export class WarningWatch {
   private readonly kind: string;
   private readonly name: string;
   private readonly before = new Map<string, number>();
+  /** Set for an object this call created: only events about it count, and every one is new. */
+  private readonly uid: string | undefined;
 
-  private constructor(ctx: Reader, kind: string, name: string) {
+  private constructor(ctx: Reader, kind: string, name: string, uid?: string) {
     this.ctx = ctx;
     this.kind = kind;
     this.name = name;
+    this.uid = uid;
   }
 
   static async start(ctx: Reader, kind: string, name: string): Promise<WarningWatch> {
@@ -56,6 +59,14 @@ export class WarningWatch {
     for (const event of await objectEvents(ctx, kind, name))
       watch.before.set(eventKey(event), event.count ?? 1);
     return watch;
+  }
+
+  /**
+   * For an object the call has just created: what the operator said of it is every event about its
+   * uid, so no read is needed up front (a same-named object's events have another uid).
+   */
+  static ofCreated(ctx: Reader, kind: string, created: { metadata: ObjectMeta }): WarningWatch {
+    return new WarningWatch(ctx, kind, created.metadata.name ?? "", created.metadata.uid ?? "");
   }
 
   /**
@@ -70,7 +81,9 @@ export class WarningWatch {
     } catch {
       return undefined;
     }
-    const warnings = events.filter((e) => e.type === "Warning");
+    const warnings = events.filter(
+      (e) => e.type === "Warning" && (this.uid === undefined || e.involvedObject.uid === this.uid),
+    );
     const fresh = warnings.filter((e) => (e.count ?? 1) > (this.before.get(eventKey(e)) ?? 0));
     const last = fresh.at(-1) ?? (orEarlier ? warnings.at(-1) : undefined);
     return last ? { reason: last.reason ?? "", message: last.message ?? "" } : undefined;
