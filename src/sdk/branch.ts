@@ -66,7 +66,6 @@ export async function branchFrom(
       `cocoonset "${sourceName}", which cocooncheckpoint "${checkpointName}" was taken from, no longer exists, and a checkpoint records its members, not the set's spec: create the CocoonSet yourself with the annotation ${ANN_FROM_CHECKPOINT}: ${checkpointName}. The checkpoint holds ${describeMembers(heldMembers(ck))}; a slot or toolbox of the new spec restores from the member of the same slot or toolbox name`,
     );
   }
-  const warnings = run.wait ? await WarningWatch.start(session, KIND_COCOONSET, newName) : undefined;
   let cs: CocoonSet;
   try {
     cs = await session.client.create<CocoonSet>(COCOONSETS, session.namespace, {
@@ -85,6 +84,7 @@ export async function branchFrom(
   }
   run.onCreated?.(cs);
   if (!run.wait) return cs;
+  const warnings = WarningWatch.ofCreated(session, KIND_COCOONSET, cs);
   const state = await waitFor(
     session,
     setWait(newName, cs.metadata.generation ?? 0, { kind: "ready" }, warnings),

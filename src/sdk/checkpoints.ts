@@ -210,7 +210,6 @@ export async function takeCheckpoint(
   if (existing) throw checkpointExists(session, name, existing);
   const wasSuspended = cs.spec.suspend === true;
   const wait = wasSuspended && !run.awaitSuspended ? undefined : (run.wait ?? {});
-  const warnings = wait ? await WarningWatch.start(session, KIND_COCOONCHECKPOINT, name) : undefined;
   let ck = await createCheckpoint(session, setName, name);
   run.onWritten?.("created");
   if (run.dryRun) {
@@ -218,6 +217,7 @@ export async function takeCheckpoint(
     return ck;
   }
   if (!wait) return ck;
+  const warnings = WarningWatch.ofCreated(session, KIND_COCOONCHECKPOINT, ck);
   let suspended = false;
   try {
     if (!wasSuspended) {

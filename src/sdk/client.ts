@@ -141,7 +141,6 @@ export class CocoonClient {
   /** Creates a set and resolves once it is Running. */
   async create(set: CreateSpec, opts: OperationOptions = {}): Promise<AgentGroup> {
     const wait = waitOptions(opts);
-    const warnings = await WarningWatch.start(this.session, KIND_COCOONSET, set.name);
     let cs: CocoonSet;
     try {
       cs = await this.session.client.create<CocoonSet>(COCOONSETS, this.namespace, {
@@ -164,6 +163,7 @@ export class CocoonClient {
       }
       throw err;
     }
+    const warnings = WarningWatch.ofCreated(this.session, KIND_COCOONSET, cs);
     await waitFor(
       this.session,
       setWait(set.name, cs.metadata.generation ?? 1, { kind: "ready" }, warnings),

@@ -91,7 +91,6 @@ export async function restoreTo(
     );
   }
   const name = run.name ?? restoreName(setName, checkpointName);
-  const warnings = run.wait ? await WarningWatch.start(session, KIND_COCOONRESTORE, name) : undefined;
   let r: CocoonRestore;
   try {
     r = await session.client.create<CocoonRestore>(COCOONRESTORES, session.namespace, {
@@ -112,5 +111,6 @@ export async function restoreTo(
   }
   run.onCreated?.(r);
   if (!run.wait) return r;
+  const warnings = WarningWatch.ofCreated(session, KIND_COCOONRESTORE, r);
   return (await waitFor(session, restoreWait(name, warnings), run.wait)) ?? r;
 }
