@@ -6,6 +6,7 @@ import type { CocoonSet, CocoonSetSpec } from "../../src/apis/v1/types.ts";
 import { type Environment, startEnvironment } from "../../test/env/environment.ts";
 import { type SimTimings, type Simulator, startSimulator } from "../../test/env/simulator/index.ts";
 import { type ApiConnection, apiRequest, createNamespace } from "../../test/env/testenv.ts";
+import { poolsPath } from "../../test/support/poolapi.ts";
 import { isRunning } from "../../test/support/setapi.ts";
 import { onTeardown } from "./lifecycle.ts";
 
@@ -210,11 +211,7 @@ export async function waitPoolFilled(
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const res = await apiRequest(
-      conn,
-      "GET",
-      `/apis/cocoonset.cocoonstack.io/v1alpha1/namespaces/${ns}/cocoonpools/${name}`,
-    );
+    const res = await apiRequest(conn, "GET", `${poolsPath(ns)}/${name}`);
     const s = res.body?.status;
     if (
       s?.ready === replicas &&
