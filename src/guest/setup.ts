@@ -16,7 +16,7 @@ import { type Request, requestKey } from "../controller/reconciler.ts";
 import { type OperatorInformers, POD_BY_COCOONSET_INDEX } from "../informers/informers.ts";
 import type { Logger } from "../log.ts";
 import type { GuestPolicyCatalog } from "./catalog.ts";
-import { guestPolicyName } from "./decide.ts";
+import { guestInputsChanged, guestPolicyName } from "./decide.ts";
 import type { GuestHooksGate } from "./gate.ts";
 import { GuestReconciler } from "./reconciler.ts";
 import type { PreHibernateRequests } from "./requests.ts";
@@ -85,7 +85,11 @@ export function setupGuestController(manager: Manager, options: GuestControllerO
     maxConcurrentReconciles: options.concurrency ?? DEFAULT_GUEST_CONCURRENCY,
   })
     .watches(informers.pods, (pod) => podOfPolicySet(informers, pod))
-    .watches(informers.cocoonSets, (cs) => (guestPolicyName(cs) !== "" ? podsOfSet(informers, cs) : []))
+    // Of a set, the hooks read only the policy it names and the claim that bound it: a status write
+    // (every pass of a set coming up) wakes none of its pods.
+    .watches(informers.cocoonSets, (cs) => (guestPolicyName(cs) !== "" ? podsOfSet(informers, cs) : []), {
+      update: guestInputsChanged,
+    })
     .watches(catalog.informer, (policy) => podsOfPolicy(informers, policy));
   options.gate.enqueue = (namespace, name) => controller.queue.add(requestKey({ namespace, name }));
   manager.addInformer(catalog.informer);

@@ -34,15 +34,7 @@ import {
   poolMembers,
   waitPoolReady,
 } from "../support/poolapi.ts";
-import {
-  createPoolSet,
-  getSet,
-  isRunning,
-  objectEvents,
-  patchSetSpec,
-  setPods,
-  setsPath,
-} from "../support/setapi.ts";
+import { createPoolSet, getSet, isRunning, objectEvents, patchSetSpec, setPods } from "../support/setapi.ts";
 import { type SetEnv, startSetEnv, waitPhase } from "../support/setwait.ts";
 
 const env = testEnv();
@@ -322,15 +314,17 @@ describe("guest hooks", () => {
   it("a settled set costs no exec, whatever wakes its pods' reconciles", async () => {
     await waitRunning("forks", 3);
     const before = execs().length;
-    // A label on the set wakes the guest controller for each of its pods.
-    const res = await apiRequest(
-      env,
-      "PATCH",
-      `${setsPath(ns)}/forks`,
-      { metadata: { labels: { touched: "yes" } } },
-      "application/merge-patch+json",
-    );
-    assert.equal(res.status, 200, JSON.stringify(res.body));
+    // A change of each pod wakes the guest controller for it.
+    for (const pod of await setPods(env, ns, "forks")) {
+      const res = await apiRequest(
+        env,
+        "PATCH",
+        `/api/v1/namespaces/${ns}/pods/${pod.metadata.name}`,
+        { metadata: { labels: { touched: "yes" } } },
+        "application/merge-patch+json",
+      );
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+    }
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     assert.deepEqual(execs().slice(before), []);
   });
